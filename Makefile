@@ -1,0 +1,23 @@
+# nesybench — the two commands a newcomer runs: `make demo` and `make test`.
+PY := .venv/bin/python
+NB := .venv/bin/nesybench
+WORKERS ?= 2
+
+.PHONY: setup demo test bench clean
+
+setup:            ## SWI-Prolog >= 9.1.12 (cached build if needed) + .venv with every dependency
+	@bash scripts/setup.sh
+
+demo: setup       ## generate the KANDY Easy curriculum and its browser page into out/
+	$(NB) kandy generate curricula/kandy/easy.yaml --out out/kandy-easy --overwrite --workers $(WORKERS)
+	$(NB) kandy browse out/kandy-easy
+	@echo "KANDY Easy curriculum: out/kandy-easy   browser page: out/kandy-easy/browse/index.html"
+
+test: setup       ## the whole test suite (what CI runs)
+	$(PY) -m pytest -q
+
+bench: setup      ## performance figures (see benchmarks/README.md)
+	$(PY) benchmarks/kandy_generate.py
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,18 @@
+"""nesybench: logic-programming-centric neuro-symbolic benchmarks.
+
+Capabilities live in one subpackage each (``kandy``, ``rudas``, ``shortcuts``); the bridges to
+SWI-Prolog (janus) and clingo live in :mod:`nesybench.logic` and nowhere else.
+"""
+from pathlib import Path
+
+__version__ = "0.1.0"
+
+#: Repository root holding ``prolog/``, ``kb/`` and ``curricula/`` (editable install layout).
+ROOT = Path(__file__).resolve().parents[2]
+PROLOG_DIR = ROOT / "prolog"
+KB_DIR = ROOT / "kb"
+CURRICULA_DIR = ROOT / "curricula"
+
+from .errors import NesyError  # noqa: E402
+
+__all__ = ["NesyError", "ROOT", "PROLOG_DIR", "KB_DIR", "CURRICULA_DIR", "__version__"]

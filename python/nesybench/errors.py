@@ -1,0 +1,63 @@
+"""One exception type for every user-facing failure.
+
+Every error names where it came from (file, task, field, line) so that the CLI can print a
+single line such as ``curricula/easy.yaml: task 3 'colours': field positive_set[0].color (line
+12): unknown colour 'purple'`` and exit with status 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class NesyError(Exception):
+    """A user-facing error with its location.
+
+    Attributes
+    ----------
+    message : str   what is wrong, in one sentence
+    file : str | None   the file that holds the bad input
+    task : str | None   task index and/or name inside that file
+    field : str | None  dotted path of the offending field (``positive_set[0].stack[1].color``)
+    line : int | None   1-based line number when known
+    """
+
+    message: str
+    file: str | None = None
+    task: str | None = None
+    field: str | None = None
+    line: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def where(self, **kw) -> "NesyError":
+        """Return a copy with missing location parts filled from ``kw`` (inner info wins)."""
+        for key, value in kw.items():
+            if getattr(self, key) is None and value is not None:
+                setattr(self, key, value)
+        return self
+
+    def __str__(self) -> str:
+        parts = []
+        if self.file:
+            parts.append(str(self.file) + (f":{self.line}" if self.line else ""))
+        if self.task is not None:
+            parts.append(f"task {self.task}")
+        if self.field:
+            parts.append(f"field {self.field}")
+        if self.line and not self.file:
+            parts.append(f"line {self.line}")
+        return ": ".join(parts + [self.message])
+
+
+class PrologError(NesyError):
+    """An error raised while loading or running Prolog code (syntax, existence, sandbox)."""
+
+
+class UnsafeRuleError(PrologError):
+    """Untrusted Prolog text tried to call something outside the sandbox."""
+
+
+class BudgetExceeded(NesyError):
+    """A time or size budget was hit; partial results may be attached as ``partial``."""

@@ -1,0 +1,139 @@
+"""The clingo bridge: load ASP encodings from ``prolog/``, add facts, solve, count, read models.
+
+Capabilities hand over *facts as data* (predicate name + Python arguments), never program
+strings they assembled themselves; the encodings are the ``.lp`` files in ``prolog/``.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import NesyError
+from .prolog import resolve
+
+Fact = tuple  # (name, arg1, arg2, ...) with str / int / tuple arguments
+
+
+@dataclass
+class AspResult:
+    """What a solve call found.
+
+    Attributes
+    ----------
+    models : list of models, each a sorted list of ``(name, args)`` tuples of shown atoms
+        (only when ``keep_models``)
+    count : number of (projected) models enumerated
+    exhausted : True when the search space was exhausted (the count is exact)
+    satisfiable : whether at least one model exists
+    """
+
+    models: list[list[tuple]] = field(default_factory=list)
+    count: int = 0
+    exhausted: bool = True
+    satisfiable: bool = False
+
+
+def _clingo():
+    import clingo  # noqa: PLC0415 - the one place clingo is imported
+    return clingo
+
+
+def symbol(value):
+    """Python value -> clingo Symbol (str -> constant if lowercase identifier, else String)."""
+    clingo = _clingo()
+    if isinstance(value, bool):
+        return clingo.Function("true" if value else "false")
+    if isinstance(value, int):
+        return clingo.Number(value)
+    if isinstance(value, tuple):
+        if value and isinstance(value[0], str) and value[0][:1].islower() and \
+                value[0].replace("_", "a").isalnum():
+            return clingo.Function(value[0], [symbol(v) for v in value[1:]])
+        return clingo.Tuple_([symbol(v) for v in value])
+    if isinstance(value, str):
+        if value[:1].islower() and value.replace("_", "a").isalnum():
+            return clingo.Function(value)
+        return clingo.String(value)
+    raise NesyError(f"cannot turn {value!r} into an ASP term")
+
+
+def to_python(sym):
+    """clingo Symbol -> Python value (numbers int, constants/strings str, functions tuples)."""
+    clingo = _clingo()
+    t = sym.type
+    if t == clingo.SymbolType.Number:
+        return sym.number
+    if t == clingo.SymbolType.String:
+        return sym.string
+    if t == clingo.SymbolType.Function:
+        if not sym.arguments:
+            return sym.name
+        args = tuple(to_python(a) for a in sym.arguments)
+        return (sym.name, *args) if sym.name else args
+    return str(sym)
+
+
+def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
+          models: int = 0, project: bool = False, keep_models: bool = True,
+          consts: dict[str, int | str] | None = None, options: Sequence[str] = (),
+          on_model: Callable[[list[tuple]], bool | None] | None = None) -> AspResult:
+    """Ground and solve ``programs`` (``.lp`` paths, relative to the repo root) plus ``facts``.
+
+    ``models=0`` enumerates all models; ``project=True`` enumerates distinct projections onto
+    the ``#project`` atoms (or the shown atoms when the program declares none). ``on_model``
+    may return False to stop early.
+    """
+    clingo = _clingo()
+    args = [str(models)]
+    if project:
+        args.append("--project")
+    for k, v in (consts or {}).items():
+        args.append(f"--const={k}={v}")
+    args.extend(options)
+    messages: list[str] = []
+    ctl = clingo.Control(args, logger=lambda code, msg: messages.append(msg.strip()),
+                         message_limit=20)
+    for prog in programs:
+        path = resolve(prog)
+        if not Path(path).exists():
+            raise NesyError("ASP program not found", file=str(path))
+        try:
+            ctl.load(str(path))
+        except RuntimeError as exc:
+            raise NesyError(f"ASP syntax error: {'; '.join(messages) or exc}",
+                            file=str(path)) from None
+    with ctl.backend() as backend:
+        for fact in facts:
+            atom = backend.add_atom(symbol(tuple(fact)) if len(fact) > 1 else symbol(fact[0]))
+            backend.add_rule([atom])
+    try:
+        ctl.ground([("base", [])])
+    except RuntimeError as exc:
+        raise NesyError(f"ASP grounding failed: {'; '.join(messages) or exc}") from None
+    result = AspResult()
+
+    def _model(m) -> bool:
+        result.count += 1
+        result.satisfiable = True
+        atoms = None
+        if keep_models or on_model is not None:
+            atoms = sorted(to_python(s) if s.arguments else (s.name,) for s in m.symbols(shown=True))
+            atoms = [a if isinstance(a, tuple) else (a,) for a in atoms]
+        if keep_models:
+            result.models.append(atoms)
+        if on_model is not None and on_model(atoms) is False:
+            return False
+        return True
+
+    handle = ctl.solve(on_model=_model)
+    result.exhausted = bool(handle.exhausted)
+    return result
+
+
+def count(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
+          project: bool = True, consts: dict | None = None) -> int:
+    """Exact number of (projected) answer sets; enumeration without keeping models."""
+    return solve(programs, facts, models=0, project=project, keep_models=False,
+                 consts=consts).count

@@ -1,0 +1,186 @@
+"""The SWI-Prolog bridge (janus-swi): one engine per process, batched calls, clear errors.
+
+Everything Python asks of Prolog goes through this module:
+
+* :func:`use` loads a module from ``prolog/`` or ``kb/`` once per process;
+* :func:`once` / :func:`solutions` run a goal with Python values bound to its variables
+  (lists of strings go in and out as one call, so callers batch their work);
+* :func:`load_rules` compiles *untrusted* rule text into a fresh module after reading it
+  clause by clause (syntax errors with their line) and checking it with ``library(sandbox)``.
+
+Prolog exceptions become :class:`nesybench.errors.PrologError`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from .. import KB_DIR, PROLOG_DIR, ROOT
+from ..errors import NesyError, PrologError, UnsafeRuleError
+
+_lock = threading.RLock()
+_janus = None
+_loaded: set[str] = set()
+
+
+def _swi_home() -> str | None:
+    """Locate SWI-Prolog's home: the project-local build first, then ``swipl`` on PATH."""
+    if os.environ.get("SWI_HOME_DIR"):
+        return os.environ["SWI_HOME_DIR"]
+    candidates = [ROOT / ".deps" / "swipl" / "bin" / "swipl"]
+    on_path = shutil.which("swipl")
+    if on_path:
+        candidates.append(Path(on_path))
+    for exe in candidates:
+        if exe.exists():
+            out = subprocess.run([str(exe), "--dump-runtime-variables"], capture_output=True,
+                                 text=True, check=False).stdout
+            for line in out.splitlines():
+                if line.startswith("PLBASE="):
+                    return line.split("=", 1)[1].strip('";')
+    return None
+
+
+def janus():
+    """Return the imported ``janus_swi`` module, starting the engine on first use."""
+    global _janus
+    with _lock:
+        if _janus is None:
+            home = _swi_home()
+            if home:
+                os.environ.setdefault("SWI_HOME_DIR", home)
+            try:
+                import janus_swi  # noqa: PLC0415 - the one place janus is imported
+            except ImportError as exc:  # pragma: no cover - set-up problem
+                raise NesyError(
+                    "janus-swi is not importable; run `make setup` (it builds SWI-Prolog "
+                    f">= 9.1.12 if needed and installs janus-swi): {exc}") from exc
+            _janus = janus_swi
+            # Quiet, and fail loudly on unknown predicates everywhere.
+            _janus.query_once("set_prolog_flag(verbose, silent)")
+            _janus.query_once(
+                "assertz(file_search_path(nesybench, Dir))", {"Dir": str(PROLOG_DIR)})
+            _janus.query_once("assertz(file_search_path(kb, Dir))", {"Dir": str(KB_DIR)})
+        return _janus
+
+
+def resolve(path: str | os.PathLike) -> Path:
+    """Resolve ``prolog/x.pl`` or ``kb/y.pl`` style paths against the repository root."""
+    p = Path(path)
+    if not p.is_absolute():
+        p = ROOT / p
+    return p
+
+
+def use(path: str | os.PathLike) -> None:
+    """Load the Prolog module file at ``path`` (relative to the repo root) once per process.
+
+    Syntax errors and warnings in our own modules are bugs; they are raised, not printed.
+    """
+    p = resolve(path)
+    key = str(p)
+    with _lock:
+        if key in _loaded:
+            return
+        jan = janus()
+        if not p.exists():
+            raise PrologError(f"Prolog file not found: {p}")
+        res = jan.query_once(
+            "catch(load_files(user:File, [if(not_loaded), silent(true)]), _E, true),"
+            "(var(_E) -> Msg = ok ; message_to_string(_E, Msg))",
+            {"File": key})
+        msg = res.get("Msg") if res else None
+        if msg not in ("ok", None):
+            raise PrologError(f"could not load {p}: {msg}", file=str(p))
+        _loaded.add(key)
+
+
+def once(goal: str, **inputs):
+    """Run ``goal`` once with ``inputs`` bound to its variables.
+
+    Returns a dict of the variable bindings (janus's conversion: atoms and strings become
+    ``str``, lists ``list``, integers ``int``), or ``None`` when the goal fails.
+    """
+    with _lock:
+        jan = janus()
+        try:
+            res = jan.query_once(goal, inputs)
+        except jan.PrologError as exc:
+            raise PrologError(_clean(str(exc))) from None
+    if not res.pop("truth", True):
+        return None
+    return res
+
+
+def solutions(goal: str, **inputs) -> list[dict]:
+    """Every solution of ``goal`` as a list of binding dicts (in Prolog's order)."""
+    with _lock:
+        jan = janus()
+        try:
+            return [{k: v for k, v in s.items() if k != "truth"} for s in jan.query(goal, inputs)]
+        except jan.PrologError as exc:
+            raise PrologError(_clean(str(exc))) from None
+
+
+def load_rules(module: str, text: str, imports: list[str], *, source: str | None = None,
+               line_offset: int = 0, task: str | None = None,
+               field: str | None = None) -> list[str]:
+    """Compile untrusted rule ``text`` into Prolog ``module`` after a sandbox check.
+
+    Parameters
+    ----------
+    module : name of the fresh module (wiped first)
+    imports : modules whose exported predicates the rules may use (e.g. ``["kandy_bk"]``)
+    source, line_offset, task, field : where the text came from, for error messages
+        (``line_offset`` is added to the line inside ``text``)
+
+    Returns the defined predicates as ``"name/arity"`` strings. Raises
+    :class:`~nesybench.errors.PrologError` (syntax error, directive, bad clause) or
+    :class:`~nesybench.errors.UnsafeRuleError` (the sandbox refused a call).
+    """
+    use("prolog/safe_load.pl")
+    res = once("safe_load:load_rules_text(M, Text, Imports, _O), safe_load:outcome_parts(_O, Kind, Line, Msg)",
+               M=module, Text=text, Imports=list(imports))
+    return _outcome(res, source, line_offset, task, field)
+
+
+def load_rules_file(module: str, path: str | os.PathLike, imports: list[str], *,
+                    task: str | None = None) -> list[str]:
+    """As :func:`load_rules`, reading the rules from ``path``."""
+    use("prolog/safe_load.pl")
+    p = Path(path)
+    if not p.exists():
+        raise PrologError("file not found", file=str(p), task=task)
+    res = once("safe_load:load_rules_file(M, F, Imports, _O), safe_load:outcome_parts(_O, Kind, Line, Msg)",
+               M=module, F=str(p), Imports=list(imports))
+    return _outcome(res, str(p), 0, task, None)
+
+
+def _outcome(res: dict | None, source, line_offset, task, field) -> list[str]:
+    # Kind: ok | syntax_error | directive | unsafe | bad_clause | no_file;
+    # for ok, Msg is the list of defined predicates as "name/arity" strings.
+    if res is None:
+        raise PrologError("could not load rules", file=source, task=task, field=field)
+    kind, line, msg = res["Kind"], res["Line"], res["Msg"]
+    if kind == "ok":
+        return list(msg)
+    line = (line + line_offset) if line else None
+    where = dict(file=source, task=task, field=field, line=line)
+    if kind == "syntax_error":
+        raise PrologError(f"Prolog {msg}", **where)
+    if kind == "directive":
+        raise UnsafeRuleError("directives (:- ...) are not allowed in rules", **where)
+    if kind == "unsafe":
+        raise UnsafeRuleError(f"unsafe rule: {msg}", **where)
+    if kind == "bad_clause":
+        raise PrologError(f"bad clause: {_clean(str(msg))}", **where)
+    if kind == "no_file":
+        raise PrologError("file not found", file=source, task=task)
+    raise PrologError(f"could not load rules ({kind}: {msg})", **where)
+
+
+def _clean(msg: str) -> str:
+    return " ".join(msg.split())

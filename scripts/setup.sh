@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Idempotent set-up of nesybench on a fresh Debian 12 machine:
+#   1. SWI-Prolog >= 9.1.12 (one on PATH, else a cached build from Debian's source tarball),
+#   2. a project virtual environment .venv with janus-swi and the Python dependencies.
+# Re-running it when everything is present takes about a second.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+deps="$root/.deps"
+prefix="$deps/swipl"
+min_version=90112            # janus-swi needs SWI-Prolog 9.1.12 or newer
+swipl_suite=${NESYBENCH_SWIPL_SUITE:-trixie}
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+swipl_version() {            # prints e.g. 90304 for 9.3.4, or nothing
+  "$1" --dump-runtime-variables 2>/dev/null | sed -n 's/^PLVERSION="\([0-9]*\)";/\1/p'
+}
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_updated=0
+apt_install() {
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ $apt_updated = 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
+  log "apt-get install ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+find_swipl() {
+  if [ -x "$prefix/bin/swipl" ]; then echo "$prefix/bin/swipl"; return; fi
+  if command -v swipl >/dev/null 2>&1; then
+    local v; v=$(swipl_version "$(command -v swipl)")
+    if [ -n "$v" ] && [ "$v" -ge $min_version ]; then command -v swipl; return; fi
+  fi
+}
+
+build_swipl() {
+  log "building SWI-Prolog from the Debian '$swipl_suite' source tarball into $prefix (once)"
+  apt_install ca-certificates cmake ninja-build gcc g++ make pkg-config libgmp-dev zlib1g-dev \
+    libssl-dev libreadline-dev libedit-dev libpcre2-dev libarchive-dev libyaml-dev libffi-dev \
+    python3-dev dpkg-dev
+  local src_list=/etc/apt/sources.list.d/nesybench-src.sources
+  if [ ! -f "$src_list" ]; then
+    log "adding a deb-src entry for $swipl_suite (source packages only)"
+    # Same mirror as the machine's own Debian entry, so nothing here names a host.
+    local uri; uri=$(grep -h -m1 -E '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | awk '{print $2}')
+    [ -n "$uri" ] || uri=$(grep -h -m1 -E '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}')
+    printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$uri" "$swipl_suite" | as_root tee "$src_list" >/dev/null
+    apt_updated=0
+  fi
+  if [ $apt_updated = 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
+  mkdir -p "$deps/src"
+  # Only the upstream .orig tarball is needed; the mirror may lack the .dsc, so a partial
+  # failure of apt-get is fine as long as the tarball arrived with the checksum apt expects.
+  ( cd "$deps/src" && { ls swi-prolog_*.orig.tar.* >/dev/null 2>&1 || apt-get source --download-only -qq "swi-prolog/$swipl_suite" >/dev/null 2>&1 || true; } )
+  local tarball; tarball=$(ls "$deps"/src/swi-prolog_*.orig.tar.* 2>/dev/null | head -n 1)
+  [ -n "$tarball" ] || { log "could not download the swi-prolog source tarball for $swipl_suite"; exit 1; }
+  local want_sum; want_sum=$(cd /tmp && apt-get source --print-uris -qq "swi-prolog/$swipl_suite" | awk -v f="$(basename "$tarball")" '$2==f {sub("SHA256:","",$4); print $4}')
+  if [ -n "$want_sum" ] && [ "$(sha256sum "$tarball" | cut -d' ' -f1)" != "$want_sum" ]; then
+    log "checksum mismatch for $tarball"; rm -f "$tarball"; exit 1
+  fi
+  rm -rf "$deps/src/tree" && mkdir -p "$deps/src/tree"
+  tar -xf "$tarball" -C "$deps/src/tree" --strip-components=1
+  cmake -S "$deps/src/tree" -B "$deps/src/build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
+    -DSWIPL_PACKAGES_X=OFF -DSWIPL_PACKAGES_JAVA=OFF -DSWIPL_PACKAGES_ODBC=OFF \
+    -DSWIPL_PACKAGES_QT=OFF -DSWIPL_PACKAGES_GUI=OFF -DINSTALL_DOCUMENTATION=OFF -DBUILD_TESTING=OFF \
+    -DUSE_GMP=ON >"$deps/src/cmake.log" 2>&1 || { tail -n 40 "$deps/src/cmake.log" >&2; exit 1; }
+  cmake --build "$deps/src/build" -j "$(nproc)" >"$deps/src/build.log" 2>&1 || { tail -n 40 "$deps/src/build.log" >&2; exit 1; }
+  cmake --install "$deps/src/build" >"$deps/src/install.log" 2>&1
+  rm -rf "$deps/src/tree" "$deps/src/build"
+}
+
+swipl=$(find_swipl)
+if [ -z "$swipl" ]; then build_swipl; swipl="$prefix/bin/swipl"; fi
+log "SWI-Prolog: $swipl ($(swipl_version "$swipl"))"
+
+venv="$root/.venv"
+stamp="$venv/.nesybench-stamp"
+want="$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16) $swipl"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  log "virtual environment up to date"; exit 0
+fi
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+export PATH="$(dirname "$swipl"):$PATH"
+export SWI_HOME_DIR="$("$swipl" --dump-runtime-variables | sed -n 's/^PLBASE="\(.*\)";/\1/p')"
+pip() { "$venv/bin/python" -m pip -q --disable-pip-version-check "$@"; }
+torch_wheel=$(ls /opt/wheels/torch-2.13.0*.whl 2>/dev/null | head -n 1 || true)
+pip install "${torch_wheel:-torch==2.13.0}"
+pip install --no-cache-dir --no-binary janus-swi janus-swi
+pip install -e ".[test]"
+echo "$want" > "$stamp"
+log "ready: $venv"
