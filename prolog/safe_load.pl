@@ -97,7 +97,7 @@ compile_clauses(Module, Imports, Clauses, Outcome) :-
     ).
 
 import_into(Module, Import) :-
-    add_import_module(Module, Import, end).
+    add_import_module(Module, Import, start).
 
 add_clause(Module, Clause) :-
     (   Clause = (Head :- _) -> true ; Head = Clause ),

@@ -1,0 +1,3 @@
+% KANDY Easy task 6: ground-truth / rejection rule (paper, supplementary §4.6.1).
+% Written over the background knowledge in kb/kandy/bk.pl (module kandy_bk).
+valid(C) :- contains(C, C1), extract_color(C1, cyan).

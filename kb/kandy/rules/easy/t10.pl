@@ -1,0 +1,4 @@
+% KANDY Easy task 10: ground-truth / rejection rule (paper, supplementary §4.6.1).
+% Written over the background knowledge in kb/kandy/bk.pl (module kandy_bk).
+valid(C) :- extract_children(C, L), last(L, C1),
+    extract_shape(C1, triangle), extract_color(C1, red).
