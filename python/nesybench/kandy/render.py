@@ -1,0 +1,489 @@
+"""Render KANDY symbols (trees of compositional operators over atomic shapes) to images.
+
+Paper reference: KANDY main §3.1 ("Compositional operators", "Image rendering") and
+supplementary §4.3. Rendering is split in two pure steps:
+
+1. :func:`layout` turns a symbol into a flat list of placed atomic shapes
+   ``(Shape, (cx, cy, size_px))`` — centre in pixels (x right, y down, origin at the top-left
+   corner of the canvas) and the side of the shape's bounding square in pixels. Every
+   compositional operator only *places its children's bounding boxes*; atomic shapes always keep
+   their configured pixel size (plus optional noise) whatever their depth, centred in the box
+   they are given (supp. §4.3).
+2. :func:`render` draws those shapes with analytic supersampled coverage (``supersample``\\ ²
+   sample points per pixel, i.e. a box filter: antialiased edges, exact interior colours, no
+   ringing) over a flat background, and applies colour noise in HSV.
+
+Determinism: all randomness comes from ``numpy.random.Generator(PCG64(seed))`` consumed in a
+fixed order (layout in depth-first child order — size noise, then ``random`` placements — then
+one HSV triple per leaf in drawing order). Drawing uses only IEEE arithmetic and integer
+compositing, so the same seed gives the same pixel bytes on any machine. PNG bytes are written
+with fixed options (:data:`PNG_SAVE_OPTIONS`, no metadata); they are stable for a given
+Pillow/zlib build.
+
+Operator layouts inside a box ``(x, y, w, h)`` with ``n`` children (child ``i`` from 0):
+
+========================  =============================================================
+``in``                    every child gets the whole box (drawn in order, later on top)
+``quadrant_ul/ur/ll/lr``  every child gets the upper-left/upper-right/lower-left/lower-right
+                          quarter of the box
+``stack``                 row ``i`` of ``n`` equal rows, full width (top to bottom)
+``side_by_side``          column ``i`` of ``n`` equal columns, full height (left to right)
+``stack_reduce_bb``       as ``stack`` but the child box is ``w/n × h/n``, centred horizontally
+``side_by_side_reduce_bb`` as ``side_by_side`` but ``w/n × h/n``, centred vertically
+``diag_ul_lr``            cell ``(i, i)`` of an ``n × n`` grid (upper-left → lower-right)
+``diag_ll_ur``            cell ``(row n-1-i, column i)`` (lower-left → upper-right)
+``grid``                  smallest ``k`` with ``k² ≥ n``; cell ``(i // k, i % k)`` row-major
+``random``                each child is laid out in a ``w/k × h/k`` box (``k`` as for grid)
+                          and translated uniformly at random so that its shapes stay inside
+                          the box; greedy rejection (``patience`` tries) against the shapes
+                          already placed by this operator, no backtracking; if every try
+                          overlaps, the try with the least overlap is kept
+========================  =============================================================
+
+The drawable area is the canvas minus ``padding`` pixels on every side.
+"""
+from __future__ import annotations
+
+import colorsys
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from ..errors import NesyError
+from .symbols import COMPOSITIONS, Composite, Shape, Symbol, from_json, from_prolog
+
+#: Atomic shapes the renderer can draw.
+SHAPES = ("triangle", "square", "circle")
+
+#: Default RGB table for the default :class:`~nesybench.kandy.symbols.Domain` colours.
+DEFAULT_COLORS = {
+    "red": "#ff0000",
+    "green": "#00ff00",
+    "blue": "#0000ff",
+    "cyan": "#00ffff",
+    "magenta": "#ff00ff",
+    "yellow": "#ffff00",
+}
+
+#: Default sizes (side of the bounding square, pixels).
+DEFAULT_SIZES = {"small": 10, "large": 25}
+
+#: Fixed PNG writer options (no metadata is ever attached), so bytes are reproducible.
+PNG_SAVE_OPTIONS = {"format": "PNG", "optimize": False, "compress_level": 6}
+
+_HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
+_NAME = re.compile(r"^[a-z][a-z0-9]*$")
+
+
+def hex_to_rgb(text: str) -> tuple[int, int, int]:
+    """``"#7f7f7f"`` → ``(127, 127, 127)``; raises :class:`NesyError` on anything else."""
+    if not isinstance(text, str) or not _HEX.match(text):
+        raise NesyError(f"not a #rrggbb colour: {text!r}")
+    return int(text[1:3], 16), int(text[3:5], 16), int(text[5:7], 16)
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+@dataclass
+class RenderConfig:
+    """How symbols become pictures (defaults: KANDY paper / reference config, SPEC §1).
+
+    Attributes
+    ----------
+    canvas : (width, height) in pixels, default (224, 224)
+    background : "#rrggbb" background colour, default "#7f7f7f"
+    padding : empty margin on every side of the canvas, pixels (default 3)
+    sizes : size name → side of the shape's bounding square in pixels ({"small": 10, "large": 25})
+    size_noise : half-width of the uniform size noise U(−a, a), pixels (default 2)
+    hsv_sigma : std-devs of the Gaussian noise added to (H, S, V), all in [0, 1] units;
+        hue wraps around, saturation and value are clipped to [0, 1]. Default (0.01, 0.2, 0.2)
+    colors : colour name → "#rrggbb" (default: the six Domain colours)
+    supersample : sample points per pixel along each axis for antialiasing (default 4 → 16/px)
+    noisy_color, noisy_size : default noise switches used when :func:`render` is not told
+    patience : tries per child of ``random`` before accepting an overlap (default 100)
+    """
+
+    canvas: tuple[int, int] = (224, 224)
+    background: str = "#7f7f7f"
+    padding: int = 3
+    sizes: dict = field(default_factory=lambda: dict(DEFAULT_SIZES))
+    size_noise: float = 2.0
+    hsv_sigma: tuple[float, float, float] = (0.01, 0.2, 0.2)
+    colors: dict = field(default_factory=lambda: dict(DEFAULT_COLORS))
+    supersample: int = 4
+    noisy_color: bool = True
+    noisy_size: bool = True
+    patience: int = 100
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> "RenderConfig":
+        """Check every field; raise :class:`NesyError` naming the bad field."""
+        def bad(fld: str, msg: str):
+            raise NesyError(msg, field=f"render.{fld}")
+
+        c = self.canvas
+        if (not isinstance(c, (tuple, list)) or len(c) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in c)):
+            bad("canvas", f"canvas must be [width, height] in integer pixels, got {c!r}")
+        if not all(8 <= v <= 8192 for v in c):
+            bad("canvas", f"canvas sides must be between 8 and 8192 pixels, got {list(c)}")
+        self.canvas = (int(c[0]), int(c[1]))
+        try:
+            hex_to_rgb(self.background)
+        except NesyError as e:
+            bad("background", e.message)
+        p = self.padding
+        if not isinstance(p, int) or isinstance(p, bool) or p < 0:
+            bad("padding", f"padding must be a non-negative integer, got {p!r}")
+        if 2 * p >= min(self.canvas):
+            bad("padding", f"padding {p} leaves no drawable area on a {list(self.canvas)} canvas")
+        if not isinstance(self.sizes, Mapping) or not self.sizes:
+            bad("sizes", f"sizes must be a non-empty mapping name → pixels, got {self.sizes!r}")
+        for name, px in self.sizes.items():
+            if not isinstance(name, str) or not _NAME.match(name):
+                bad(f"sizes.{name}", f"size name {name!r} must be a lowercase atom without '_'")
+            if not _is_number(px) or px <= 0:
+                bad(f"sizes.{name}", f"size must be a positive number of pixels, got {px!r}")
+        self.sizes = dict(self.sizes)
+        if not _is_number(self.size_noise) or self.size_noise < 0:
+            bad("size_noise", f"size_noise must be a number >= 0, got {self.size_noise!r}")
+        s = self.hsv_sigma
+        if (not isinstance(s, (tuple, list)) or len(s) != 3
+                or not all(_is_number(v) and v >= 0 for v in s)):
+            bad("hsv_sigma", f"hsv_sigma must be three numbers >= 0 (H, S, V), got {s!r}")
+        self.hsv_sigma = tuple(float(v) for v in s)
+        if not isinstance(self.colors, Mapping) or not self.colors:
+            bad("colors", f"colors must be a non-empty mapping name → #rrggbb, got {self.colors!r}")
+        for name, hx in self.colors.items():
+            if not isinstance(name, str) or not _NAME.match(name):
+                bad(f"colors.{name}", f"colour name {name!r} must be a lowercase atom without '_'")
+            try:
+                hex_to_rgb(hx)
+            except NesyError as e:
+                bad(f"colors.{name}", e.message)
+        self.colors = dict(self.colors)
+        ss = self.supersample
+        if not isinstance(ss, int) or isinstance(ss, bool) or not 1 <= ss <= 16:
+            bad("supersample", f"supersample must be an integer in 1..16, got {ss!r}")
+        for fld in ("noisy_color", "noisy_size"):
+            if not isinstance(getattr(self, fld), bool):
+                bad(fld, f"{fld} must be true or false, got {getattr(self, fld)!r}")
+        pt = self.patience
+        if not isinstance(pt, int) or isinstance(pt, bool) or pt < 1:
+            bad("patience", f"patience must be a positive integer, got {pt!r}")
+        return self
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able dict (lists instead of tuples); inverse of :meth:`from_dict`."""
+        d = asdict(self)
+        d["canvas"] = list(self.canvas)
+        d["hsv_sigma"] = list(self.hsv_sigma)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping | None) -> "RenderConfig":
+        """Build from a (partial) dict; unknown keys raise :class:`NesyError`."""
+        if d is None:
+            return cls()
+        if isinstance(d, RenderConfig):
+            return d
+        if not isinstance(d, Mapping):
+            raise NesyError(f"render config must be a mapping, got {type(d).__name__}",
+                            field="render")
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise NesyError(f"unknown render option(s) {unknown}; known: {sorted(known)}",
+                            field=f"render.{unknown[0]}")
+        kw = dict(d)
+        for key in ("canvas", "hsv_sigma"):
+            if isinstance(kw.get(key), list):
+                kw[key] = tuple(kw[key])
+        return cls(**kw)
+
+
+# --------------------------------------------------------------------------------------------
+# Layout
+# --------------------------------------------------------------------------------------------
+
+def as_symbol(obj) -> Symbol:
+    """Accept a Shape/Composite, its JSON dict, JSON text or Prolog text."""
+    if isinstance(obj, (Shape, Composite)):
+        return obj
+    try:
+        if isinstance(obj, str):
+            text = obj.strip()
+            if text.startswith("{"):
+                return from_json(json.loads(text))
+            return from_prolog(text)
+        return from_json(obj)
+    except (ValueError, IndexError) as exc:
+        raise NesyError(f"cannot read symbol: {exc}") from None
+
+
+def _grid_side(n: int) -> int:
+    """Smallest k with k*k >= n (k >= 1)."""
+    return 1 if n <= 1 else math.isqrt(n - 1) + 1
+
+
+def _check_leaf(s: Shape, cfg: RenderConfig) -> None:
+    if s.shape not in SHAPES:
+        raise NesyError(f"unknown shape {s.shape!r} in {s.to_prolog()} (known: {list(SHAPES)})")
+    if s.color not in cfg.colors:
+        raise NesyError(f"colour {s.color!r} of {s.to_prolog()} has no RGB value in the render "
+                        f"config (known: {list(cfg.colors)})")
+    if s.size not in cfg.sizes:
+        raise NesyError(f"size {s.size!r} of {s.to_prolog()} has no pixel value in the render "
+                        f"config (known: {list(cfg.sizes)})")
+
+
+def _extent(items) -> tuple[float, float, float, float]:
+    x0 = min(cx - s / 2 for _, cx, cy, s in items)
+    y0 = min(cy - s / 2 for _, cx, cy, s in items)
+    x1 = max(cx + s / 2 for _, cx, cy, s in items)
+    y1 = max(cy + s / 2 for _, cx, cy, s in items)
+    return x0, y0, x1, y1
+
+
+def _overlap_area(a, b, gap: float = 1.0) -> float:
+    """Overlap of two placed shapes' bounding squares, each grown by ``gap/2`` px."""
+    _, ax, ay, asz = a
+    _, bx, by, bsz = b
+    h = (asz + bsz) / 2 + gap
+    dx = h - abs(ax - bx)
+    dy = h - abs(ay - by)
+    return dx * dy if dx > 0 and dy > 0 else 0.0
+
+
+def _layout(sym: Symbol, box, cfg: RenderConfig, rng, noisy_size: bool, out: list) -> None:
+    x, y, w, h = box
+    if isinstance(sym, Shape):
+        _check_leaf(sym, cfg)
+        size = float(cfg.sizes[sym.size])
+        if noisy_size and cfg.size_noise > 0:
+            size = max(1.0, size + float(rng.uniform(-cfg.size_noise, cfg.size_noise)))
+        out.append((sym, x + w / 2, y + h / 2, size))
+        return
+    if not isinstance(sym, Composite) or sym.op not in COMPOSITIONS:
+        raise NesyError(f"not a KANDY symbol: {sym!r}")
+    kids = sym.children
+    n = len(kids)
+    if n == 0:
+        return
+    op = sym.op
+    if op == "in":
+        boxes = [box] * n
+    elif op.startswith("quadrant_"):
+        qx = x + (w / 2 if op[-1] == "r" else 0.0)
+        qy = y + (h / 2 if op[-2] == "l" else 0.0)
+        boxes = [(qx, qy, w / 2, h / 2)] * n
+    elif op == "stack":
+        boxes = [(x, y + i * h / n, w, h / n) for i in range(n)]
+    elif op == "side_by_side":
+        boxes = [(x + i * w / n, y, w / n, h) for i in range(n)]
+    elif op == "stack_reduce_bb":
+        boxes = [(x + (w - w / n) / 2, y + i * h / n, w / n, h / n) for i in range(n)]
+    elif op == "side_by_side_reduce_bb":
+        boxes = [(x + i * w / n, y + (h - h / n) / 2, w / n, h / n) for i in range(n)]
+    elif op == "diag_ul_lr":
+        boxes = [(x + i * w / n, y + i * h / n, w / n, h / n) for i in range(n)]
+    elif op == "diag_ll_ur":
+        boxes = [(x + i * w / n, y + (n - 1 - i) * h / n, w / n, h / n) for i in range(n)]
+    elif op == "grid":
+        k = _grid_side(n)
+        boxes = [(x + (i % k) * w / k, y + (i // k) * h / k, w / k, h / k) for i in range(n)]
+    elif op == "random":
+        _layout_random(kids, box, cfg, rng, noisy_size, out)
+        return
+    else:  # pragma: no cover - COMPOSITIONS is exhaustive above
+        raise NesyError(f"unknown operator {op!r}")
+    for kid, kbox in zip(kids, boxes):
+        _layout(kid, kbox, cfg, rng, noisy_size, out)
+
+
+def _layout_random(kids, box, cfg, rng, noisy_size, out) -> None:
+    x, y, w, h = box
+    k = _grid_side(len(kids))
+    placed: list = []
+    for kid in kids:
+        sub: list = []
+        _layout(kid, (0.0, 0.0, w / k, h / k), cfg, rng, noisy_size, sub)
+        if not sub:
+            continue
+        ex0, ey0, ex1, ey1 = _extent(sub)
+        # translation range keeping the child's shapes inside the box (centred if too big)
+        lo_x, hi_x = x - ex0, x + w - ex1
+        lo_y, hi_y = y - ey0, y + h - ey1
+        if lo_x > hi_x:
+            lo_x = hi_x = (lo_x + hi_x) / 2
+        if lo_y > hi_y:
+            lo_y = hi_y = (lo_y + hi_y) / 2
+        best, best_cost = None, math.inf
+        for _ in range(cfg.patience):
+            tx = float(rng.uniform(lo_x, hi_x)) if hi_x > lo_x else lo_x
+            ty = float(rng.uniform(lo_y, hi_y)) if hi_y > lo_y else lo_y
+            cand = [(s, cx + tx, cy + ty, sz) for s, cx, cy, sz in sub]
+            cost = sum(_overlap_area(a, b) for a in cand for b in placed)
+            if cost < best_cost:
+                best, best_cost = cand, cost
+            if cost == 0.0:
+                break
+        placed.extend(best)
+    out.extend(placed)
+
+
+def layout(symbol, config: RenderConfig | None = None, rng: np.random.Generator | None = None,
+           noisy_size: bool | None = None) -> list[tuple[Shape, tuple[float, float, float]]]:
+    """Place every atomic shape of ``symbol`` on the canvas (no pixels drawn).
+
+    Returns ``[(Shape, (cx, cy, size_px)), ...]`` in drawing order: centre in canvas pixels
+    (float, origin top-left, y down) and the side of the shape's bounding square in pixels
+    (nominal size plus U(−size_noise, size_noise) when ``noisy_size``; never below 1).
+    ``rng`` defaults to ``Generator(PCG64(0))``; ``noisy_size=None`` uses ``config.noisy_size``.
+    """
+    cfg = config or RenderConfig()
+    if rng is None:
+        rng = np.random.Generator(np.random.PCG64(0))
+    ns = cfg.noisy_size if noisy_size is None else bool(noisy_size)
+    p = cfg.padding
+    W, H = cfg.canvas
+    out: list = []
+    _layout(as_symbol(symbol), (float(p), float(p), float(W - 2 * p), float(H - 2 * p)),
+            cfg, rng, ns, out)
+    return [(s, (cx, cy, sz)) for s, cx, cy, sz in out]
+
+
+# --------------------------------------------------------------------------------------------
+# Drawing
+# --------------------------------------------------------------------------------------------
+
+_SQRT3 = math.sqrt(3.0)
+
+
+def noisy_rgb(rgb: tuple[int, int, int], sigma, rng) -> tuple[int, int, int]:
+    """Add N(0, σ) noise to (H, S, V) in [0, 1] units: H wraps, S and V are clipped."""
+    h, s, v = colorsys.rgb_to_hsv(rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0)
+    dh, ds, dv = (float(z) for z in rng.normal(0.0, 1.0, 3))
+    h = (h + sigma[0] * dh) % 1.0
+    s = min(1.0, max(0.0, s + sigma[1] * ds))
+    v = min(1.0, max(0.0, v + sigma[2] * dv))
+    r, g, b = colorsys.hsv_to_rgb(h, s, v)
+    return int(round(r * 255)), int(round(g * 255)), int(round(b * 255))
+
+
+def _coverage(shape: str, cx: float, cy: float, size: float, x0: int, y0: int, tw: int, th: int,
+              ss: int) -> np.ndarray:
+    """uint8 alpha (th × tw) of a shape over the pixel tile starting at (x0, y0)."""
+    offs = (np.arange(ss, dtype=np.float64) + 0.5) / ss
+    xs = (x0 + np.repeat(np.arange(tw, dtype=np.float64), ss) + np.tile(offs, tw)) - cx
+    ys = (y0 + np.repeat(np.arange(th, dtype=np.float64), ss) + np.tile(offs, th)) - cy
+    X = xs[None, :]
+    Y = ys[:, None]
+    r = size / 2.0
+    if shape == "circle":
+        inside = X * X + Y * Y <= r * r
+    elif shape == "square":
+        inside = (np.abs(X) <= r) & (np.abs(Y) <= r)
+    else:  # equilateral triangle, side = size, apex up, bounding box centred at (cx, cy)
+        half_h = size * _SQRT3 / 4.0
+        # apex (0, -half_h); base y = +half_h; edges |X| <= (Y + half_h) / sqrt(3)
+        inside = (Y <= half_h) & (_SQRT3 * np.abs(X) <= Y + half_h)
+    cnt = inside.reshape(th, ss, tw, ss).sum(axis=(1, 3), dtype=np.int64)
+    return ((cnt * 255 + (ss * ss) // 2) // (ss * ss)).astype(np.int64)
+
+
+def _draw(canvas: np.ndarray, shape: str, cx: float, cy: float, size: float,
+          rgb: tuple[int, int, int], ss: int) -> None:
+    H, W, _ = canvas.shape
+    r = size / 2.0
+    x0 = max(0, int(math.floor(cx - r)) - 1)
+    y0 = max(0, int(math.floor(cy - r)) - 1)
+    x1 = min(W, int(math.ceil(cx + r)) + 1)
+    y1 = min(H, int(math.ceil(cy + r)) + 1)
+    if x1 <= x0 or y1 <= y0:
+        return
+    a = _coverage(shape, cx, cy, size, x0, y0, x1 - x0, y1 - y0, ss)[:, :, None]
+    region = canvas[y0:y1, x0:x1].astype(np.int64)
+    col = np.array(rgb, dtype=np.int64)[None, None, :]
+    canvas[y0:y1, x0:x1] = ((region * (255 - a) + col * a + 127) // 255).astype(np.uint8)
+
+
+def render(symbol, config: RenderConfig | None = None, seed: int = 0,
+           noisy_color: bool | None = None, noisy_size: bool | None = None) -> Image.Image:
+    """Draw ``symbol`` as an RGB :class:`PIL.Image.Image` of ``config.canvas`` size.
+
+    ``symbol`` may be a Shape/Composite, its JSON dict/text, or its Prolog text. ``seed`` (int
+    ≥ 0) drives ``numpy.random.Generator(PCG64(seed))``; the same inputs give identical pixels.
+    ``noisy_color``/``noisy_size`` default (``None``) to the config's switches.
+    """
+    cfg = config or RenderConfig()
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise NesyError(f"render seed must be a non-negative integer, got {seed!r}")
+    nc = cfg.noisy_color if noisy_color is None else bool(noisy_color)
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    placed = layout(symbol, cfg, rng, noisy_size)
+    W, H = cfg.canvas
+    canvas = np.empty((H, W, 3), dtype=np.uint8)
+    canvas[:, :] = hex_to_rgb(cfg.background)
+    for shape, (cx, cy, size) in placed:
+        rgb = hex_to_rgb(cfg.colors[shape.color])
+        if nc:
+            rgb = noisy_rgb(rgb, cfg.hsv_sigma, rng)
+        _draw(canvas, shape.shape, cx, cy, size, rgb, cfg.supersample)
+    return Image.fromarray(canvas, "RGB")
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    """Encode with :data:`PNG_SAVE_OPTIONS` (no metadata)."""
+    buf = io.BytesIO()
+    image.save(buf, **PNG_SAVE_OPTIONS)
+    return buf.getvalue()
+
+
+def render_to_png_bytes(symbol, config: RenderConfig | None = None, seed: int = 0,
+                        noisy_color: bool | None = None, noisy_size: bool | None = None) -> bytes:
+    """:func:`render` then encode as PNG with fixed options."""
+    return png_bytes(render(symbol, config, seed, noisy_color, noisy_size))
+
+
+@lru_cache(maxsize=32)
+def _cached_config(key: str) -> RenderConfig:
+    return RenderConfig.from_dict(json.loads(key))
+
+
+def render_job(args) -> str:
+    """Worker entry point for :func:`nesybench.parallel.map_ordered` (picklable, top level).
+
+    ``args = (symbol_json, config_dict, seed, noisy_color, noisy_size, out_path)`` where
+    ``symbol_json`` is the JSON dict or text of the symbol, ``config_dict`` a
+    :meth:`RenderConfig.to_dict` dict (or ``None`` for defaults), ``noisy_*`` booleans or
+    ``None`` (config default). Writes the PNG (creating parent folders) and returns
+    ``str(out_path)``.
+    """
+    symbol_json, config_dict, seed, noisy_color, noisy_size, out_path = args
+    cfg = _cached_config(json.dumps(config_dict, sort_keys=True)) if config_dict is not None \
+        else _cached_config("null")
+    data = render_to_png_bytes(symbol_json, cfg, seed, noisy_color, noisy_size)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "wb") as fh:
+        fh.write(data)
+    return os.fspath(out_path)
+
+
+__all__ = ["RenderConfig", "DEFAULT_COLORS", "DEFAULT_SIZES", "PNG_SAVE_OPTIONS", "SHAPES",
+           "as_symbol", "layout", "render", "render_to_png_bytes", "render_job", "png_bytes",
+           "noisy_rgb", "hex_to_rgb"]
