@@ -1,0 +1,235 @@
+"""Renderer: operator geometry (pure layout), pixel sizes, colours, noise, determinism, config."""
+from __future__ import annotations
+
+import colorsys
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from nesybench.errors import NesyError
+from nesybench.kandy.render import (DEFAULT_COLORS, RenderConfig, hex_to_rgb, layout, render,
+                                    render_job, render_to_png_bytes)
+from nesybench.kandy.symbols import Composite, Shape, from_prolog
+
+CFG = RenderConfig()
+QUIET = RenderConfig(noisy_color=False, noisy_size=False)
+W, H = CFG.canvas
+P = CFG.padding
+MID = (P + (W - 2 * P) / 2, P + (H - 2 * P) / 2)
+
+
+def centres(text, cfg=QUIET, seed=0):
+    rng = np.random.Generator(np.random.PCG64(seed))
+    return [(cx, cy) for _, (cx, cy, _s) in layout(from_prolog(text), cfg, rng)]
+
+
+def atoms(n, shape="square", color="red", size="small"):
+    return ", ".join(f"{shape}_{color}_{size}" for _ in range(n))
+
+
+@pytest.mark.parametrize("op,left,top", [
+    ("quadrant_ul", True, True), ("quadrant_ur", False, True),
+    ("quadrant_ll", True, False), ("quadrant_lr", False, False)])
+def test_quadrants(op, left, top):
+    (cx, cy), = centres(f"{op}([circle_red_small])")
+    assert (cx < MID[0]) == left and (cy < MID[1]) == top
+    # centred in its quarter of the drawable area
+    q = (W - 2 * P) / 4
+    assert cx == pytest.approx(P + (q if left else 3 * q))
+    assert cy == pytest.approx(P + (q if top else 3 * q))
+
+
+def test_quadrant_ll_is_lower_left_not_upper_right():  # the reference draws it at upper right
+    (cx, cy), = centres("quadrant_ll([square_blue_large])")
+    img = np.asarray(render(from_prolog("quadrant_ll([square_blue_large])"), QUIET))
+    blue = np.argwhere((img[:, :, 2] > 200) & (img[:, :, 0] < 50))
+    assert blue[:, 1].mean() < W / 2 and blue[:, 0].mean() > H / 2
+
+
+def test_in_centres_everything():
+    for cx, cy in centres(f"in([{atoms(3)}])"):
+        assert (cx, cy) == pytest.approx(MID)
+
+
+def test_stack_top_to_bottom_and_side_by_side_left_to_right():
+    st = centres(f"stack([{atoms(4)}])")
+    assert all(cx == pytest.approx(MID[0]) for cx, _ in st)
+    ys = [cy for _, cy in st]
+    assert ys == sorted(ys) and len(set(ys)) == 4
+    step = (H - 2 * P) / 4
+    assert ys == pytest.approx([P + (i + 0.5) * step for i in range(4)])
+    sbs = centres(f"side_by_side([{atoms(3)}])")
+    xs = [cx for cx, _ in sbs]
+    assert xs == sorted(xs) and len(set(xs)) == 3
+    assert all(cy == pytest.approx(MID[1]) for _, cy in sbs)
+
+
+def test_reduce_bb_narrows_the_secondary_axis():
+    inner = f"side_by_side([{atoms(3)}])"
+    full = centres(f"stack([{inner}, {inner}])")
+    reduced = centres(f"stack_reduce_bb([{inner}, {inner}])")
+    spread = lambda cs: max(x for x, _ in cs[:3]) - min(x for x, _ in cs[:3])  # noqa: E731
+    assert spread(reduced) == pytest.approx(spread(full) / 2)
+    assert [y for _, y in reduced] == pytest.approx([y for _, y in full])
+    inner = f"stack([{atoms(3)}])"
+    full = centres(f"side_by_side([{inner}, {inner}])")
+    reduced = centres(f"side_by_side_reduce_bb([{inner}, {inner}])")
+    spread = lambda cs: max(y for _, y in cs[:3]) - min(y for _, y in cs[:3])  # noqa: E731
+    assert spread(reduced) == pytest.approx(spread(full) / 2)
+
+
+def test_diagonals():
+    ul = centres(f"diag_ul_lr([{atoms(4)}])")
+    assert all(b[0] > a[0] and b[1] > a[1] for a, b in zip(ul, ul[1:]))
+    ll = centres(f"diag_ll_ur([{atoms(4)}])")
+    assert all(b[0] > a[0] and b[1] < a[1] for a, b in zip(ll, ll[1:]))
+    assert ll[0][0] < MID[0] < ll[0][1] and ll[-1][0] > MID[0] > ll[-1][1]
+
+
+def test_grid_of_five_is_three_by_three_row_major():
+    cs = centres(f"grid([{atoms(5)}])")
+    cell = (W - 2 * P) / 3
+    want = [(P + (i % 3 + 0.5) * cell, P + (i // 3 + 0.5) * cell) for i in range(5)]
+    assert [c for xy in cs for c in xy] == pytest.approx([c for xy in want for c in xy])
+    cs4 = centres(f"grid([{atoms(4)}])")
+    assert len({round(x, 6) for x, _ in cs4}) == 2 and len({round(y, 6) for _, y in cs4}) == 2
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_children_do_not_overlap_and_stay_inside(seed):
+    text = "random([" + ", ".join(["square_red_large", "circle_blue_large", "triangle_green_small",
+                                   "circle_red_small", "square_cyan_large",
+                                   "stack([circle_red_small, circle_red_small])"]) + "])"
+    placed = layout(from_prolog(text), CFG, np.random.Generator(np.random.PCG64(seed)))
+    for i, (_, (ax, ay, asz)) in enumerate(placed):
+        assert P - 1e-9 <= ax - asz / 2 and ax + asz / 2 <= W - P + 1e-9
+        assert P - 1e-9 <= ay - asz / 2 and ay + asz / 2 <= H - P + 1e-9
+        for _, (bx, by, bsz) in placed[i + 1:]:
+            sep = (asz + bsz) / 2
+            assert abs(ax - bx) >= sep or abs(ay - by) >= sep
+    # the stacked pair keeps its internal geometry (same x, one above the other)
+    (_, (x1, y1, _)), (_, (x2, y2, _)) = placed[-2:]
+    assert x1 == pytest.approx(x2) and y1 < y2
+
+
+def test_random_depends_on_seed():
+    text = f"random([{atoms(3)}])"
+    assert centres(text, seed=1) != centres(text, seed=2)
+    assert centres(text, seed=1) == centres(text, seed=1)
+
+
+def test_sizes_do_not_shrink_with_depth():
+    deep = "stack([grid([side_by_side([diag_ul_lr([square_red_large, circle_red_small])])])])"
+    sizes = [s for _, (_, _, s) in layout(from_prolog(deep), QUIET)]
+    assert sizes == [25.0, 10.0]
+    # and in pixels: the rendered large square is 25 px wide at depth 0 and at depth 4
+    def red_extent(text):  # antialiased coverage summed over the shape's bounding rows/cols
+        img = np.asarray(render(from_prolog(text), QUIET)).astype(float)
+        cov = (127 - img[:, :, 1]) / 127  # green falls from 127 (background) to 0 (red)
+        return round(cov.sum(axis=0).max(), 2), round(cov.sum(axis=1).max(), 2)
+    flat = red_extent("square_red_large")
+    assert flat == pytest.approx((25, 25), abs=0.1)
+    assert red_extent("stack([grid([side_by_side([diag_ul_lr([square_red_large])])])])") == flat
+
+
+def test_size_noise_is_bounded_uniform():
+    sizes = []
+    for seed in range(40):
+        (_, (_, _, s)), = layout(Shape("circle", "red", "large"), CFG,
+                                 np.random.Generator(np.random.PCG64(seed)))
+        sizes.append(s)
+    assert all(23 <= s <= 27 for s in sizes) and np.std(sizes) > 0.5
+
+
+@pytest.mark.parametrize("color", list(DEFAULT_COLORS))
+def test_centre_pixel_colour(color):
+    img = np.asarray(render(Shape("circle", color, "large"), QUIET))
+    c = tuple(int(v) for v in img[H // 2, W // 2])
+    assert c == hex_to_rgb(DEFAULT_COLORS[color])
+    # with noise the hue stays where it belongs (wrapped distance), over many seeds
+    h0 = colorsys.rgb_to_hsv(*(v / 255 for v in hex_to_rgb(DEFAULT_COLORS[color])))[0]
+    for seed in range(25):
+        img = np.asarray(render(Shape("square", color, "large"), CFG, seed=seed))
+        r, g, b = (v / 255 for v in img[H // 2, W // 2])
+        h, s, v = colorsys.rgb_to_hsv(r, g, b)
+        if s > 0.25 and v > 0.25:  # hue is only meaningful for visible saturation/value
+            assert min(abs(h - h0), 1 - abs(h - h0)) < 0.06
+
+
+def test_background_exact_and_antialiased_edges():
+    img = np.asarray(render(from_prolog("in([circle_red_large])"), CFG, seed=3))
+    for y, x in [(0, 0), (0, W - 1), (H - 1, 0), (H - 1, W - 1), (10, 100)]:
+        assert tuple(img[y, x]) == (127, 127, 127)
+    bg = RenderConfig(background="#102030", noisy_color=False)
+    img = np.asarray(render(Shape("circle", "red", "small"), bg))
+    assert tuple(img[0, 0]) == (16, 32, 48)
+    row = img[H // 2, :, 0].astype(int)  # intermediate values on the circle border
+    assert any(16 < v < 255 for v in row)
+
+
+def test_canvas_size_configurable():
+    cfg = RenderConfig(canvas=(160, 96))
+    img = render(from_prolog("side_by_side([square_red_small, circle_blue_small])"), cfg, seed=0)
+    assert img.size == (160, 96) and img.mode == "RGB"
+
+
+def test_determinism_bytes_and_seeds(tmp_path):
+    text = ("grid([random([triangle_red_large, square_blue_small, circle_cyan_large]), "
+            "stack([circle_yellow_small, square_magenta_large]), in([triangle_green_large])])")
+    a = render_to_png_bytes(text, CFG, 7)
+    assert a == render_to_png_bytes(from_prolog(text), CFG, 7)
+    assert render(text, CFG, 7).tobytes() == Image.open(io.BytesIO(a)).tobytes()
+    assert a != render_to_png_bytes(text, CFG, 8)
+    # render_job: picklable args, writes the same bytes, no metadata chunks
+    out = tmp_path / "x" / "00000.png"
+    sym_json = from_prolog(text).to_json()
+    assert render_job((sym_json, CFG.to_dict(), 7, None, None, str(out))) == str(out)
+    data = out.read_bytes()
+    assert data == a
+    assert b"tEXt" not in data and b"iTXt" not in data and b"pHYs" not in data
+    # explicit flags override the config
+    assert render_to_png_bytes(text, CFG, 7, False, False) == render_to_png_bytes(text, QUIET, 7)
+
+
+def test_noise_free_render_ignores_seed_without_random():
+    text = "stack([circle_red_small, square_blue_large])"
+    assert render(text, QUIET, 1).tobytes() == render(text, QUIET, 2).tobytes()
+
+
+def test_empty_composite_is_background_only():
+    img = np.asarray(render(Composite("stack", ()), CFG, seed=0))
+    assert (img == 127).all()
+
+
+@pytest.mark.parametrize("kw", [
+    {"canvas": (0, 224)}, {"canvas": (224,)}, {"canvas": (224.0, 224)}, {"background": "grey"},
+    {"background": "#12345"}, {"padding": -1}, {"padding": 112}, {"sizes": {}},
+    {"sizes": {"small": 0}}, {"sizes": {"Big_one": 3}}, {"size_noise": -1},
+    {"size_noise": float("nan")}, {"hsv_sigma": (0.1, 0.2)}, {"hsv_sigma": (0.1, -0.2, 0.2)},
+    {"colors": {"red": "#ff00"}}, {"colors": {}}, {"supersample": 0}, {"noisy_color": "yes"},
+    {"patience": 0}])
+def test_config_validation(kw):
+    with pytest.raises(NesyError):
+        RenderConfig(**kw)
+
+
+def test_config_dict_round_trip_and_unknown_keys():
+    cfg = RenderConfig(canvas=(100, 80), sizes={"small": 6, "large": 14}, hsv_sigma=(0, 0.1, 0.1))
+    assert RenderConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(NesyError, match="unknown render option"):
+        RenderConfig.from_dict({"canvas_size": [224, 224]})
+
+
+def test_bad_symbols_and_seeds():
+    with pytest.raises(NesyError, match="colour 'purple'"):
+        render(Shape("circle", "purple", "small"), CFG)
+    with pytest.raises(NesyError, match="size 'huge'"):
+        render(Shape("circle", "red", "huge"), CFG)
+    with pytest.raises(NesyError, match="unknown shape"):
+        render(Shape("hexagon", "red", "small"), CFG)
+    with pytest.raises(NesyError):
+        render({"spiral": []}, CFG)
+    with pytest.raises(NesyError):
+        render("circle_red_small", CFG, seed=-1)
