@@ -1,0 +1,357 @@
+"""Exact reasoning-shortcut counting (rsbench paper §3.4, Eq. 8).
+
+A concept map α is *optimal* for a task when ``K(α(w)) = K(w)`` for every world ``w`` of the
+support; a reasoning shortcut (RS) is an optimal α ≠ id. Classes of maps:
+
+* ``joint``: α maps support worlds to worlds (its value on unseen worlds is not counted).
+  Closed form: ``Π_{w∈S} |{w' : K(w') = K(w)}|`` (the count factorises per support world).
+* ``disentangled``: α = (α_G)_G, one map per group (``shared``: one per concept, e.g. one
+  digit map for all digits; ``separate``: one per variable). ASP (``disentangled.lp``) with
+  clingo projection onto ``m/3``; decomposed into independent components when the task
+  declares which variables each label reads; unconstrained groups contribute ``|D|^|D|``.
+* ``perm``: α(w)_T = β_T(w_π(T)) with π permuting variables of one concept (rsbench-code's
+  class); distinct functions are counted. When support and labels are invariant under the
+  permutations and no optimal β has a constant component, the count is ``Π|G|! · N_separate``.
+
+All counts are Python ints (arbitrary precision). ``count`` includes the identity,
+``count_without_identity`` is the number of RSs.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from ..errors import BudgetExceeded, NesyError
+from ..io import derive_seed
+from ..logic import asp
+from .task import Task, fmt_term
+
+DIS_LP = "prolog/shortcuts/disentangled.lp"
+PERM_LP = "prolog/shortcuts/perm.lp"
+#: projected models clingo may enumerate per component before we give up
+ENUM_BUDGET = 2_000_000
+#: worlds we are willing to label for the joint closed form
+JOINT_WORLDS = 1 << 21
+
+
+@dataclass
+class CountResult:
+    """Counting outcome. ``count`` includes the identity; ``rss`` lists maps on request
+    (disentangled: ``{group: {value: image}}``; joint: ``{world: image}``; perm:
+    ``{variable: [source variable, {value: image}]}``)."""
+
+    task: str
+    map_class: str
+    maps: str
+    support_size: int
+    count: int
+    count_without_identity: int
+    method: str
+    seconds: float = 0.0
+    components: list[dict] = field(default_factory=list)
+    rss: list[dict] = field(default_factory=list)
+    supervised: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["count_digits"] = len(str(self.count))
+        return d
+
+
+def count_rs(task: Task, *, map_class: str = "disentangled", maps: str | None = None,
+             support=None, supervised=None, list_n: int = 0, seed: int = 0,
+             budget: int = ENUM_BUDGET) -> CountResult:
+    """Count (and optionally list ``list_n``) the optimal maps of ``task`` on ``support``.
+
+    ``support``: list of worlds (default: the task's own support); ``supervised``: variable
+    names with concept supervision (default: the task's).
+    """
+    t0 = time.perf_counter()
+    worlds = task.support() if support is None else [task.check_world(w) for w in support]
+    worlds = list(dict.fromkeys(worlds))
+    if not worlds:
+        raise NesyError("the support is empty", file=task.source, task=task.name)
+    sup = list(task.supervised if supervised is None else supervised)
+    sup_ix = sorted({task.var_index(s) for s in sup})
+    maps = maps or task.maps
+    if map_class == "joint":
+        res = _joint(task, worlds, sup_ix, list_n, seed)
+    elif map_class == "disentangled":
+        res = _disentangled(task, worlds, maps, sup_ix, list_n, budget)
+    elif map_class == "perm":
+        res = _perm(task, worlds, sup_ix, list_n, budget)
+    else:
+        raise NesyError(f"unknown map class {map_class!r} (joint, disentangled, perm)")
+    res.seconds = round(time.perf_counter() - t0, 4)
+    res.supervised = [task.variables[i].name for i in sup_ix]
+    if map_class != "disentangled":
+        res.maps = "-"
+    return res
+
+
+# -- joint -----------------------------------------------------------------------------------
+def _joint(task, worlds, sup_ix, list_n, seed) -> CountResult:
+    if task.n_worlds > JOINT_WORLDS:
+        raise NesyError(f"the joint class needs the labels of all {task.n_worlds} worlds "
+                        f"(limit {JOINT_WORLDS}); use --map disentangled, which scales with "
+                        "the domains, not the number of worlds", file=task.source, task=task.name)
+    all_w = list(task.all_worlds())
+    labels = task.labels_of(all_w)
+    key = lambda w, lab: (lab, tuple(w[i] for i in sup_ix))  # noqa: E731
+    hist = Counter(key(w, lab) for w, lab in zip(all_w, labels))
+    lab_of = dict(zip(all_w, labels))
+    total = 1
+    for w in worlds:
+        total *= hist[key(w, lab_of[w])]
+    rss = []
+    if list_n:
+        rng = random.Random(derive_seed("rs-joint-sample", task.name, seed))
+        by_key: dict = {}
+        for w, lab in zip(all_w, labels):
+            by_key.setdefault(key(w, lab), []).append(w)
+        seen = set()
+        for _ in range(50 * list_n):
+            if len(rss) >= min(list_n, total - 1):
+                break
+            img = tuple(rng.choice(by_key[key(w, lab_of[w])]) for w in worlds)
+            if img == tuple(worlds) or img in seen:
+                continue
+            seen.add(img)
+            rss.append({_fmt(w): _fmt(i) for w, i in zip(worlds, img)})
+    return CountResult(task.name, "joint", "-", len(worlds), total, total - 1,
+                       "closed-form product over support worlds", rss=rss)
+
+
+def _fmt(w) -> str:
+    return "(" + ",".join(map(str, w)) + ")"
+
+
+# -- disentangled ------------------------------------------------------------------------------
+def _group_facts(task, groups, fixed=()):
+    facts = []
+    for g, (_, dom, ix) in enumerate(groups):
+        for x in dom:
+            facts.append(("dom", g, x))
+        for i in ix:
+            facts.append(("var", task.variables[i].term, g))
+        if g in fixed:
+            facts.append(("fixed", g))
+    return facts
+
+
+def _components(task, groups) -> tuple[list[tuple[list[int], list[str]]], list[int]]:
+    """Independent components ``(group ids, labels)`` and the groups no label reads."""
+    names = task.label_names()
+    if not task.depends:
+        return [(list(range(len(groups))), names)], []
+    g_of = {i: g for g, (_, _, ix) in enumerate(groups) for i in ix}
+    parent = list(range(len(groups)))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    lab_groups = {}
+    for lab in names:
+        reads = task.depends.get(lab)
+        gs = sorted({g_of[task.var_index(v)] for v in reads}) if reads is not None \
+            else list(range(len(groups)))
+        lab_groups[lab] = gs
+        for a in gs[1:]:
+            parent[find(a)] = find(gs[0])
+    comps: dict[int, tuple[set, list]] = {}
+    for lab, gs in lab_groups.items():
+        if gs:
+            c = comps.setdefault(find(gs[0]), (set(), []))
+            c[0].update(gs)
+            c[1].append(lab)
+    used = set().union(*[c[0] for c in comps.values()]) if comps else set()
+    free = [g for g in range(len(groups)) if g not in used]
+    return [(sorted(gs), labs) for gs, labs in comps.values()], free
+
+
+def _disentangled(task, worlds, maps, sup_ix, list_n, budget) -> CountResult:
+    groups = task.groups(maps)
+    comps, free = _components(task, groups)
+    base = [*task.params, *task.world_facts(worlds), *[("sup", task.variables[i].term) for i in sup_ix]]
+    total = 1
+    info = []
+    per_comp_models = []
+    for gs, labs in comps:
+        fixed = [g for g in range(len(groups)) if g not in gs]
+        facts = base + _group_facts(task, groups, fixed) + [("active", lab) for lab in labs]
+        models: list = []
+        keep = max(list_n + 1, 0) if list_n else 0
+
+        def on_model(atoms, models=models, keep=keep):
+            if len(models) < keep:
+                models.append(atoms)
+
+        res = asp.solve(task.programs(DIS_LP), facts, models=budget + 1, project=True,
+                        keep_models=False, on_model=on_model)
+        if res.count > budget:
+            raise BudgetExceeded(
+                f"more than {budget} disentangled maps in a component of "
+                f"{[groups[g][0] for g in gs]}; use --map joint (closed form) or give "
+                "label dependencies (depends:) to split the count", file=task.source,
+                task=task.name)
+        total *= res.count
+        info.append({"groups": [groups[g][0] for g in gs], "labels": labs, "count": res.count})
+        per_comp_models.append((gs, models))
+    for g in free:
+        key, dom, ix = groups[g]
+        seen = {w[i] for w in worlds for i in ix if i in sup_ix}
+        c = len(dom) ** (len(dom) - len(seen))
+        total *= c
+        info.append({"groups": [key], "labels": [], "count": c, "free": True})
+    rss = []
+    if list_n:
+        rss = _combine(groups, per_comp_models, free, list_n)
+    method = "clingo projected enumeration" + (f", {len(info)} independent components"
+                                                 if len(info) > 1 else "")
+    return CountResult(task.name, "disentangled", maps, len(worlds), total, total - 1, method,
+                       components=info, rss=rss)
+
+
+def _as_map(groups, atoms) -> dict:
+    out = {}
+    for a in atoms:
+        if a[0] == "m":
+            out.setdefault(groups[a[1]][0], {})[str(a[2])] = a[3]
+    return out
+
+
+def _combine(groups, per_comp_models, free, list_n):
+    """The first ``list_n`` non-identity maps from the per-component enumerations (free
+    groups kept at the identity)."""
+    import itertools  # noqa: PLC0415
+    ident = lambda gs: {groups[g][0]: {str(x): x for x in groups[g][1]} for g in gs}  # noqa: E731
+    choices = [[_as_map(groups, m) for m in models] for _, models in per_comp_models]
+    out = []
+    for combo in itertools.product(*choices):
+        m = {}
+        for part in combo:
+            m.update(part)
+        m.update(ident(free))
+        if all(str(k) == str(v) for g in m.values() for k, v in g.items()):
+            continue
+        out.append(dict(sorted(m.items())))
+        if len(out) >= list_n:
+            break
+    return out
+
+
+# -- permutation class ---------------------------------------------------------------------
+def _perm(task, worlds, sup_ix, list_n, budget) -> CountResult:
+    groups = task.groups("shared")
+    base = [*task.params, *task.world_facts(worlds), *[("sup", task.variables[i].term) for i in sup_ix],
+            *[("active", lab) for lab in task.label_names()]]
+    method = "clingo projected enumeration"
+    if not list_n and not sup_ix and _symmetric(task, worlds, groups):
+        sep = task.groups("separate")
+        facts = [*task.params, *task.world_facts(worlds), *_group_facts(task, sep),
+                 *[("active", lab) for lab in task.label_names()]]
+        n_sep = asp.solve(task.programs(DIS_LP), facts, models=budget + 1, project=True,
+                          keep_models=False)
+        n_const = asp.solve(task.programs(DIS_LP), facts + [("require_const",)], models=1,
+                            project=True, keep_models=False)
+        if n_sep.count <= budget and not n_const.satisfiable:
+            total = n_sep.count * math.prod(math.factorial(len(ix)) for _, _, ix in groups)
+            return CountResult(task.name, "perm", "-", len(worlds), total, total - 1,
+                               "symmetry: prod |G|! x per-variable count (clingo)",
+                               components=[{"separate_maps": n_sep.count}])
+    models: list = []
+
+    def on_model(atoms):
+        if len(models) < list_n + 1:
+            models.append(atoms)
+
+    res = asp.solve(task.programs(PERM_LP), base + _group_facts(task, groups), models=budget + 1,
+                    project=True, keep_models=False, on_model=on_model)
+    if res.count > budget:
+        raise BudgetExceeded(f"more than {budget} maps in the permutation class; use --map "
+                             "disentangled or --map joint, which scale", file=task.source,
+                             task=task.name)
+    rss = []
+    for atoms in models:
+        m = {}
+        for a in atoms:
+            if a[0] == "f":
+                m.setdefault(fmt_term(a[1]), {"from": fmt_term(a[2]), "map": {}})["map"][str(a[3])] = a[4]
+            elif a[0] == "k":
+                m[fmt_term(a[1])] = {"from": None, "map": {"*": a[2]}}
+        if all(v["from"] == k and all(str(x) == str(z) for x, z in v["map"].items())
+               for k, v in m.items()):
+            continue
+        rss.append(dict(sorted(m.items())))
+    return CountResult(task.name, "perm", "-", len(worlds), res.count, res.count - 1, method,
+                       rss=rss[:list_n])
+
+
+def _symmetric(task, worlds, groups) -> bool:
+    """Support and labels invariant under swapping adjacent variables of every group."""
+    wset = set(worlds)
+    labels = dict(zip(worlds, task.labels_of(worlds)))
+    for _, _, ix in groups:
+        for a, b in zip(ix, ix[1:]):
+            for w in worlds:
+                s = list(w)
+                s[a], s[b] = s[b], s[a]
+                s = tuple(s)
+                if s not in wset or labels[s] != labels[w]:
+                    return False
+    return True
+
+
+# -- brute force (tests and cross-checks) ----------------------------------------------------
+def brute_force(task: Task, worlds, *, map_class="disentangled", maps=None, supervised=()) -> int:
+    """Enumerate every map of the class in Python (small tasks only)."""
+    import itertools  # noqa: PLC0415
+    worlds = [tuple(w) for w in worlds]
+    all_w = list(task.all_worlds())
+    lab = dict(zip(all_w, task.labels_of(all_w)))
+    sup_ix = {task.var_index(s) for s in supervised}
+    if map_class == "joint":
+        n = 0
+        for img in itertools.product(all_w, repeat=len(worlds)):
+            if all(lab[i] == lab[w] and all(i[k] == w[k] for k in sup_ix)
+                   for w, i in zip(worlds, img)):
+                n += 1
+        return n
+    if map_class == "disentangled":
+        groups = task.groups(maps or task.maps)
+        per_group = [list(itertools.product(dom, repeat=len(dom))) for _, dom, _ in groups]
+        n = 0
+        for choice in itertools.product(*per_group):
+            f = {}
+            for (_, dom, ix), images in zip(groups, choice):
+                table = dict(zip(dom, images))
+                for i in ix:
+                    f[i] = table
+            ok = all(lab[tuple(f[i][x] for i, x in enumerate(w))] == lab[w] for w in worlds)
+            ok = ok and all(f[i][w[i]] == w[i] for w in worlds for i in sup_ix)
+            n += ok
+        return n
+    # perm: distinct functions on all worlds
+    n_vars = len(task.variables)
+    groups = task.groups("shared")
+    funcs = set()
+    perms = [list(itertools.permutations(ix)) for _, _, ix in groups]
+    betas = [list(itertools.product(v.domain, repeat=len(v.domain))) for v in task.variables]
+    for pchoice in itertools.product(*perms):
+        src = {}
+        for (_, _, ix), p in zip(groups, pchoice):
+            for t, s in zip(ix, p):
+                src[t] = s
+        for bchoice in itertools.product(*betas):
+            tabs = [dict(zip(task.variables[t].domain, bchoice[t])) for t in range(n_vars)]
+            img = lambda w: tuple(tabs[t][w[src[t]]] for t in range(n_vars))  # noqa: E731
+            if all(lab[img(w)] == lab[w] and all(img(w)[k] == w[k] for k in sup_ix)
+                   for w in worlds):
+                funcs.add(tuple(img(w) for w in all_w))
+    return len(funcs)

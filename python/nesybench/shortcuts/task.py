@@ -1,0 +1,457 @@
+"""Reasoning-shortcut tasks: concepts, knowledge (ASP, in ``kb/shortcuts/``) and a support.
+
+A task YAML (``curricula/rs/*.yaml``)::
+
+    name: xor3
+    concepts:                      # expanded in order into the concept vector
+      - {name: b, count: 3, domain: [0, 1]}            # variables b(1), b(2), b(3)
+      - {name: shape, count: [2, 3], domain: [circle, square, triangle]}  # shape(1,1)...
+      - {name: green_light, domain: [0, 1]}            # a single variable green_light
+    knowledge: kb/shortcuts/xor.lp # ASP defining y(K, L, Y) from c(K, T, X)
+    formula: "b1 ^ b2 ^ b3"        # optional: for kb/shortcuts/formula.lp
+    coef: {s: {d(1): 2, d(2): 1}}  # optional: for kb/shortcuts/linear.lp
+    maps: separate                 # shared (one map per concept name) | separate (one per variable)
+    support: all                   # | [[0, 1, 1], ...] | {prop_in_dist: 0.5, seed: 0} | {file: x.csv}
+    supervised: []                 # concept supervision on these variables
+    depends: {stop: [red_light, ...]}   # optional: which variables each label reads (decomposition)
+
+Concept values are ints or lowercase atoms; a *world* is a tuple with one value per variable.
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import itertools
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .. import ROOT
+from ..errors import NesyError
+from ..io import derive_seed
+from ..logic import asp
+
+LABELS_LP = "prolog/shortcuts/labels.lp"
+
+_ATOM = re.compile(r"^[a-z][A-Za-z0-9_]*$")
+
+
+@dataclass
+class Variable:
+    """One concept variable: ``term`` (ASP term as a Python tuple/str), ``name`` (display),
+    ``concept`` (the concept it instantiates), ``domain`` (tuple of values)."""
+
+    name: str
+    term: object
+    concept: str
+    domain: tuple
+
+
+@dataclass
+class Task:
+    """A reasoning-shortcut task (see module docstring)."""
+
+    name: str
+    variables: list[Variable]
+    knowledge: list[Path]
+    params: list[tuple] = field(default_factory=list)
+    maps: str = "shared"
+    support_spec: object = "all"
+    supervised: list[str] = field(default_factory=list)
+    depends: dict[str, list[str]] | None = None
+    labels: list[str] | None = None
+    source: str | None = None
+    raw: dict = field(default_factory=dict)
+
+    # -- worlds ---------------------------------------------------------------------------
+    @property
+    def n_worlds(self) -> int:
+        n = 1
+        for v in self.variables:
+            n *= len(v.domain)
+        return n
+
+    def all_worlds(self):
+        return itertools.product(*[v.domain for v in self.variables])
+
+    def var_index(self, name: str) -> int:
+        for i, v in enumerate(self.variables):
+            if v.name == name or str(v.term) == name:
+                return i
+        raise NesyError(f"unknown concept variable {name!r} (have: "
+                        f"{', '.join(v.name for v in self.variables)})", file=self.source)
+
+    def groups(self, maps: str | None = None) -> list[tuple[str, tuple, list[int]]]:
+        """Map groups ``(key, domain, variable indices)``: one per concept name (shared) or
+        one per variable (separate)."""
+        maps = maps or self.maps
+        if maps not in ("shared", "separate"):
+            raise NesyError(f"maps must be 'shared' or 'separate', not {maps!r}", file=self.source)
+        out: dict[str, tuple[tuple, list[int]]] = {}
+        for i, v in enumerate(self.variables):
+            key = v.concept if maps == "shared" else v.name
+            if key in out and out[key][0] != v.domain:
+                raise NesyError(f"variables of concept {v.concept!r} have different domains; "
+                                "use separate maps", file=self.source)
+            out.setdefault(key, (v.domain, []))[1].append(i)
+        return [(k, d, ix) for k, (d, ix) in out.items()]
+
+    def check_world(self, world, where: str = "support") -> tuple:
+        w = tuple(world)
+        if len(w) != len(self.variables):
+            raise NesyError(f"concept vector {list(world)} has {len(w)} values, the task has "
+                            f"{len(self.variables)} variables", file=self.source, field=where)
+        out = []
+        for v, x in zip(self.variables, w):
+            x = _coerce(x, v.domain)
+            if x not in v.domain:
+                raise NesyError(f"value {x!r} of {v.name} in {list(world)} is outside its domain "
+                                f"{list(v.domain)}", file=self.source, field=where)
+            out.append(x)
+        return tuple(out)
+
+    # -- facts ---------------------------------------------------------------------------
+    def world_facts(self, worlds) -> list[tuple]:
+        facts = []
+        for w_id, w in enumerate(worlds):
+            facts.append(("support", w_id))
+            for v, x in zip(self.variables, w):
+                facts.append(("val", w_id, v.term, x))
+        return facts
+
+    def programs(self, *encodings: str) -> list:
+        return [*encodings, *self.knowledge]
+
+    # -- labels --------------------------------------------------------------------------
+    def labels_of(self, worlds) -> list[tuple]:
+        """Labels of each world (a tuple ordered by :meth:`label_names`), one clingo call."""
+        worlds = list(worlds)
+        if not worlds:
+            return []
+        res = asp.solve(self.programs(LABELS_LP), [*self.params, *self.world_facts(worlds)],
+                        models=1)
+        if not res.satisfiable:
+            raise NesyError("the knowledge is inconsistent (no answer set)", file=self.source)
+        found: dict[int, dict] = {}
+        for atom in res.models[0]:
+            if atom[0] != "y" or len(atom) != 4:
+                continue
+            _, ctx, lab, val = atom
+            w_id = ctx[1]
+            seen = found.setdefault(w_id, {})
+            if lab in seen and seen[lab] != val:
+                raise NesyError(f"the knowledge gives label {lab!r} two values ({seen[lab]!r}, "
+                                f"{val!r}) on world {list(worlds[w_id])}: it must be a function",
+                                file=self.source)
+            seen[lab] = val
+        names = self.label_names(found)
+        out = []
+        for w_id, w in enumerate(worlds):
+            seen = found.get(w_id, {})
+            missing = [n for n in names if n not in seen]
+            if missing:
+                raise NesyError(f"the knowledge gives no value for label {missing[0]!r} on world "
+                                f"{list(w)}", file=self.source)
+            out.append(tuple(seen[n] for n in names))
+        return out
+
+    def label_names(self, found: dict | None = None) -> list[str]:
+        if self.labels:
+            return list(self.labels)
+        names = sorted({lab for seen in (found or {}).values() for lab in seen}, key=str)
+        if not names:
+            raise NesyError("the knowledge defines no label y(K, L, Y)", file=self.source)
+        self.labels = names
+        return names
+
+    # -- support -------------------------------------------------------------------------
+    def support(self, spec=None, *, seed: int = 0) -> list[tuple]:
+        """The in-distribution worlds (sorted, distinct) from ``spec`` (default: the YAML's)."""
+        spec = self.support_spec if spec is None else spec
+        if spec in (None, "all"):
+            if self.n_worlds > 2_000_000:
+                raise NesyError(f"support 'all' has {self.n_worlds} worlds; give an explicit "
+                                "support", file=self.source, field="support")
+            return list(self.all_worlds())
+        if isinstance(spec, dict) and "file" in spec:
+            return read_support(self, spec["file"])
+        if isinstance(spec, dict) and "prop_in_dist" in spec:
+            p = float(spec["prop_in_dist"])
+            if not 0 < p <= 1:
+                raise NesyError("prop_in_dist must be in (0, 1]", file=self.source,
+                                field="support.prop_in_dist")
+            worlds = list(self.all_worlds())
+            rng = random.Random(derive_seed("rs-support", self.name, spec.get("seed", seed)))
+            rng.shuffle(worlds)
+            return sorted(worlds[:max(1, round(p * len(worlds)))], key=_key)
+        if isinstance(spec, list):
+            seen = {}
+            for i, w in enumerate(spec):
+                if isinstance(w, str):
+                    w = _parse_vector(w)
+                seen[self.check_world(w, f"support[{i}]")] = True
+            return sorted(seen, key=_key)
+        raise NesyError(f"cannot read support {spec!r}", file=self.source, field="support")
+
+
+def _key(w):
+    return tuple((0, x) if isinstance(x, int) else (1, str(x)) for x in w)
+
+
+def _coerce(x, domain):
+    if isinstance(x, str) and x.strip().lstrip("-").isdigit() and all(isinstance(d, int) for d in domain):
+        return int(x)
+    if isinstance(x, str):
+        return x.strip()
+    return x
+
+
+def _parse_vector(s: str):
+    s = s.strip()
+    if "," in s or " " in s:
+        return [p for p in re.split(r"[,\s]+", s) if p]
+    return list(s)  # rsbench's "0120" strings
+
+
+def read_support(task: Task, path) -> list[tuple]:
+    """Concept vectors from a CSV (one row per world, columns named after the variables or in
+    task order, optional label columns checked against the knowledge), JSON list or a
+    generated dataset folder (its ``train/labels.csv``)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "train" / "labels.csv"
+    if not p.exists():
+        raise NesyError("support file not found", file=str(p))
+    worlds: list[tuple] = []
+    given: list[dict] = []
+    if p.suffix == ".json":
+        try:
+            data = json.loads(p.read_text())
+        except ValueError as exc:
+            raise NesyError(f"not valid JSON: {exc}", file=str(p)) from None
+        for i, w in enumerate(data):
+            if isinstance(w, dict):
+                given.append(w.get("labels", {}))
+                w = w["concepts"]
+            else:
+                given.append({})
+            worlds.append(task.check_world(w, f"{p.name}[{i}]"))
+    else:
+        with open(p, newline="") as fh:
+            rows = list(csv.reader(fh))
+        if not rows:
+            raise NesyError("empty support file", file=str(p))
+        header = rows[0]
+        names = [v.name for v in task.variables]
+        if all(n in header for n in names):
+            idx = [header.index(n) for n in names]
+            lab_cols = {h: j for j, h in enumerate(header) if h.startswith("label:")}
+            body = rows[1:]
+            start = 2
+        else:
+            idx, lab_cols, body, start = list(range(len(names))), {}, rows, 1
+        for r, row in enumerate(body):
+            try:
+                vec = [row[j] for j in idx]
+            except IndexError:
+                raise NesyError(f"row has {len(row)} columns, expected {len(names)}", file=str(p),
+                                line=r + start) from None
+            try:
+                worlds.append(task.check_world(vec, f"row {r + start}"))
+            except NesyError as exc:
+                exc.line = r + start
+                exc.file = str(p)
+                raise
+            given.append({h[6:]: row[j] for h, j in lab_cols.items()})
+    if any(given):
+        labels = task.labels_of(worlds)
+        names = task.label_names()
+        for i, (w, lab, g) in enumerate(zip(worlds, labels, given)):
+            for k, v in g.items():
+                if k in names and str(lab[names.index(k)]) != str(v):
+                    raise NesyError(f"label {k}={v} of world {list(w)} is not what the knowledge "
+                                    f"produces ({lab[names.index(k)]})", file=str(p), field=f"[{i}]")
+    return sorted(dict.fromkeys(worlds), key=_key)
+
+
+# -- loading ---------------------------------------------------------------------------------
+def _term(name: str, idx: tuple):
+    return (name, *idx) if idx else name
+
+
+def _domain(spec, where, source):
+    if isinstance(spec, dict) and "range" in spec:
+        lo, hi = spec["range"]
+        return tuple(range(int(lo), int(hi) + 1))
+    if isinstance(spec, list) and spec:
+        out = []
+        for x in spec:
+            if isinstance(x, bool) or not isinstance(x, (int, str)) or \
+                    (isinstance(x, str) and not _ATOM.match(x)):
+                raise NesyError(f"domain value {x!r} must be an int or a lowercase identifier",
+                                file=source, field=where)
+            out.append(x)
+        if len(set(out)) != len(out):
+            raise NesyError("domain has repeated values", file=source, field=where)
+        return tuple(out)
+    raise NesyError("domain must be a non-empty list or {range: [lo, hi]}", file=source, field=where)
+
+
+def parse_formula(text: str, variables: list[Variable], source=None) -> list[tuple]:
+    """A propositional formula (Python operators ``& | ^ ~``, ``->``/``<->`` or rsbench's
+    ``And(a, b)``, ``Or``, ``Not``, ``Xor``, ``Implies``, ``Equal``) -> formula.lp facts."""
+    names = {}
+    for v in variables:
+        names[v.name.replace("(", "").replace(")", "").replace(",", "_")] = v.term
+        names[v.name] = v.term
+    text = text.replace("<->", " == ").replace("->", " >> ")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise NesyError(f"formula does not parse: {exc.msg}", file=source, field="formula") from None
+    facts: list[tuple] = []
+    counter = itertools.count(1)
+    ops = {ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor", ast.RShift: "implies"}
+    calls = {"and": "and", "or": "or", "not": "neg", "xor": "xor", "implies": "implies",
+             "equal": "iff", "iff": "iff"}
+
+    def walk(node) -> int:
+        n = next(counter)
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise NesyError(f"formula uses unknown variable {node.id!r}", file=source,
+                                field="formula")
+            facts.append(("leaf", n, names[node.id]))
+        elif isinstance(node, ast.Constant) and node.value in (0, 1, True, False):
+            facts.append(("konst", n, int(node.value)))
+        elif isinstance(node, ast.BinOp) and type(node.op) in ops:
+            facts.append(("node", n, ops[type(node.op)]))
+            facts.append(("arg", n, 1, walk(node.left)))
+            facts.append(("arg", n, 2, walk(node.right)))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+            facts.append(("node", n, "neg"))
+            facts.append(("arg", n, 1, walk(node.operand)))
+        elif isinstance(node, ast.BoolOp):
+            facts.append(("node", n, "and" if isinstance(node.op, ast.And) else "or"))
+            for i, a in enumerate(node.values, 1):
+                facts.append(("arg", n, i, walk(a)))
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+            facts.append(("node", n, "iff"))
+            facts.append(("arg", n, 1, walk(node.left)))
+            facts.append(("arg", n, 2, walk(node.comparators[0])))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id.lower() in calls:
+            facts.append(("node", n, calls[node.func.id.lower()]))
+            for i, a in enumerate(node.args, 1):
+                facts.append(("arg", n, i, walk(a)))
+        else:
+            raise NesyError(f"unsupported formula construct: {ast.unparse(node)}", file=source,
+                            field="formula")
+        return n
+
+    facts.append(("root", walk(tree)))
+    return facts
+
+
+def _parse_term(s: str):
+    s = str(s).strip()
+    m = re.match(r"^([a-z][A-Za-z0-9_]*)\(([\d,\s]+)\)$", s)
+    if m:
+        return (m.group(1), *[int(x) for x in m.group(2).split(",")])
+    return s
+
+
+def load_task(path_or_dict, *, source: str | None = None) -> Task:
+    """Read a task YAML (path) or an already-parsed dict into a :class:`Task`."""
+    if isinstance(path_or_dict, dict):
+        data, base = path_or_dict, ROOT
+    else:
+        p = Path(path_or_dict)
+        source = source or str(p)
+        if not p.exists():
+            raise NesyError("task file not found", file=source)
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            line = getattr(getattr(exc, "problem_mark", None), "line", None)
+            raise NesyError(f"YAML does not parse: {getattr(exc, 'problem', exc)}", file=source,
+                            line=line + 1 if line is not None else None) from None
+        base = p.resolve().parent
+    if not isinstance(data, dict):
+        raise NesyError("a task is a YAML mapping", file=source)
+    name = str(data.get("name", Path(source).stem if source else "task"))
+    concepts = data.get("concepts")
+    if not isinstance(concepts, list) or not concepts:
+        raise NesyError("missing 'concepts' list", file=source, task=name, field="concepts")
+    variables: list[Variable] = []
+    for i, c in enumerate(concepts):
+        where = f"concepts[{i}]"
+        if not isinstance(c, dict) or not _ATOM.match(str(c.get("name", ""))):
+            raise NesyError("each concept needs a lowercase 'name'", file=source, task=name,
+                            field=where)
+        dom = _domain(c.get("domain"), f"{where}.domain", source)
+        count = c.get("count")
+        shape = [] if count is None else ([count] if isinstance(count, int) else list(count))
+        concept = str(c.get("map", c["name"]))
+        for idx in itertools.product(*[range(1, k + 1) for k in shape]):
+            term = _term(c["name"], idx)
+            vname = c["name"] + (f"({','.join(map(str, idx))})" if idx else "")
+            variables.append(Variable(vname, term, concept, dom))
+    if len({v.name for v in variables}) != len(variables):
+        raise NesyError("concept variables are not unique", file=source, task=name, field="concepts")
+    kn = data.get("knowledge")
+    if not kn:
+        raise NesyError("missing 'knowledge' (an .lp file)", file=source, task=name, field="knowledge")
+    files = []
+    for k in (kn if isinstance(kn, list) else [kn]):
+        kp = Path(k)
+        cand = [kp] if kp.is_absolute() else [ROOT / kp, base / kp]
+        found = next((c for c in cand if c.exists()), None)
+        if found is None:
+            raise NesyError(f"knowledge file {k} not found", file=source, task=name, field="knowledge")
+        if found.suffix != ".lp":
+            raise NesyError("knowledge must be an ASP program (.lp) defining y(K, L, Y)",
+                            file=source, task=name, field="knowledge")
+        files.append(found)
+    task = Task(name=name, variables=variables, knowledge=files, source=source, raw=data,
+                maps=str(data.get("maps", "shared")), support_spec=data.get("support", "all"),
+                supervised=[str(s) for s in data.get("supervised", []) or []],
+                labels=[str(x) for x in data["labels"]] if data.get("labels") else None)
+    if "formula" in data:
+        task.params += parse_formula(str(data["formula"]), variables, source)
+    for lab, coefs in (data.get("coef") or {}).items():
+        for t, a in coefs.items():
+            task.params.append(("coef", str(lab), _parse_term(t), int(a)))
+    for f in data.get("facts", []) or []:
+        task.params.append(tuple(f))
+    if data.get("depends"):
+        task.depends = {str(k): [str(x) for x in v] for k, v in data["depends"].items()}
+        for k, vs in task.depends.items():
+            for x in vs:
+                task.var_index(x)
+    for s in task.supervised:
+        task.var_index(s)
+    _check_knowledge(task)
+    return task
+
+
+def _check_knowledge(task: Task) -> None:
+    """Evaluate the knowledge on one world: syntax errors, unsafe rules, missing labels."""
+    w = next(iter(task.all_worlds()))
+    try:
+        task.labels_of([w])
+    except NesyError as exc:
+        raise exc.where(file=task.source, task=task.name) from None
+
+
+def fmt_term(t) -> str:
+    """ASP-style text of a term given as a Python value: ``('b', 1)`` -> ``b(1)``."""
+    if isinstance(t, tuple):
+        if t and isinstance(t[0], str):
+            return f"{t[0]}({','.join(fmt_term(a) for a in t[1:])})"
+        return f"({','.join(fmt_term(a) for a in t)})"
+    return str(t)

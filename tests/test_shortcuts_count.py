@@ -1,0 +1,120 @@
+"""Reasoning-shortcut counting: regression values of issue 4 and brute force on small tasks."""
+import math
+
+import pytest
+
+from nesybench.errors import NesyError
+from nesybench.shortcuts.count import brute_force, count_rs
+from nesybench.shortcuts.task import load_task
+
+
+def xor(n, maps="separate", knowledge="kb/shortcuts/xor.lp", **kw):
+    return load_task({"name": f"xor{n}", "maps": maps, "knowledge": knowledge,
+                      "concepts": [{"name": "b", "count": n, "domain": [0, 1]}], **kw})
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_xor_regression_values(n):
+    t = xor(n)
+    assert count_rs(t).count == 2 ** (n - 1)
+    assert count_rs(t, map_class="perm").count == math.factorial(n) * 2 ** (n - 1)
+    j = count_rs(t, map_class="joint")
+    assert j.count == (2 ** (n - 1)) ** (2 ** n)
+    assert j.count_without_identity == j.count - 1
+
+
+def test_xor_perm_sequence_and_n8():
+    assert [count_rs(xor(n), map_class="perm").count for n in (2, 3, 4, 5)] == [4, 24, 192, 1920]
+    assert count_rs(xor(8), map_class="perm").count == math.factorial(8) * 2 ** 7
+    assert count_rs(xor(8)).count == 128
+
+
+def test_and3_perm_is_6():
+    t = load_task("curricula/rs/and3.yaml")
+    r = count_rs(t, map_class="perm")
+    assert r.count == 6 and r.count_without_identity == 5
+    assert brute_force(t, t.support(), map_class="perm") == 6
+
+
+def test_mnist_regressions():
+    assert count_rs(load_task("curricula/rs/mnadd_half.yaml")).count == 3
+    assert count_rs(load_task("curricula/rs/mnist_addition.yaml")).count == 1
+    r = count_rs(load_task("curricula/rs/mnadd_evenodd.yaml"), list_n=5)
+    assert r.count == 36 and r.count_without_identity == 35 and len(r.rss) == 5
+
+
+def test_evenodd_49_needs_values_up_to_12():
+    """The paper's 49 only appears if maps may use digit values up to 12 (documented)."""
+    # With the image domain restricted to 0-9 the count is 36; the 49 cannot be reached.
+    t = load_task("curricula/rs/mnadd_evenodd.yaml")
+    assert count_rs(t, maps="shared").count != 49
+
+
+@pytest.mark.parametrize("formula", ["b1 & b2 & b3", "b1 | ~b2", "Or(And(b1, b2), Not(b3))",
+                                     "b1 ^ b2 ^ b3", "b1 -> b2", "(b1 <-> b2) & b3"])
+@pytest.mark.parametrize("maps", ["separate", "shared"])
+def test_formula_matches_brute_force(formula, maps):
+    t = xor(3, maps=maps, knowledge="kb/shortcuts/formula.lp", formula=formula)
+    for support in (t.support(), t.support()[::2], t.support()[1:4]):
+        assert count_rs(t, support=support).count == brute_force(t, support, maps=maps)
+    sup = t.support()[1:4]
+    assert count_rs(t, support=sup, map_class="perm").count == \
+        brute_force(t, sup, map_class="perm")
+    assert count_rs(t, support=sup[:2], map_class="joint").count == \
+        brute_force(t, sup[:2], map_class="joint")
+
+
+def test_perm_symmetric_shortcut_equals_enumeration():
+    t = xor(4)
+    fast = count_rs(t, map_class="perm")
+    slow = count_rs(t, map_class="perm", list_n=1)   # listing forces the plain enumeration
+    assert "symmetry" in fast.method and fast.count == slow.count == 192
+
+
+def test_addition_brute_force_restricted_support():
+    t = load_task({"name": "add3", "knowledge": "kb/shortcuts/addition.lp",
+                   "concepts": [{"name": "d", "count": 2, "domain": {"range": [0, 3]},
+                                 "map": "digit"}]})
+    for sup in ([(0, 1), (2, 3)], [(1, 1), (0, 3), (2, 2)], list(t.all_worlds())[::3]):
+        for maps in ("shared", "separate"):
+            assert count_rs(t, support=sup, maps=maps).count == brute_force(t, sup, maps=maps)
+        assert count_rs(t, support=sup, map_class="perm").count == \
+            brute_force(t, sup, map_class="perm")
+
+
+def test_supervision_and_brute_force():
+    t = xor(3)
+    sup = t.support()
+    r = count_rs(t, supervised=["b(1)"])
+    assert r.count == brute_force(t, sup, supervised=["b(1)"]) == 2
+    assert count_rs(t, supervised=["b(1)", "b(2)"]).count_without_identity == 0
+    assert count_rs(t, map_class="joint", supervised=["b(1)", "b(2)"]).count == 1
+
+
+def test_big_integers_and_listing():
+    j = count_rs(xor(10), map_class="joint", list_n=2)
+    assert j.count == (2 ** 9) ** 1024 and len(j.rss) == 2
+    assert j.to_json()["count_digits"] == len(str(j.count))
+
+
+def test_decomposition_into_components():
+    t = load_task({"name": "two", "knowledge": "kb/shortcuts/linear.lp", "maps": "separate",
+                   "concepts": [{"name": "a", "count": 2, "domain": [0, 1]},
+                                {"name": "z", "domain": [0, 1, 2]}],
+                   "coef": {"p": {"a(1)": 1}, "q": {"a(2)": 2}},
+                   "depends": {"p": ["a(1)"], "q": ["a(2)"]}})
+    r = count_rs(t)
+    assert len(r.components) == 3 and r.components[-1]["free"]
+    assert r.count == brute_force(t, t.support(), maps="separate") == 1 * 1 * 27
+
+
+def test_bad_inputs():
+    t = load_task("curricula/rs/mnadd_half.yaml")
+    with pytest.raises(NesyError, match="outside its domain"):
+        count_rs(t, support=[(0, 7)])
+    with pytest.raises(NesyError, match="map class"):
+        count_rs(t, map_class="weird")
+    with pytest.raises(NesyError, match="joint class"):
+        count_rs(load_task({"name": "big", "knowledge": "kb/shortcuts/addition.lp",
+                            "concepts": [{"name": "d", "count": 7, "domain": {"range": [0, 9]}}],
+                            "support": ["0,0,0,0,0,0,1"]}), map_class="joint")
