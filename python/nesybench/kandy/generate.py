@@ -1,0 +1,240 @@
+"""Generate a KANDY curriculum into a folder (format: docs/kandy-format.md, version 1.0).
+
+``generate(curriculum, out)`` parses the YAML, draws each task's symbols with rejection
+sampling (rule checks batched through SWI-Prolog), splits them, renders the images in
+parallel worker processes, and writes annotations, rules and a manifest with checksums into a
+temporary folder that is renamed to ``out`` only when everything succeeded.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io as _io
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..errors import NesyError
+from ..io import FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, sha256_file, write_json
+from ..parallel import map_ordered
+from .language import Curriculum, TaskSpec, load_curriculum
+from .render import RenderConfig, render_job
+from .rules import TaskRule
+from .sampler import SPLITS, Sample, TaskStats, draw_symbols, split_samples
+
+DEFAULT_SEED = 12345
+CSV_COLUMNS = ("filename", "task_id", "label", "supervised", "symbol", "prolog")
+
+
+@dataclass
+class GenerationResult:
+    """What :func:`generate` produced.
+
+    Attributes
+    ----------
+    out : the dataset folder
+    tasks : per-task manifest entries (name, seed, stats ...)
+    images : number of images written
+    seconds : wall-clock time of the whole job
+    rule_checks : number of candidate symbols checked by Prolog
+    """
+
+    out: Path
+    tasks: list[dict] = field(default_factory=list)
+    images: int = 0
+    seconds: float = 0.0
+    rule_checks: int = 0
+
+
+def render_config_from(curriculum: Curriculum, overrides: dict | None = None) -> RenderConfig:
+    """Build the rendering config from a curriculum's ``config`` (reference keys accepted:
+    ``canvas_size``, ``padding``, ``bg_color``, ``colors``, ``sizes``, ``size_noise``,
+    ``h_sigma``, ``s_sigma``, ``v_sigma``; or a ``render`` mapping of RenderConfig fields),
+    then ``overrides``."""
+    cfg = curriculum.config
+    out: dict = {}
+    if "canvas_size" in cfg:
+        out["canvas"] = tuple(cfg["canvas_size"]) if isinstance(cfg["canvas_size"], list) \
+            else cfg["canvas_size"]
+    if "padding" in cfg:
+        out["padding"] = cfg["padding"]
+    if "bg_color" in cfg:
+        out["background"] = cfg["bg_color"]
+    for key in ("colors", "sizes"):
+        if isinstance(cfg.get(key), list):
+            merged = {}
+            for item in cfg[key]:
+                if isinstance(item, dict):
+                    merged.update(item)
+            if merged:
+                out[key] = merged
+    if "size_noise" in cfg:
+        out["size_noise"] = cfg["size_noise"]
+    if any(k in cfg for k in ("h_sigma", "s_sigma", "v_sigma")):
+        d = RenderConfig().hsv_sigma
+        out["hsv_sigma"] = (cfg.get("h_sigma", d[0]), cfg.get("s_sigma", d[1]),
+                            cfg.get("v_sigma", d[2]))
+    if isinstance(cfg.get("render"), dict):
+        out.update(cfg["render"])
+    out.update(overrides or {})
+    try:
+        rc = RenderConfig.from_dict(out)
+    except NesyError as exc:
+        raise exc.where(file=curriculum.source) from None
+    missing = [c for c in curriculum.domain.colors if c not in rc.colors]
+    if missing:
+        raise NesyError(f"no RGB value for colour(s) {missing}", file=curriculum.source,
+                        field="config.colors")
+    missing = [s for s in curriculum.domain.sizes if s not in rc.sizes]
+    if missing:
+        raise NesyError(f"no pixel size for size(s) {missing}", file=curriculum.source,
+                        field="config.sizes")
+    return rc
+
+
+def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int | None = None,
+             workers: int = 1, tasks: list[int] | None = None, samples: int | None = None,
+             overwrite: bool = False, images: bool = True, render: dict | None = None,
+             progress: bool = False) -> GenerationResult:
+    """Generate the curriculum at ``curriculum`` into the folder ``out``.
+
+    Parameters
+    ----------
+    seed : curriculum seed (default: the file's ``config.seed`` or 12345); each task's seed is
+        its own ``seed`` field or derived from this one and the task index
+    workers : rendering processes (output is byte-identical for any value)
+    tasks : indices of the tasks to generate (default: all)
+    samples : override every task's ``samples``
+    images : False writes annotations and manifest only
+    render : overrides of :class:`RenderConfig` fields
+    """
+    t0 = time.perf_counter()
+    cur = load_curriculum(curriculum)
+    if seed is None:
+        seed = int(cur.config.get("seed", DEFAULT_SEED))
+    rconf = render_config_from(cur, render)
+    selected = _select(cur, tasks, samples)
+    from tqdm import tqdm  # noqa: PLC0415 - only for the progress bars
+
+    result = GenerationResult(out=Path(out).resolve())
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        jobs = []
+        rows: dict[str, list] = {s: [] for s in SPLITS}
+        (tmp / "rules").mkdir()
+        bar = tqdm(total=len(selected), desc="symbols", unit="task", disable=not progress)
+        for task in selected:
+            task_seed = task.seed if task.seed is not None else derive_seed(seed, "task",
+                                                                            task.index)
+            entry, split = _generate_task(task, cur, task_seed, tmp)
+            result.rule_checks += entry["stats"]["checked"]
+            result.tasks.append(entry)
+            for split_name, samples_ in split.items():
+                for s in samples_:
+                    rel = f"{s.task_id:02d}/{s.index:05d}.png"
+                    rows[split_name].append(_row(s, rel))
+                    if images:
+                        jobs.append((s.symbol.to_json(), rconf.to_dict(),
+                                     derive_seed(task_seed, "render", split_name, s.index),
+                                     task.noisy_color, task.noisy_size,
+                                     str(tmp / split_name / rel)))
+            bar.update(1)
+        bar.close()
+        for split_name in SPLITS:
+            (tmp / split_name).mkdir(exist_ok=True)
+            _write_csv(tmp / split_name / "annotations.csv", rows[split_name])
+        if images:
+            chunk = max(1, min(64, len(jobs) // (4 * max(1, workers)) or 1))
+            for _ in tqdm(map_ordered(render_job, jobs, workers=workers, chunksize=chunk),
+                          total=len(jobs), desc="images", unit="img", disable=not progress):
+                result.images += 1
+        shutil.copyfile(curriculum, tmp / "curriculum.yaml")
+        manifest = {
+            "format": "nesybench-kandy", "version": FORMAT_VERSION, "generator": __version__,
+            "seed": seed,
+            "config": {"render": rconf.to_dict(), "images": images,
+                       "domain": dataclasses.asdict(cur.domain),
+                       "curriculum_config": cur.config},
+            "curriculum": {"file": Path(curriculum).name,
+                           "sha256": sha256_file(curriculum)},
+            "tasks": result.tasks,
+        }
+        manifest["files"] = checksums(tmp)
+        write_json(tmp / "manifest.json", manifest)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _select(cur: Curriculum, tasks, samples) -> list[TaskSpec]:
+    selected = cur.tasks
+    if tasks is not None:
+        bad = [t for t in tasks if not 0 <= t < len(cur.tasks)]
+        if bad:
+            raise NesyError(f"no task {bad[0]} (the curriculum has tasks 0..{len(cur.tasks) - 1})",
+                            file=cur.source)
+        selected = [cur.tasks[t] for t in sorted(set(tasks))]
+    if samples is not None:
+        if samples < 3:
+            raise NesyError("--samples must be >= 3")
+        selected = [dataclasses.replace(t, samples=samples) for t in selected]
+        for t in selected:
+            if min(t.split_sizes()) < 1:
+                raise NesyError(f"{samples} samples leave a split empty", file=cur.source,
+                                task=t.label, field="samples")
+    return selected
+
+
+def _generate_task(task: TaskSpec, cur: Curriculum, task_seed: int, tmp: Path):
+    rule = None
+    rule_file = None
+    if task.rule_text is not None:
+        rule = TaskRule(task.rule_text, source=task.rule_source, line_offset=task.rule_line,
+                        task=task.label,
+                        field="positive_rule" if task.rule_source == cur.source else "rule_file")
+        rule_file = f"rules/{task.index:02d}.pl"
+        (tmp / rule_file).write_text(task.rule_text.rstrip() + "\n", encoding="utf-8")
+    try:
+        accepted, stats = draw_symbols(task, cur.domain, task_seed, rule)
+    finally:
+        if rule is not None:
+            rule.close()
+    split = split_samples(task, accepted, task_seed, stats)
+    entry = {
+        "id": task.index, "name": task.name, "seed": task_seed, "samples": task.samples,
+        "splits": dict(zip(SPLITS, task.split_sizes())), "gamma": task.gamma, "beta": task.beta,
+        "noisy_color": task.noisy_color, "noisy_size": task.noisy_size,
+        "patience": task.patience, "rule_file": rule_file, "description": task.description,
+        "stats": stats.to_dict(),
+    }
+    return entry, split
+
+
+def _row(s: Sample, rel: str) -> tuple:
+    return (rel, s.task_id, s.label, s.supervised,
+            json.dumps(s.symbol.to_json(), separators=(",", ":")), s.prolog)
+
+
+def _write_csv(path: Path, rows: list) -> None:
+    buf = _io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows(rows)
+    path.write_text(buf.getvalue(), encoding="utf-8")
+
+
+def read_annotations(dataset: str | os.PathLike, split: str) -> list[dict]:
+    """Rows of ``<dataset>/<split>/annotations.csv`` as dicts with typed fields."""
+    path = Path(dataset) / split / "annotations.csv"
+    if not path.is_file():
+        raise NesyError("annotations not found (is this a generated KANDY dataset?)",
+                        file=str(path))
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for k in ("task_id", "label", "supervised"):
+            r[k] = int(r[k])
+        r["symbol"] = json.loads(r["symbol"])
+    return rows
