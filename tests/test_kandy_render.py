@@ -233,3 +233,20 @@ def test_bad_symbols_and_seeds():
         render({"spiral": []}, CFG)
     with pytest.raises(NesyError):
         render("circle_red_small", CFG, seed=-1)
+
+
+def test_parallel_jobs_give_the_same_bytes(tmp_path):
+    from nesybench.parallel import map_ordered
+
+    texts = ["random([triangle_red_large, square_blue_small, circle_cyan_large])",
+             "grid([circle_yellow_small, square_magenta_large, triangle_green_small])",
+             "quadrant_lr([stack([circle_red_small, circle_blue_small])])"]
+    jobs = [(from_prolog(t).to_json(), CFG.to_dict(), 11 + i, True, True,
+             str(tmp_path / f"w{{w}}/{i}.png")) for i, t in enumerate(texts)]
+    out = {}
+    for w in (1, 2):
+        paths = list(map_ordered(render_job, [j[:5] + (j[5].format(w=w),) for j in jobs],
+                                 workers=w))
+        out[w] = [open(p, "rb").read() for p in paths]
+    assert out[1] == out[2]
+    assert out[1] == [render_to_png_bytes(t, CFG, 11 + i) for i, t in enumerate(texts)]
