@@ -256,7 +256,10 @@ class _Parser:
                                      item.path, item.line)
             node = SetOp(sub, line, op=op, items=items)
             if not _has_recall(node):      # fully static: check it is non-empty right now
-                resolve_set(node, self.domain, {}, self)
+                try:
+                    resolve_set(node, self.domain, {}, self)
+                except NesyError as exc:
+                    raise exc.where(file=self.source, task=self.task) from None
             return node
         if op == "recall":
             alias = self.param(arg, "alias", str, sub, line)

@@ -1,0 +1,251 @@
+"""KANDY generation: rule agreement, splits, supervision, determinism, bad input, CLI."""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nesybench.cli import main as cli_main
+from nesybench.errors import NesyError, PrologError, UnsafeRuleError
+from nesybench.kandy.generate import generate, read_annotations
+from nesybench.kandy.rules import TaskRule
+from nesybench.kandy.sampler import supervision_probability
+from nesybench.kandy.symbols import from_json, from_prolog
+
+REF = Path(__file__).parent / "data" / "reference_style.yaml"
+
+
+def _write(tmp_path, text, name="c.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_every_sample_agrees_with_its_rule_and_splits_are_disjoint(tmp_path):
+    res = generate(REF, tmp_path / "out", seed=7)
+    assert res.images == 50
+    out = tmp_path / "out"
+    rows = {s: read_annotations(out, s) for s in ("train", "val", "test")}
+    assert [len(rows[s]) for s in ("train", "val", "test")] == [10 + 15, 5 + 8, 5 + 7]
+    for task in (0, 1):
+        rule = TaskRule((out / "rules" / f"{task:02d}.pl").read_text())
+        texts, labels, seen = [], [], {}
+        for split, rs in rows.items():
+            for r in rs:
+                if r["task_id"] != task:
+                    continue
+                assert from_json(r["symbol"]) == from_prolog(r["prolog"])
+                assert (out / split / r["filename"]).is_file()
+                assert seen.setdefault(r["prolog"], split) == split   # no cross-split leakage
+                texts.append(r["prolog"])
+                labels.append(bool(r["label"]))
+        assert rule.check(texts) == labels                             # valid/1 iff positive
+        assert len(set(texts)) == len(texts)                          # unique without replacement
+
+
+def test_manifest_checksums_and_stats(tmp_path):
+    generate(REF, tmp_path / "out", seed=7, images=False)
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert man["format"] == "nesybench-kandy" and man["version"] == "1.0" and man["seed"] == 7
+    from nesybench.io import sha256_file
+    for rel, digest in man["files"].items():
+        assert sha256_file(tmp_path / "out" / rel) == digest
+    st = man["tasks"][1]["stats"]
+    assert st["unique_symbols"] == 30 and st["positives"] + st["negatives"] == 30
+    assert st["candidates"] == 30 + st["rejected_by_rule"] + st["rejected_by_duplicate"]
+    assert man["tasks"][0]["rule_file"] == "rules/00.pl"
+
+
+def _tree_digest(path: Path) -> dict:
+    from nesybench.io import checksums
+    return checksums(path)
+
+
+def test_same_seed_same_bytes_across_hash_seeds_and_workers(tmp_path):
+    code = ("import sys; from nesybench.kandy.generate import generate; "
+            "generate(sys.argv[1], sys.argv[2], seed=3, workers=int(sys.argv[3]))")
+    digests = []
+    for i, (hashseed, workers) in enumerate([("0", 1), ("12345", 2)]):
+        env = dict(os.environ, PYTHONHASHSEED=hashseed)
+        out = tmp_path / f"o{i}"
+        subprocess.run([sys.executable, "-c", code, str(REF), str(out), str(workers)],
+                       check=True, env=env)
+        digests.append(_tree_digest(out))
+    assert digests[0] == digests[1]
+    other = tmp_path / "o2"
+    generate(REF, other, seed=4, workers=1)
+    assert _tree_digest(other) != digests[0]
+
+
+def test_supervision_decay():
+    assert supervision_probability(0.0, 0.8, 0.2) == pytest.approx(0.8)
+    assert supervision_probability(1.0, 0.8, 0.2) == pytest.approx(0.2)
+    assert supervision_probability(0.5, 0.8, 0.2) == pytest.approx(0.8 * math.exp(-math.log(4) / 2))
+    assert supervision_probability(0.3, 0.5, 0.5) == pytest.approx(0.5)      # gamma = beta
+    assert supervision_probability(0.0, 0.7, 0.0) == 0.7                     # beta = 0
+    assert supervision_probability(0.1, 0.7, 0.0) == 0.0
+    assert supervision_probability(0.5, 0.0, 0.0) == 0.0
+
+
+def test_supervision_flags_follow_the_schedule(tmp_path):
+    path = _write(tmp_path, """\
+        - name: sparse
+          samples: 400
+          train_split: 0.8
+          val_split: 0.1
+          gamma: 0.9
+          beta: 0.1
+          positive_set: [{side_by_side: [{shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}]}]
+          negative_set: [{stack: [{shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}]}]
+        """)
+    generate(path, tmp_path / "out", images=False)
+    rows = read_annotations(tmp_path / "out", "train")
+    first, last = rows[:80], rows[-80:]
+    assert sum(r["supervised"] for r in first) > 45          # ~0.8 expected
+    assert sum(r["supervised"] for r in last) < 25           # ~0.13 expected
+
+
+def test_with_replacement_when_symbols_run_out(tmp_path):
+    # 2 positives and 2 negatives exist: patience runs out, splits sample with replacement
+    path = _write(tmp_path, """\
+        - name: tiny
+          samples: 40
+          train_split: 0.5
+          val_split: 0.25
+          patience: 50
+          positive_set: [{in: [{shape: triangle, color: red, size: ~}]}]
+          negative_set: [{in: [{shape: square, color: red, size: ~}]}]
+        """)
+    generate(path, tmp_path / "out", images=False)
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    st = man["tasks"][0]["stats"]
+    assert st["with_replacement"] and st["unique_symbols"] == 4
+    assert st["split_sizes"] == {"train": 20, "val": 10, "test": 10}   # exactly as requested
+    splits = {s: {r["prolog"] for r in read_annotations(tmp_path / "out", s)}
+              for s in ("train", "val", "test")}
+    assert not (splits["train"] & splits["val"]) and not (splits["train"] & splits["test"])
+    assert not (splits["val"] & splits["test"])
+
+
+# ----------------------------------------------------------------- bad input
+BAD_CASES = {
+    "malformed_yaml": ("- name: x\n  samples: a: b\n", "malformed YAML", 2),
+    "unknown_operator": ("""\
+        - name: x
+          samples: 10
+          train_split: 0.5
+          val_split: 0.25
+          positive_set: [{spiral: [{shape: ~, color: ~, size: ~}]}]
+          negative_set: [{in: [{shape: ~, color: ~, size: ~}]}]
+        """, "unknown operator 'spiral'", 5),
+    "unknown_value": ("""\
+        - name: x
+          samples: 10
+          train_split: 0.5
+          val_split: 0.25
+          positive_set:
+          - in: [{shape: ~, color: purple, size: ~}]
+          negative_set: [{in: [{shape: ~, color: ~, size: ~}]}]
+        """, "unknown color 'purple'", 6),
+    "unknown_field": ("""\
+        - name: x
+          samples: 10
+          train_split: 0.5
+          val_splt: 0.25
+          positive_set: [{in: [{shape: ~, color: ~, size: ~}]}]
+          negative_set: [{in: [{shape: ~, color: ~, size: ~}]}]
+        """, "unknown field", 1),
+    "rule_syntax": ("""\
+        - name: x
+          samples: 10
+          train_split: 0.5
+          val_split: 0.25
+          positive_rule: |
+            valid(C) :- contains(C, C1).
+            valid(C) :- contains(C, C1)), atom(C1).
+          positive_set: [{in: [{shape: ~, color: ~, size: ~}]}]
+          negative_set: [{in: [{shape: ~, color: ~, size: ~}]}]
+        """, "syntax error", 7),
+    "unsafe_rule": ("""\
+        - name: x
+          samples: 10
+          train_split: 0.5
+          val_split: 0.25
+          positive_rule: |
+            valid(C) :- contains(C, _), shell('touch /tmp/pwned').
+          positive_set: [{in: [{shape: ~, color: ~, size: ~}]}]
+          negative_set: [{in: [{shape: ~, color: ~, size: ~}]}]
+        """, "not allowed", 6),
+    "label_impossible": ("""\
+        - name: x
+          samples: 10
+          train_split: 0.5
+          val_split: 0.25
+          patience: 30
+          positive_rule: |
+            valid(C) :- contains(C, C1), extract_shape(C1, triangle).
+          positive_set: [{in: [{shape: square, color: ~, size: ~}]}]
+          negative_set: [{in: [{shape: circle, color: ~, size: ~}]}]
+        """, "produced no positive sample", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_input_gives_one_clear_error_and_no_output(tmp_path, case, capsys):
+    text, message, line = BAD_CASES[case]
+    path = _write(tmp_path, text)
+    out = tmp_path / "out"
+    rc = cli_main(["kandy", "generate", str(path), "--out", str(out), "-q", "-j", "1"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1 and message in err and str(path) in err
+    if line is not None:
+        assert f"{path}:{line}" in err
+    if case not in ("malformed_yaml",):
+        assert "task 0 'x'" in err
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]      # no temp folder left
+    assert not Path("/tmp/pwned").exists()
+
+
+def test_missing_file_and_unwritable_out(tmp_path, capsys):
+    assert cli_main(["kandy", "generate", str(tmp_path / "none.yaml"), "--out",
+                     str(tmp_path / "o")]) == 2
+    assert "curriculum file not found" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert cli_main(["kandy", "generate", str(REF), "--out", str(blocker / "sub"), "-q"]) == 2
+    assert "cannot write the output folder" in capsys.readouterr().err
+
+
+def test_existing_out_needs_overwrite(tmp_path, capsys):
+    (tmp_path / "o").mkdir()
+    assert cli_main(["kandy", "generate", str(REF), "--out", str(tmp_path / "o"), "-q"]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_cli_json_summary_and_check(tmp_path, capsys, root):
+    assert cli_main(["kandy", "generate", str(REF), "--out", str(tmp_path / "o"), "--json",
+                     "--no-images", "--tasks", "1", "--samples", "12"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [t["id"] for t in data["tasks"]] == [1] and data["tasks"][0]["unique_symbols"] == 12
+    rule = root / "kb" / "kandy" / "rules" / "easy" / "t15.pl"
+    assert cli_main(["kandy", "check", str(rule), "--json",
+                     "side_by_side([stack([triangle_red_small, square_red_small])])",
+                     "side_by_side([stack([square_red_small, triangle_red_small])])"]) == 0
+    verdicts = [x["valid"] for x in json.loads(capsys.readouterr().out)]
+    assert verdicts == [True, False]
+
+
+def test_rule_errors_raise_typed_exceptions():
+    with pytest.raises(PrologError):
+        TaskRule("valid(X) :- .\n")
+    with pytest.raises(UnsafeRuleError):
+        TaskRule("valid(X) :- open(X, write, _).\n")
+    with pytest.raises(NesyError, match="valid/1"):
+        TaskRule("ok(1).\n")
