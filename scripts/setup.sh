@@ -75,6 +75,11 @@ build_swipl() {
   rm -rf "$deps/src/tree" "$deps/src/build"
 }
 
+# Headless Chromium + driver: the HTML dataset browser is tested in a real browser.
+if [ "${NESYBENCH_NO_BROWSER:-0}" != 1 ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
+  apt_install chromium chromium-driver || log "chromium not installed: browser tests will be skipped"
+fi
+
 swipl=$(find_swipl)
 if [ -z "$swipl" ]; then build_swipl; swipl="$prefix/bin/swipl"; fi
 log "SWI-Prolog: $swipl ($(swipl_version "$swipl"))"
