@@ -39,7 +39,7 @@ def render_variant(base_text: str, base_name: str, variant: str) -> str:
                          f"'# <<< task defaults' block")
     body = match.group("body")
     for key, value in VARIANTS[variant].items():
-        body, n = re.subn(rf"(?m)^(\s+{key}:)\s*\S+\s*$", rf"\g<1> {value}", body)
+        body, n = re.subn(rf"(?m)^([ \t]+{key}:)[ \t]*\S+[ \t]*$", rf"\g<1> {value}", body)
         if n != 1:
             raise ValueError(f"{base_name}.yaml: the defaults block must set {key!r} exactly "
                              f"once (found {n})")
