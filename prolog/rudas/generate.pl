@@ -237,6 +237,7 @@ try_rules(P, Comps, Nodes, Preds, Targets, Rules) :-
     length(HeadPreds, NHeads),
     append(HeadPreds, BasePreds, Preds0),
     nb_setval(rudas_next_head, 1),
+    nb_setval(rudas_rule_id, 0),
     maplist(build_component(P, HeadPreds, BasePreds), Shapes, NodeLists, Targets0),
     append(NodeLists, Nodes),
     maplist([node(_, _, _, _, R), R]>>true, Nodes, Rules),
@@ -354,7 +355,9 @@ next_head(HeadPreds, H) :-
     I1 is I + 1, nb_setval(rudas_next_head, I1).
 
 build_node(P, HeadPreds, BasePreds, C, Level, Parent, Head, t(_, Slots), [Node|Ns0], Ns) :-
-    gensym(r, Id0), Node = node(Id0, C, Level, Parent, rule(Head, Body)),
+    nb_getval(rudas_rule_id, RI0), RI is RI0 + 1, nb_setval(rudas_rule_id, RI),
+    format(atom(Id0), "r~d", [RI]),
+    Node = node(Id0, C, Level, Parent, rule(Head, Body)),
     functor(Head, HN, HA),
     % body atoms: expanded slots take a fresh head predicate, base ones a base predicate
     maplist(slot_atom(HeadPreds, BasePreds, HN/HA), Slots, Atoms, Kids),

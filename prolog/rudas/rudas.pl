@@ -1,0 +1,66 @@
+:- module(rudas,
+          [ rudas_generate/3,        % +OutDir, +Params:dict, -Summary:dict
+            rudas_chase/2,           % +DatasetDir, -Derived:list
+            rudas_chase/3,           % +RulesFile, +FactsFile, -Derived:list
+            rudas_evaluate/3,        % +DatasetDir, +LearnedFile, -Metrics:dict
+            chase_strings/6,         % +RulesFile, +FactsFile, +MaxDerived, +TimeLimit, -Facts, -Status
+            rule_distance_text/3,    % +Rule1:text, +Rule2:text, -D
+            r_score_text/3           % +Original:list(text), +Learned:list(text), -Score
+          ]).
+/** <module> RuDaS from the SWI-Prolog top level
+
+==
+$ swipl prolog/rudas/rudas.pl
+?- rudas_generate('/tmp/ds', _{category:rdg, size:s, depth:2, seed:1}, S).
+?- rudas_chase('/tmp/ds', Derived), length(Derived, N).     % I(R, S') from eval-support.txt
+?- rudas_evaluate('/tmp/ds', 'learned.pl', M), M.h_score = H.
+==
+*/
+:- use_module(chase).
+:- use_module(generate).
+:- use_module(metrics).
+
+%!  rudas_generate(+OutDir, +Params:dict, -Summary:dict) is det.
+%
+%   Generate a dataset into OutDir (created if needed). See rudas_generate:resolve_params/2.
+rudas_generate(Dir, Params, Summary) :-
+    ( exists_directory(Dir) -> true ; make_directory(Dir) ),
+    generate(Params, Dir, Summary).
+
+%!  rudas_chase(+DatasetDir, -Derived:list) is det.
+%
+%   Forward-chain the dataset's rules.txt over its eval-support.txt.
+rudas_chase(Dir, Derived) :-
+    atomic_list_concat([Dir, '/rules.txt'], R),
+    atomic_list_concat([Dir, '/eval-support.txt'], F),
+    chase_files(R, F, Derived).
+
+%!  rudas_chase(+RulesFile, +FactsFile, -Derived:list) is det.
+rudas_chase(R, F, Derived) :- chase_files(R, F, Derived).
+
+%!  rudas_evaluate(+DatasetDir, +LearnedFile, -Metrics:dict) is det.
+rudas_evaluate(Dir, File, Metrics) :-
+    evaluate(Dir, File, _{}, Metrics).
+
+%!  chase_strings(+RulesFile, +FactsFile, +MaxDerived, +TimeLimit, -Facts:list(string), -Status:string) is det.
+%
+%   For Python: the derived facts as strings; MaxDerived/TimeLimit may be `none`.
+chase_strings(RF, FF, MD, TL, Strings, Status) :-
+    read_rules(RF, Rules), read_facts(FF, Facts),
+    ( MD == none -> O1 = [] ; O1 = [max_derived(MD)] ),
+    ( TL == none -> O2 = O1 ; O2 = [time_limit(TL)|O1] ),
+    chase(Rules, Facts, Derived, St, O2),
+    maplist(fact_string, Derived, Strings),
+    term_string(St, Status).
+
+fact_string(F, S) :- format(string(S), "~q", [F]).
+
+text_rule(Text, Rule) :- term_string(T, Text), rule_term(Rule, T).
+
+%!  rule_distance_text(+Rule1, +Rule2, -D) is det.
+rule_distance_text(A, B, D) :-
+    text_rule(A, R1), text_rule(B, R2), rule_distance(R1, R2, D).
+
+%!  r_score_text(+Original:list, +Learned:list, -Score) is det.
+r_score_text(As, Bs, S) :-
+    maplist(text_rule, As, Rs1), maplist(text_rule, Bs, Rs2), r_score(Rs1, Rs2, S).

@@ -1,0 +1,289 @@
+"""Python entry points of RuDaS (all logic is in ``prolog/rudas/*.pl``).
+
+* :func:`generate` writes one dataset folder (RuDaS layout + ``manifest.json`` +
+  ``rule_graph.dot``) atomically;
+* :func:`generate_suite` writes a RuDaS-v0-like suite (paper Table 1) in parallel;
+* :func:`evaluate` compares a learned rule file with a dataset's rules (paper §5);
+* :func:`chase` runs the forward chainer on rule/fact files.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..errors import BudgetExceeded, NesyError
+from ..io import FORMAT_VERSION, atomic_output_dir, derive_seed, dumps, checksums
+from ..logic import prolog
+
+PL = "prolog/rudas/rudas.pl"
+
+#: size class -> (min, max) number of training facts (paper §3)
+SIZE_CLASSES = {"xs": (50, 100), "s": (101, 1000), "m": (1001, 10000), "l": (10001, 100000),
+                "xl": (100001, 500000), "x2l": (500001, 2500000)}
+
+
+@dataclass
+class RudasParams:
+    """Generator parameters (paper §3-4). ``None`` means the Prolog default
+    (``rudas_generate:resolve_params/2``), e.g. ``n_predicates``/``n_constants`` derived from
+    the category, depth and size class.
+
+    p_h, p_v, p_c are the term probabilities of §4 (p_f = 1 - p_h - p_v - p_c); n_ow,
+    noise_minus, noise_plus are fractions in [0, 1]; n_dg / n_skip the diversification
+    integers; eval_ratio the size of S' ∪ C' relative to the training target.
+    """
+
+    seed: int = 0
+    category: str = "chain"
+    size: str = "xs"
+    depth: int = 2
+    n_facts: int | None = None
+    min_components: int = 1
+    max_components: int = 1
+    n_predicates: int | None = None
+    n_constants: int | None = None
+    min_arity: int = 2
+    max_arity: int = 2
+    max_body: int = 2
+    max_rules: int | None = None
+    max_or: int = 2
+    n_ow: float = 0.3
+    noise_minus: float = 0.2
+    noise_plus: float = 0.1
+    n_dg: int = 2
+    n_skip: int = 4
+    p_h: float = 0.2
+    p_v: float = 0.6
+    p_c: float = 0.02
+    p_recursion: float = 0.0
+    common_target: bool = False
+    ow_split: bool = True
+    eval_ratio: float = 0.25
+    aleph: bool = True
+
+    def to_prolog(self) -> dict:
+        out = {}
+        for k, v in asdict(self).items():
+            if v is None:
+                continue
+            if isinstance(v, bool):
+                v = "true" if v else "false"
+            elif isinstance(v, str):
+                v = v.lower()
+            out[k] = v
+        return out
+
+
+@dataclass
+class GenerateResult:
+    """Where a dataset went and what it holds (``manifest`` is ``manifest.json``)."""
+
+    path: Path
+    manifest: dict = field(default_factory=dict)
+
+
+def _generate_into(params: RudasParams, tmp: Path) -> dict:
+    prolog.use(PL)
+    res = prolog.once("rudas_generate:generate_safe(P, Dir, S, E)", P=params.to_prolog(),
+                      Dir=str(tmp))
+    if res is None:
+        raise NesyError("the RuDaS generator failed unexpectedly")
+    if res["E"]:
+        raise NesyError(str(res["E"]), field="rudas parameters")
+    summary = _plain(res["S"])
+    manifest = {
+        "format": "rudas", "format_version": FORMAT_VERSION, "generator": f"nesybench {__version__}",
+        "params": summary["params"], "seed": params.seed,
+        "counts": summary["counts"], "targets": summary["targets"],
+        "predicates": summary["predicates"], "components": summary["components"],
+        "rule_graph": {"nodes": summary["nodes"],
+                       "edges": [{"child": n["id"], "parent": n["parent"]}
+                                 for n in summary["nodes"] if n["parent"] != "none"]},
+    }
+    (tmp / "rule_graph.dot").write_text(rule_graph_dot(summary["nodes"]), encoding="utf-8")
+    if shutil.which("dot"):
+        subprocess.run(["dot", "-Tsvg", "-o", str(tmp / "rule_graph.svg"),
+                        str(tmp / "rule_graph.dot")], check=False, capture_output=True)
+    manifest["files"] = checksums(tmp)
+    (tmp / "manifest.json").write_text(dumps(manifest), encoding="utf-8")
+    return manifest
+
+
+def generate(params: RudasParams, out: str | os.PathLike, *, overwrite: bool = False) -> GenerateResult:
+    """Generate one dataset into ``out`` (appears whole or not at all)."""
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        manifest = _generate_into(params, tmp)
+    return GenerateResult(Path(out), manifest)
+
+
+def _plain(x):
+    """janus values -> JSON-able Python (Prolog ``inf`` stays the string ``"inf"``)."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, (int, float, bool)) or x is None:
+        return x
+    return str(x)
+
+
+def rule_graph_dot(nodes: list[dict]) -> str:
+    """Graphviz DOT of the rule graph: one box per rule, an edge child -> parent, an OR node
+    (a small circle) where several rules share the head predicate of one body atom."""
+    lines = ["digraph rudas {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
+    comps = sorted({n["component"] for n in nodes})
+    for c in comps:
+        lines.append(f"  subgraph cluster_{c} {{")
+        lines.append(f'    label="component {c}";')
+        for n in nodes:
+            if n["component"] == c:
+                label = n["rule"].replace("\\", "\\\\").replace('"', '\\"')
+                lines.append(f'    {n["id"]} [label="{n["id"]}: {label}"];')
+        lines.append("  }")
+    groups: dict[tuple, list[str]] = {}
+    for n in nodes:
+        if n["parent"] != "none":
+            groups.setdefault((n["parent"], n["head"]), []).append(n["id"])
+    for (parent, head), kids in sorted(groups.items()):
+        if len(kids) > 1:
+            orid = f'or_{parent}_{head.replace("/", "_")}'
+            lines.append(f'  {orid} [shape=circle, label="OR", fontsize=8];')
+            lines.append(f"  {orid} -> {parent};")
+            lines.extend(f"  {k} -> {orid};" for k in kids)
+        else:
+            lines.append(f"  {kids[0]} -> {parent};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# --- suite -------------------------------------------------------------------------------
+
+#: paper Table 1: (category, size, depth) -> number of datasets
+TABLE1 = {("chain", "xs", 2): 10, ("chain", "xs", 3): 10, ("chain", "s", 2): 10,
+          ("chain", "s", 3): 10,
+          ("rdg", "xs", 2): 22, ("rdg", "xs", 3): 12, ("rdg", "s", 2): 22, ("rdg", "s", 3): 22,
+          ("drdg", "xs", 2): 22, ("drdg", "xs", 3): 12, ("drdg", "s", 2): 22,
+          ("drdg", "s", 3): 22}
+_OW = (0.2, 0.3, 0.4)
+_NM = (0.15, 0.2, 0.3)
+_NP = (0.1, 0.2, 0.3)
+
+
+def suite_grid(seed: int = 0, per_cell: int | None = None,
+               categories=("chain", "rdg", "drdg"), sizes=("xs", "s"), depths=(2, 3)) -> list[tuple[str, RudasParams]]:
+    """The RuDaS-v0 grid (Table 1): CHAIN with n_OW=0.3, n_Noise-=0.2, n_Noise+=0.1; RDG and
+    DRDG cycling through n_OW ∈ {.2,.3,.4} × n_Noise- ∈ {.15,.2,.3} × n_Noise+ ∈ {.1,.2,.3}.
+    ``per_cell`` replaces Table 1's counts. Returns (name, params) pairs."""
+    items = []
+    for cat in categories:
+        for size in sizes:
+            for depth in depths:
+                n = per_cell if per_cell is not None else TABLE1.get((cat, size, depth), 10)
+                for i in range(n):
+                    if cat == "chain":
+                        ow, nm, np_ = 0.3, 0.2, 0.1
+                    else:
+                        ow, nm, np_ = _OW[i % 3], _NM[(i // 3) % 3], _NP[(i // 9) % 3]
+                    name = f"{cat.upper()}-{size.upper()}-{depth}-{i:03d}"
+                    items.append((name, RudasParams(
+                        seed=derive_seed(seed, "rudas-suite", name) % (2**31), category=cat,
+                        size=size, depth=depth, n_ow=ow, noise_minus=nm, noise_plus=np_)))
+    return items
+
+
+def _suite_item(args):
+    name, params, root = args
+    manifest = _generate_into(params, _mkdir(Path(root) / name))
+    return name, manifest["counts"], len(manifest["rule_graph"]["nodes"])
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=False)
+    return p
+
+
+def generate_suite(out, *, seed: int = 0, per_cell: int | None = None, workers: int = 1,
+                   overwrite: bool = False, progress: bool = False, **grid) -> dict:
+    """Generate the suite into ``out`` (one sub-folder per dataset, ``suite.json`` index)."""
+    from ..parallel import map_ordered  # noqa: PLC0415
+    items = suite_grid(seed, per_cell, **grid)
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        jobs = [(name, p, str(tmp)) for name, p in items]
+        it = map_ordered(_suite_item, jobs, workers=workers)
+        if progress:
+            from tqdm import tqdm  # noqa: PLC0415
+            it = tqdm(it, total=len(jobs), desc="rudas suite", unit="dataset")
+        rows = [{"name": n, "counts": c, "rules": r} for n, c, r in it]
+        index = {"format": "rudas-suite", "format_version": FORMAT_VERSION, "seed": seed,
+                 "datasets": rows}
+        (tmp / "suite.json").write_text(dumps(index), encoding="utf-8")
+    return index
+
+
+# --- chase and evaluation ---------------------------------------------------------------
+
+def chase(rules_file, facts_file, *, max_derived: int | None = None,
+          time_limit: float | None = None) -> tuple[list[str], str]:
+    """Forward-chain ``rules_file`` over ``facts_file``: (sorted derived facts as strings,
+    status ``complete`` | ``budget(facts)`` | ``budget(time)``)."""
+    prolog.use(PL)
+    for f in (rules_file, facts_file):
+        if not Path(f).exists():
+            raise NesyError("file not found", file=str(f))
+    res = prolog.once("rudas:chase_strings(RF, FF, MD, TL, D, St)", RF=str(rules_file),
+                      FF=str(facts_file),
+                      MD=max_derived if max_derived is not None else "none",
+                      TL=float(time_limit) if time_limit is not None else "none")
+    return list(res["D"]), res["St"]
+
+
+def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
+             max_derived: int = 5_000_000, time_limit: float = 600.0,
+             strict_budget: bool = False) -> dict:
+    """Metrics of §5 for the learned rules in ``learned`` on ``dataset`` (S' = eval-support).
+
+    Returns a dict: tp, fp, fn, tn (standard meaning: FP = derived but not in I(R,S')),
+    herbrand_distance, herbrand_accuracy, herbrand_base (u), h_score, accuracy, precision,
+    recall, f1, r_score, n_original, n_learned, rules_learned, rules_used, partial, budget.
+    """
+    ds = Path(dataset)
+    for name in ("rules.txt", "eval-support.txt"):
+        if not (ds / name).exists():
+            raise NesyError(f"not a RuDaS dataset folder (no {name})", file=str(ds))
+    lp = Path(learned)
+    if not lp.exists():
+        raise NesyError("file not found", file=str(lp))
+    prolog.use(PL)
+    res = prolog.once("rudas_metrics:evaluate_safe(D, F, O, R, E)", D=str(ds), F=str(lp),
+                      O={"threshold": float(threshold), "aux": list(aux),
+                         "max_derived": int(max_derived), "time_limit": float(time_limit)})
+    err = res["E"]
+    if err != "none":
+        err = _plain(err)
+        raise NesyError(str(err["message"]), file=str(lp), line=int(err["line"]) or None)
+    out = _plain(res["R"])
+    for k in ("herbrand_accuracy", "h_score", "accuracy", "precision", "recall", "f1", "r_score"):
+        out[k] = float(out[k])
+    out["partial"] = out["partial"] in (True, "true")
+    if out["partial"] and strict_budget:
+        raise BudgetExceeded(f"forward chaining of the learned rules stopped: {out['budget']}",
+                             file=str(lp))
+    return out
+
+
+def rule_distance(rule1: str, rule2: str) -> float:
+    """d_R (§5.3) of two rules given as Prolog clause text (``"p(X,Y) :- q(X,Y)"``)."""
+    prolog.use(PL)
+    res = prolog.once("rudas:rule_distance_text(A, B, D)", A=rule1, B=rule2)
+    return float(res["D"])
+
+
+def r_score(original: list[str], learned: list[str]) -> float:
+    """R-score (§5.3) of two programs given as lists of clause strings."""
+    prolog.use(PL)
+    res = prolog.once("rudas:r_score_text(A, B, D)", A=list(original), B=list(learned))
+    return float(res["D"])
