@@ -141,3 +141,19 @@ def test_make_variants_rewrites_only_the_defaults():
                                                       "samples: 1000"]
     with pytest.raises(ValueError):
         module.render_variant("tasks: []\n", "easy", "large")
+
+
+#: tasks of the large variants that cannot reach 1000 unique symbols (documented in easy.yaml)
+WITH_REPLACEMENT = {"easy": set(range(9)), "hard": set()}
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_large_variant_unique_symbols(base, tmp_path):
+    result = generate(CURRICULA / f"{base}_large.yaml", tmp_path / "data", images=False)
+    for entry in result.tasks:
+        stats = entry["stats"]
+        expected = entry["id"] in WITH_REPLACEMENT[base]
+        assert stats["with_replacement"] == expected, entry["name"]
+        assert (stats["unique_symbols"] < 1000) == expected, entry["name"]
+        assert stats["positives"] > 0 and stats["negatives"] > 0
+        assert sum(stats["split_sizes"].values()) == 1000
