@@ -88,6 +88,7 @@ known_preds(Orig, Support, Dir, Known) :-
 %   Outcome is ok(Conf-Rule list) or error(Kind, Line, Message) with Kind one of
 %   syntax_error, unsafe, unknown_predicate, bad_rule, no_file.
 read_learned(File, Known, Aux, Outcome) :-
+    forall(recorded('$rudas_clause_text', _, Ref), erase(Ref)),
     (   \+ exists_file(File)
     ->  Outcome = error(no_file, 0, "file not found")
     ;   setup_call_cleanup(open(File, read, S),
@@ -102,18 +103,27 @@ read_learned(File, Known, Aux, Outcome) :-
 :- op(700, xfx, ::).
 
 read_clauses(S, Cls) :-
-    read_term(S, T, [syntax_errors(error), term_position(Pos), module(rudas_metrics)]),
+    read_term(S, T, [syntax_errors(error), term_position(Pos), module(rudas_metrics),
+                     variable_names(Names)]),
     (   T == end_of_file -> Cls = []
     ;   stream_position_data(line_count, Pos, Line),
+        nb_setval('$rudas_names', Names),
+        copy_term(T/Names, T2/N2), maplist(bind_name, N2), format(string(Txt), "~W", [T2, [quoted(true), numbervars(true)]]),
+        recorda('$rudas_clause_text', Line-Txt),
         Cls = [Line-T|Rest], read_clauses(S, Rest)
     ).
 
 syntax_outcome(error(syntax_error(What), Ctx), error(syntax_error, Line, Msg)) :- !,
-    ( Ctx = stream(_, Line, _, _) -> true ; Line = 0 ),
+    ( ( Ctx = stream(_, Line, _, _) ; Ctx = file(_, Line, _, _) ) -> true ; Line = 0 ),
     format(string(Msg), "syntax error: ~w", [What]).
 syntax_outcome(E, error(syntax_error, 0, Msg)) :- message_to_codes(E, Msg).
 
 message_to_codes(E, Msg) :- format(string(Msg), "~q", [E]).
+
+bind_name(N = V) :- ( var(V) -> V = '$VAR'(N) ; true ).
+
+clause_text(Line, T, Txt) :-
+    (   recorded('$rudas_clause_text', Line-Txt0) -> Txt = Txt0 ; format(string(Txt), "~q", [T]) ).
 
 check_learned([], _, _, ok([])).
 check_learned([Line-T|Ts], Known, Aux, Outcome) :-
@@ -123,7 +133,8 @@ check_learned([Line-T|Ts], Known, Aux, Outcome) :-
         ;   Rule = rule(H, B),
             term_variables(H, HVs), term_variables(B, BVs),
             (   member(V, HVs), \+ ( member(W, BVs), W == V )
-            ->  format(string(M), "unsafe rule: a head variable does not occur in the body of ~q", [T]),
+            ->  clause_text(Line, T, Txt),
+                format(string(M), "unsafe rule: a head variable does not occur in the body of ~w", [Txt]),
                 Outcome = error(unsafe, Line, M)
             ;   findall(N/A, ( member(X, [H|B]), functor(X, N, A) ), PIs),
                 member(N/A, PIs), \+ memberchk(N/A, Known), \+ memberchk(N, Aux),

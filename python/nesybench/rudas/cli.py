@@ -1,0 +1,165 @@
+"""``nesybench rudas ...``: generate, suite, evaluate, table, chase."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..errors import NesyError
+from ..io import dumps
+
+_METRICS = ("herbrand_distance", "herbrand_accuracy", "h_score", "accuracy", "precision",
+            "recall", "f1", "r_score")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def group():
+    """RuDaS rule-learning datasets: generate, suite, evaluate, table, chase."""
+
+
+@group.command()
+@click.option("--out", "-o", required=True, type=click.Path(), help="output dataset folder")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--category", default="chain", show_default=True,
+              type=click.Choice(["chain", "rdg", "drdg", "mixed"], case_sensitive=False))
+@click.option("--size", default="xs", show_default=True,
+              type=click.Choice(["xs", "s", "m", "l", "xl", "x2l"], case_sensitive=False))
+@click.option("--depth", default=2, show_default=True, type=int, help="maximal rule-graph depth")
+@click.option("--n-facts", type=int, help="exact training-set target inside the size class")
+@click.option("--min-components", default=1, show_default=True, type=int)
+@click.option("--max-components", default=1, show_default=True, type=int)
+@click.option("--n-predicates", type=int, help="default: enough for the rule graph + 2")
+@click.option("--n-constants", type=int, help="default: 0.6 x target size (>= 20)")
+@click.option("--min-arity", default=2, show_default=True, type=int)
+@click.option("--max-arity", default=2, show_default=True, type=int)
+@click.option("--max-body", default=2, show_default=True, type=int, help="maximal rule length")
+@click.option("--max-rules", type=int, help="maximal number of rules")
+@click.option("--max-or", default=2, show_default=True, type=int, help="alternatives below an OR node (DRDG)")
+@click.option("--n-ow", default=0.3, show_default=True, type=float, help="open-world degree")
+@click.option("--noise-minus", default=0.2, show_default=True, type=float)
+@click.option("--noise-plus", default=0.1, show_default=True, type=float)
+@click.option("--n-dg", default=2, show_default=True, type=int)
+@click.option("--n-skip", default=4, show_default=True, type=int)
+@click.option("--p-h", default=0.2, show_default=True, type=float)
+@click.option("--p-v", default=0.6, show_default=True, type=float)
+@click.option("--p-c", default=0.02, show_default=True, type=float)
+@click.option("--p-recursion", default=0.0, show_default=True, type=float)
+@click.option("--common-target/--no-common-target", default=False, show_default=True)
+@click.option("--ow-split/--no-ow-split", default=True, show_default=True,
+              help="delete n_OW separately from target and non-target consequences")
+@click.option("--eval-ratio", default=0.25, show_default=True, type=float)
+@click.option("--overwrite", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the manifest counts as JSON")
+def generate(out, overwrite, as_json, **kw):
+    """Generate one RuDaS dataset folder (RuDaS layout + manifest.json + rule_graph.dot)."""
+    from .core import RudasParams, generate as gen  # noqa: PLC0415
+    params = RudasParams(**{k: (v.lower() if isinstance(v, str) else v) for k, v in kw.items()})
+    res = gen(params, out, overwrite=overwrite)
+    if as_json:
+        click.echo(dumps({"path": str(res.path), "counts": res.manifest["counts"],
+                          "targets": res.manifest["targets"]}), nl=False)
+    else:
+        c = res.manifest["counts"]
+        click.echo(f"{res.path}: {len(res.manifest['rule_graph']['nodes'])} rules, "
+                   f"train {c['train']} facts (S {c['support']}, C {c['conseqs']}, "
+                   f"test {c['test']}), eval S' {c['eval_support']}, C' {c['eval_conseqs']}")
+
+
+@group.command()
+@click.option("--out", "-o", required=True, type=click.Path())
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--per-cell", type=int, help="datasets per (category, size, depth) cell; default: paper Table 1 counts (196 in all)")
+@click.option("--workers", default=1, show_default=True, type=int)
+@click.option("--overwrite", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+def suite(out, seed, per_cell, workers, overwrite, as_json):
+    """Generate a RuDaS-v0-like suite (Table 1: CHAIN/RDG/DRDG x XS/S x depth 2/3)."""
+    from .core import generate_suite  # noqa: PLC0415
+    index = generate_suite(out, seed=seed, per_cell=per_cell, workers=workers,
+                           overwrite=overwrite, progress=not as_json)
+    if as_json:
+        click.echo(dumps(index), nl=False)
+    else:
+        click.echo(f"{out}: {len(index['datasets'])} datasets")
+
+
+def _eval_opts(f):
+    f = click.option("--threshold", default=0.0, show_default=True, type=float,
+                     help="keep learned rules with confidence >= threshold (Conf::Rule)")(f)
+    f = click.option("--aux", multiple=True, help="auxiliary predicate to ignore (repeatable)")(f)
+    f = click.option("--max-derived", default=5_000_000, show_default=True, type=int,
+                     help="budget: facts the learned rules may derive")(f)
+    f = click.option("--time-limit", default=600.0, show_default=True, type=float,
+                     help="budget: seconds of forward chaining")(f)
+    f = click.option("--strict-budget", is_flag=True, help="a hit budget is an error (exit 2)")(f)
+    return f
+
+
+@group.command()
+@click.argument("dataset", type=click.Path())
+@click.argument("learned", type=click.Path())
+@_eval_opts
+@click.option("--json", "as_json", is_flag=True)
+def evaluate(dataset, learned, threshold, aux, max_derived, time_limit, strict_budget, as_json):
+    """Evaluate LEARNED rules (Prolog syntax) on DATASET (paper §5 measures)."""
+    from .core import evaluate as ev  # noqa: PLC0415
+    m = ev(dataset, learned, threshold=threshold, aux=list(aux), max_derived=max_derived,
+           time_limit=time_limit, strict_budget=strict_budget)
+    if m["partial"]:
+        click.echo(f"nesybench: warning: budget hit ({m['budget']}); metrics are partial", err=True)
+    if as_json:
+        click.echo(dumps(m), nl=False)
+    else:
+        for k in ("tp", "fp", "fn", "tn", "herbrand_base") + _METRICS:
+            v = m[k]
+            click.echo(f"{k:18s} {v:.4f}" if isinstance(v, float) else f"{k:18s} {v}")
+
+
+@group.command()
+@click.argument("suite_dir", type=click.Path())
+@click.argument("learned_dir", type=click.Path())
+@_eval_opts
+@click.option("--json", "as_json", is_flag=True)
+def table(suite_dir, learned_dir, threshold, aux, max_derived, time_limit, strict_budget, as_json):
+    """Evaluate LEARNED_DIR/<dataset>.pl for every dataset of a suite; print a table + means."""
+    from .core import evaluate as ev  # noqa: PLC0415
+    sd, ld = Path(suite_dir), Path(learned_dir)
+    if not (sd / "suite.json").exists():
+        raise NesyError("not a RuDaS suite folder (no suite.json)", file=str(sd))
+    names = [d["name"] for d in json.loads((sd / "suite.json").read_text())["datasets"]]
+    rows = []
+    for n in names:
+        lf = ld / f"{n}.pl"
+        if lf.exists():
+            m = ev(sd / n, lf, threshold=threshold, aux=list(aux), max_derived=max_derived,
+                   time_limit=time_limit, strict_budget=strict_budget)
+            rows.append({"name": n, **{k: m[k] for k in _METRICS}, "partial": m["partial"]})
+    mean = {k: (sum(r[k] for r in rows) / len(rows) if rows else None) for k in _METRICS}
+    if as_json:
+        click.echo(dumps({"rows": rows, "mean": mean, "missing": len(names) - len(rows)}), nl=False)
+        return
+    head = ["dataset"] + [k[:9] for k in _METRICS]
+    click.echo("  ".join(f"{h:>9s}" if i else f"{h:22s}" for i, h in enumerate(head)))
+    for r in rows + ([{"name": "MEAN", **mean}] if rows else []):
+        click.echo(f"{r['name']:22s}  " + "  ".join(f"{r[k]:9.4f}" for k in _METRICS))
+    click.echo(f"{len(rows)} evaluated, {len(names) - len(rows)} without a learned file")
+
+
+@group.command()
+@click.argument("rules", type=click.Path())
+@click.argument("facts", type=click.Path())
+@click.option("--max-derived", type=int)
+@click.option("--time-limit", type=float)
+@click.option("--json", "as_json", is_flag=True)
+def chase(rules, facts, max_derived, time_limit, as_json):
+    """Forward-chain RULES over FACTS; print the derived facts (I(R,F))."""
+    from .core import chase as ch  # noqa: PLC0415
+    derived, status = ch(rules, facts, max_derived=max_derived, time_limit=time_limit)
+    if as_json:
+        click.echo(dumps({"derived": derived, "status": status}), nl=False)
+    else:
+        for f in derived:
+            click.echo(f + ".")
+        if status != "complete":
+            click.echo(f"nesybench: warning: stopped: {status}", err=True)
