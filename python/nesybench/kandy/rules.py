@@ -32,6 +32,7 @@ class TaskRule:
         prolog.use("prolog/kandy.pl")
         self.text = text
         self.task = task
+        self.field = field
         self.module = f"kandy_task_{next(_counter)}"
         self.predicates = prolog.load_rules(self.module, text, ["kandy_bk"], source=source,
                                             line_offset=line_offset, task=task, field=field)
@@ -53,11 +54,11 @@ class TaskRule:
                 "(format(string(Err), '~w: ~w', [_T, _E]), Fs = []))",
                 M=self.module, Ts=list(prolog_terms))
         except PrologError as exc:
-            raise exc.where(task=self.task, field="positive_rule") from None
+            raise exc.where(task=self.task, field=self.field) from None
         flags = res["Fs"]
         if res["Err"]:
             raise NesyError(f"the rule raised an error on sample {res['Err']}",
-                            task=self.task, field="positive_rule")
+                            task=self.task, field=self.field)
         self.checked += len(prolog_terms)
         return [f == 1 for f in flags]
 
