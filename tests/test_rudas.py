@@ -1,0 +1,317 @@
+"""RuDaS: paper values, category definitions, ratios, clingo cross-check, bad input."""
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from nesybench.cli import main
+from nesybench.errors import NesyError
+from nesybench.io import checksums
+from nesybench.logic import asp
+from nesybench.rudas import RudasParams, chase, evaluate, generate, r_score, rule_distance
+
+def _rnd(x):
+    return int(x + 0.5)   # Prolog round/1: halves away from zero
+
+
+R1 = "p1(A,B) :- p2(A,A), p3(B,B), p4(A,B)"
+R2 = "p1(X,X) :- p2(Y,X), p2(X,X)"
+
+
+# --- §5.3 R-score ------------------------------------------------------------------------
+
+def test_example_5_3_rule_distance():
+    assert rule_distance(R1, R2) == pytest.approx(0.5625)
+    assert r_score([R1], [R2]) == pytest.approx(1 - 0.5625)
+
+
+def test_rule_distance_identity_and_renaming():
+    assert rule_distance("p(X,Y) :- q(X,Z), r(Z,Y)", "p(A,B) :- r(C,B), q(A,C)") == 0
+    # best renaming: head 0, body both positions differ (2 x 1/4), n_a = 2
+    assert rule_distance("p(X,Y) :- q(X,Y)", "p(X,Y) :- q(Y,X)") == pytest.approx(0.5 / 2)
+
+
+@pytest.mark.parametrize("a,b", [
+    ("p(X,Y) :- q(X,Y)", "p(X,X) :- q(X,Y), q(Y,X), s(X)"),       # lengths, repeated head var
+    ("p(X,Y) :- q(X,Y,Z)", "p(X,Y) :- q(X,Y)"),                    # arities
+    ("p(X,Y) :- q(X,c1)", "p(c2,Y) :- q(c1,Y)"),                   # constants
+    ("p(c1,c2)", "p(X,Y) :- q(X,Y)"),                              # empty body
+    ("p(X) :- q(X)", "r(X) :- q(X)"),                              # other head predicate
+])
+def test_rule_distance_never_crashes(a, b):
+    d = rule_distance(a, b)
+    assert 0 <= d <= 1
+    assert 0 <= r_score([a], [b]) <= 1
+
+
+def test_r_score_missing_head_predicate_counts_one():
+    assert r_score(["p(X) :- q(X)", "r(X) :- q(X)"], ["p(Y) :- q(Y)"]) == pytest.approx(0.5)
+
+
+# --- §5.1-5.2 Herbrand and IR measures on a hand-made dataset ------------------------------
+
+def _hand_dataset(tmp: Path) -> Path:
+    ds = tmp / "hand"
+    ds.mkdir()
+    (ds / "rules.txt").write_text("t(X0,X1) :- e(X0,X1).\n")
+    (ds / "eval-support.txt").write_text("e(a,b).\ne(b,c).\ne(c,d).\n")
+    (ds / "train.txt").write_text("e(a,b).\n")
+    return ds
+
+
+def test_herbrand_metrics_hand_computed(tmp_path):
+    ds = _hand_dataset(tmp_path)
+    learned = tmp_path / "learned.pl"
+    # derives t(a,b), t(b,c), t(c,d) wrongly reversed for one rule: I' = {t(b,a), t(c,b), t(d,c)} ∪ ...
+    learned.write_text("t(X,Y) :- e(X,Y), e(Y,Z).\nt(Y,X) :- e(X,Y), e(Y,Z).\n")
+    m = evaluate(ds, learned)
+    # I(R,F) = {t(a,b), t(b,c), t(c,d)}; I' = {t(a,b), t(b,c), t(b,a), t(c,b)}
+    assert (m["tp"], m["fp"], m["fn"]) == (2, 2, 1)
+    # u: predicates e/2, t/2 over constants {a,b,c,d}: 2 * 4^2 = 32 (each predicate once)
+    assert m["herbrand_base"] == 32
+    assert m["tn"] == 32 - 5
+    assert m["herbrand_distance"] == 3
+    assert m["herbrand_accuracy"] == pytest.approx(1 - 3 / 32)
+    assert m["h_score"] == pytest.approx(2 / 5)
+    assert m["precision"] == pytest.approx(2 / 4)   # standard FP: derived but wrong
+    assert m["recall"] == pytest.approx(2 / 3)
+    assert m["f1"] == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3))
+    assert m["accuracy"] == pytest.approx((2 + 27) / 32)
+    assert m["partial"] is False
+
+
+def test_threshold_aux_and_budget(tmp_path):
+    ds = _hand_dataset(tmp_path)
+    learned = tmp_path / "l.pl"
+    learned.write_text("0.9::t(X,Y) :- e(X,Y).\n0.1::t(Y,X) :- e(X,Y).\n"
+                       "aux1(X,Y) :- e(X,Y).\n")
+    m = evaluate(ds, learned, threshold=0.5, aux=["aux1"])
+    assert (m["tp"], m["fp"], m["fn"], m["rules_used"]) == (3, 0, 0, 2)
+    big = tmp_path / "big.pl"
+    big.write_text("t(X,Y) :- e(X,Z), e(W,Y).\n")
+    m = evaluate(ds, big, max_derived=2)
+    assert m["partial"] is True and "facts" in m["budget"] and m["n_learned"] == 2
+    with pytest.raises(NesyError):
+        evaluate(ds, big, max_derived=2, strict_budget=True)
+
+
+# --- forward chaining == clingo's least model ----------------------------------------------
+
+def _random_program(rng: random.Random, n_rules: int):
+    preds = [f"q{i}" for i in range(5)]
+    rules = []
+    for _ in range(n_rules):
+        body = []
+        vars_ = ["X0", "X1", "X2", "X3"]
+        for _ in range(rng.randint(1, 3)):
+            body.append((rng.choice(preds), rng.choice(vars_[:3]), rng.choice(vars_ + ["c1"])))
+        bvars = sorted({t for _, a, b in body for t in (a, b) if t[0] == "X"})
+        head = (rng.choice(preds), rng.choice(bvars), rng.choice(bvars))
+        fmt = lambda a: f"{a[0]}({a[1]},{a[2]})"  # noqa: E731
+        rules.append(f"{fmt(head)} :- {', '.join(fmt(b) for b in body)}.")
+    facts = {(rng.choice(preds), f"c{rng.randint(0, 6)}", f"c{rng.randint(0, 6)}")
+             for _ in range(25)}
+    return rules, sorted(facts)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chase_agrees_with_clingo(tmp_path, seed):
+    rng = random.Random(seed)
+    rules, facts = _random_program(rng, rng.randint(2, 6))   # recursion happens often
+    rf, ff = tmp_path / "rules.txt", tmp_path / "facts.txt"
+    rf.write_text("\n".join(rules) + "\n")
+    ff.write_text("".join(f"{p}({a},{b}).\n" for p, a, b in facts))
+    derived, status = chase(rf, ff)
+    assert status == "complete"
+    res = asp.solve([rf, "prolog/rudas/closure.lp"], facts)
+    assert len(res.models) == 1
+    model = {f"{a[0]}({','.join(str(x) for x in a[1:])})" for a in res.models[0]}
+    given = {f"{p}({a},{b})" for p, a, b in facts}
+    assert set(derived) == model - given
+
+
+def test_chase_agrees_with_clingo_on_generated_dataset(tmp_path):
+    ds = tmp_path / "ds"
+    generate(RudasParams(category="drdg", size="xs", depth=3, seed=5), ds)
+    derived, _ = chase(ds / "rules.txt", ds / "eval-support.txt")
+    support = [tuple(l.rstrip(".").replace("(", ",").rstrip(")").split(","))
+               for l in (ds / "eval-support.txt").read_text().split()]
+    res = asp.solve([ds / "rules.txt", "prolog/rudas/closure.lp"], support)
+    model = {f"{a[0]}({','.join(a[1:])})" for a in res.models[0]}
+    assert set(derived) == model - {f"{s[0]}({','.join(s[1:])})" for s in support}
+    # C' written by the generator is I(R, S')
+    assert set(derived) == {l.rstrip(".") for l in (ds / "eval-conseqs.txt").read_text().split()}
+
+
+# --- generator: categories, sizes, ratios, layout, determinism ----------------------------
+
+def _graph(manifest):
+    nodes = manifest["rule_graph"]["nodes"]
+    by_head = defaultdict(list)
+    for n in nodes:
+        by_head[n["head"]].append(n["id"])
+    parents, children = defaultdict(set), defaultdict(set)
+    alternatives = []
+    for n in nodes:
+        for b in set(n["body"]):
+            kids = [k for k in by_head.get(b, []) if k != n["id"]]
+            alternatives.append(len(kids))
+            for k in kids:
+                children[n["id"]].add(k)
+                parents[k].add(n["id"])
+    return nodes, parents, children, alternatives
+
+
+def _depth(nodes, children):
+    roots = [n["id"] for n in nodes if n["parent"] == "none"]
+    depth, frontier, seen = 0, roots, set(roots)
+    while frontier:
+        depth += 1
+        frontier = [k for f in frontier for k in children[f] if k not in seen]
+        seen.update(frontier)
+    return depth
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    out = {}
+    root = tmp_path_factory.mktemp("rudas")
+    for cat in ("chain", "rdg", "drdg", "mixed"):
+        for depth in (2, 3):
+            for seed in (1, 2):
+                p = RudasParams(category=cat, size="s" if seed == 1 else "xs", depth=depth,
+                                seed=seed, max_components=3 if cat == "mixed" else 1)
+                out[(cat, depth, seed)] = (p, generate(p, root / f"{cat}-{depth}-{seed}"))
+    return out
+
+
+def test_category_definitions(datasets):
+    for (cat, depth, _), (_, res) in datasets.items():
+        nodes, parents, children, alts = _graph(res.manifest)
+        assert _depth(nodes, children) == depth
+        if cat == "chain":
+            assert len(nodes) == depth
+            assert all(len(parents[n["id"]]) <= 1 and len(children[n["id"]]) <= 1 for n in nodes)
+        if cat == "rdg":
+            assert max(alts) <= 1                                   # no alternatives
+            assert any(len(children[n["id"]]) >= 2 for n in nodes)  # a node with 2 children
+        if cat == "drdg":
+            assert max(alts) >= 2                                   # an OR node
+        if cat == "mixed":
+            cats = {c["category"] for c in res.manifest["components"]}
+            assert len(res.manifest["components"]) >= 2 and len(cats) >= 2
+
+
+def test_rules_are_safe_datalog(datasets):
+    for _, (_, res) in datasets.items():
+        for n in res.manifest["rule_graph"]["nodes"]:
+            head, body = n["rule"].rstrip(".").split(" :- ")
+            hargs = head[head.index("(") + 1:-1].split(",")
+            assert all(a.startswith("X") for a in hargs)           # only variables in heads
+            assert all(a in body for a in hargs)                   # every head var in body
+
+
+def test_sizes_and_ratios(datasets):
+    for (cat, _, seed), (p, res) in datasets.items():
+        c = res.manifest["counts"]
+        lo, hi = (101, 1000) if seed == 1 else (50, 100)
+        if cat != "mixed":
+            assert lo <= c["train"] <= hi, (cat, seed, c)
+        ds = res.path
+        read = lambda f: set((ds / f).read_text().split())          # noqa: E731
+        S, C, test, train = read("train-support.txt"), read("train-conseqs.txt"), read("test.txt"), read("train.txt")
+        assert not S & C and test <= C and not test & train
+        targets = {t.split("/")[0] for t in res.manifest["targets"]}
+        is_t = lambda f: f.split("(")[0] in targets                 # noqa: E731
+        CT = {f for f in C if is_t(f)}
+        assert len(test & CT) == _rnd(p.n_ow * len(CT))
+        assert len(test - CT) == _rnd(p.n_ow * len(C - CT))
+        assert len(S - train) == _rnd(p.noise_minus * len(S))
+        noise = train - S - C
+        nt_train = {f for f in train if not is_t(f)}
+        t_train = train - nt_train
+        assert abs(len(noise - t_train) / len(nt_train) - p.noise_plus) < 0.02 + 1 / len(nt_train)
+        assert abs(len(noise & t_train) / max(1, len(t_train)) - p.noise_plus) < 0.02 + 2 / max(1, len(t_train))
+        assert read("train-cw.txt") == S | C and read("train-ow.txt") == (S | C) - test
+        assert noise <= read("train-cw-n.txt")
+
+
+def test_layout_and_formats(datasets):
+    _, res = datasets[("rdg", 2, 1)]
+    ds = res.path
+    for f in ("rules.txt", "train.txt", "train-support.txt", "train-conseqs.txt", "train-cw.txt",
+              "train-ow.txt", "train-cw-n.txt", "test.txt", "eval-support.txt",
+              "eval-conseqs.txt", "eval-cw.txt", "relations.txt", "entities.txt",
+              "manifest.json", "rule_graph.dot", "train.tsv", "test.tsv"):
+        assert (ds / f).is_file(), f
+    target = res.manifest["targets"][0].split("/")[0]
+    assert {p.suffix for p in (ds / "aleph").iterdir()} == {".b", ".f", ".n"}
+    assert ":- modeh(1, " in (ds / "aleph" / f"{target}.b").read_text()
+    assert (ds / "train.tsv").read_text().count("\t") == 2 * sum(
+        1 for l in (ds / "train.txt").read_text().splitlines() if l.count(",") == 1)
+    assert json.loads((ds / "manifest.json").read_text())["counts"]["train"] == len(
+        (ds / "train.txt").read_text().splitlines())
+
+
+def test_same_seed_byte_identical(tmp_path):
+    p = RudasParams(category="drdg", size="s", depth=3, seed=11)
+    a, b = generate(p, tmp_path / "a"), generate(p, tmp_path / "b")
+    assert checksums(a.path) == checksums(b.path)
+    c = generate(RudasParams(category="drdg", size="s", depth=3, seed=12), tmp_path / "c")
+    assert checksums(c.path)["train.txt"] != checksums(a.path)["train.txt"]
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,msg", [
+    (["--depth", "9", "--n-predicates", "5"], "needs at least"),
+    (["--size", "m", "--n-constants", "3"], "impossible"),
+    (["--category", "rdg", "--max-body", "1"], "max_body"),
+    (["--n-ow", "1.5"], "n_ow"),
+    (["--category", "mixed"], "max_components"),
+])
+def test_inconsistent_parameters(tmp_path, capsys, args, msg):
+    out = tmp_path / "ds"
+    assert main(["rudas", "generate", "--out", str(out), *args]) == 2
+    assert msg in capsys.readouterr().err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text,msg,line", [
+    ("t(X,Y) :- e(X,Y).\nt(X,Y) :- e(X Y).\n", "syntax error", 2),
+    ("t(X,Y) :- e(X,Z).\n", "unsafe", 1),
+    ("t(X,Y) :- e(X,Y).\n\nt(X,Y) :- nope(X,Y).\n", "unknown predicate nope/2", 3),
+    (":- halt.\n", "directive", 1),
+])
+def test_bad_learned_file(tmp_path, capsys, text, msg, line):
+    ds = _hand_dataset(tmp_path)
+    lf = tmp_path / "learned.pl"
+    lf.write_text(text)
+    assert main(["rudas", "evaluate", str(ds), str(lf)]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and f"learned.pl:{line}:" in err
+
+
+def test_cli_evaluate_json(tmp_path, capsys):
+    ds = _hand_dataset(tmp_path)
+    assert main(["rudas", "evaluate", str(ds), str(ds / "rules.txt"), "--json"]) == 0
+    m = json.loads(capsys.readouterr().out)
+    assert m["h_score"] == 1.0 and m["r_score"] == 1.0 and m["f1"] == 1.0
+
+
+def test_cli_suite_small(tmp_path, capsys):
+    out = tmp_path / "suite"
+    assert main(["rudas", "suite", "--out", str(out), "--per-cell", "1", "--json"]) == 0
+    index = json.loads(capsys.readouterr().out)
+    assert len(index["datasets"]) == 12
+    learned = tmp_path / "learned"
+    learned.mkdir()
+    name = index["datasets"][0]["name"]
+    (learned / f"{name}.pl").write_text((out / name / "rules.txt").read_text())
+    assert main(["rudas", "table", str(out), str(learned), "--json"]) == 0
+    t = json.loads(capsys.readouterr().out)
+    assert t["rows"][0]["h_score"] == 1.0 and t["missing"] == 11
