@@ -192,15 +192,16 @@ def test_pointer_export_round_trips(dataset, tmp_path):
 
 
 def test_export_all_layout_and_determinism(dataset, tmp_path):
-    stems = ilp.export_all(dataset, tmp_path / "all")
-    assert len(stems) == 2 * 2 * 2
+    out = ilp.export_all(dataset, tmp_path / "all")
+    assert out == (tmp_path / "all").resolve()
+    assert len(list(out.glob("*/*.b"))) == 2 * 2 * 2
     assert (tmp_path / "all" / "pointer-mid" / "t15.b").exists()
     index = json.loads((tmp_path / "all" / "index.json").read_text())
-    assert len(index["exports"]) == 8
-    again = ilp.export_all(dataset, tmp_path / "all2", encodings=["pointer"], kbs=["minimal"],
+    assert len(index["exports"]) == 8 and index["exports"][0]["stem"] == "natural-minimal/t00"
+    ilp.export_all(dataset, tmp_path / "all2", encodings=["pointer"], kbs=["minimal"],
                            tasks=[15], settings={"nodes": 100, "noise": None})
     b1 = (tmp_path / "all" / "pointer-minimal" / "t15.b").read_text()
-    b2 = Path(f"{again[0]}.b").read_text()
+    b2 = (tmp_path / "all2" / "pointer-minimal" / "t15.b").read_text()
     assert b1.replace("nodes, 20000", "nodes, 100").replace(":- set(noise, 5).\n", "") == b2
 
 

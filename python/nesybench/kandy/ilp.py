@@ -461,11 +461,12 @@ def export_all(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                kbs: tuple[str, ...] | list[str] = KBS,
                tasks: list[int] | None = None, split: str = "train",
                settings: dict | None = None, supervised_only: bool = True,
-               overwrite: bool = False) -> list[Path]:
+               overwrite: bool = False) -> Path:
     """Export every task (or ``tasks``) in every ``encodings`` x ``kbs`` combination.
 
     Layout: ``out_dir/<encoding>-<kb>/tNN.{b,f,n}`` + ``tNN_test.pl``, and ``out_dir/index.json``
-    listing what was written. The whole folder appears atomically. Returns the stem paths.
+    listing every stem written (with its example counts). The whole folder appears atomically.
+    Returns ``out_dir`` (resolved).
     """
     d = _dataset_dir(dataset_dir)
     for e in encodings:
@@ -475,7 +476,6 @@ def export_all(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     ids = list(tasks) if tasks is not None else _task_ids(d)
     sett = _settings(settings)
     loaded = [_load_task(d, t) for t in ids]
-    stems: list[Path] = []
     index = []
     with atomic_output_dir(out_dir, overwrite=overwrite) as tmp:
         for e in encodings:
@@ -485,10 +485,10 @@ def export_all(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                 for _, tid, meta, splits in loaded:
                     index.append(_write_task_files(sub, _stem(tid), tid, meta, splits, e, k,
                                                    split, sett, supervised_only))
-                    stems.append(Path(out_dir).resolve() / f"{e}-{k}" / _stem(tid))
+                    index[-1]["stem"] = f"{e}-{k}/{_stem(tid)}"
         (tmp / "index.json").write_text(dumps({"dataset": str(d), "settings": sett,
                                                "exports": index}), encoding="utf-8")
-    return stems
+    return Path(out_dir).resolve()
 
 
 # --------------------------------------------------------------------------- evaluation
