@@ -576,9 +576,9 @@ noise(P, Targets, Preds, Consts, S, C, CKept, SKept, Plus, PlusT, ES, EC) :-
     TT is NT + NTS,
     KT is round(P.noise_plus * TT / (1 - P.noise_plus)),
     exclude(in_list(Targets), Preds, NonTarget),
-    append([S, C, ES, EC], Known0), sort(Known0, Known),
+    append([S, C, ES, EC], Known),
     fresh_facts(K, NonTarget, Consts, Known, Plus0),
-    append(Known, Plus0, K1), sort(K1, Known1),
+    append(Known, Plus0, Known1),
     fresh_facts(KT, Targets, Consts, Known1, PlusT0),
     msort(Plus0, Plus), msort(PlusT0, PlusT).
 
@@ -586,21 +586,23 @@ fresh_facts(0, _, _, _, []) :- !.
 fresh_facts(K, [], _, _, _) :- !,
     err("cannot add ~w noise facts: no predicate outside the rules' targets; allow more predicates", [K]).
 fresh_facts(K, Preds, Consts, Known, Facts) :-
-    empty_nb_set(Set),
+    trie_new(Set),
+    forall(member(F, Known), trie_insert(Set, F)),
     Tries is 100 * K + 1000,
-    fresh_loop(K, Tries, Preds, Consts, Known, Set, [], Facts).
+    call_cleanup(fresh_loop(K, Tries, Preds, Consts, Set, [], Facts), trie_destroy(Set)).
 
-fresh_loop(0, _, _, _, _, _, Acc, Acc) :- !.
-fresh_loop(_, 0, _, _, _, _, _, _) :- !,
+%   Set holds the known facts and those drawn so far (constant-time membership).
+fresh_loop(0, _, _, _, _, Acc, Acc) :- !.
+fresh_loop(_, 0, _, _, _, _, _) :- !,
     err("not enough fresh facts for the requested noise_plus; use more constants", []).
-fresh_loop(K, T, Preds, Consts, Known, Set, Acc, Facts) :-
+fresh_loop(K, T, Preds, Consts, Set, Acc, Facts) :-
     T1 is T - 1,
     random_member(N/A, Preds),
     functor(F, N, A),
     ground_vars(Consts, F),
-    (   \+ ord_memberchk(F, Known), add_nb_set(F, Set, true)
-    ->  K1 is K - 1, fresh_loop(K1, T1, Preds, Consts, Known, Set, [F|Acc], Facts)
-    ;   fresh_loop(K, T1, Preds, Consts, Known, Set, Acc, Facts)
+    (   trie_insert(Set, F)
+    ->  K1 is K - 1, fresh_loop(K1, T1, Preds, Consts, Set, [F|Acc], Facts)
+    ;   fresh_loop(K, T1, Preds, Consts, Set, Acc, Facts)
     ).
 
 % ---------------------------------------------------------------------------------------
