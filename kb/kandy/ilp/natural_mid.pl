@@ -5,7 +5,8 @@
 % Plain Prolog (no module): nesybench pastes it into the Aleph .b file it exports and loads it
 % into a module of its own when it evaluates a learned theory.
 % Helpers that are not offered to the learner (no mode declaration): the attribute domain
-% (shape/1, color/1, size/1, the operator families non_diag/1 ... line/1, named_object/1) and shape_props/4.
+% (shape/1, color/1, size/1, the operator families non_diag/1 ... line/1,
+% named_object/1) and shape_props/4.
 % Built-ins the learner may also use: atom/1, reverse/2, length/2, delete/3, nth0/3, member/2.
 
 shape(triangle).

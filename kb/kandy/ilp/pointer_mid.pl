@@ -10,7 +10,8 @@
 % Plain Prolog (no module): nesybench pastes it into the Aleph .b file it exports and loads it
 % into a module of its own when it evaluates a learned theory.
 % Helpers that are not offered to the learner (no mode declaration): the attribute domain
-% (shape/1, color/1, size/1, the operator families non_diag/1 ... line/1, named_object/1), shape_props/4, atomic_object/1 and the extract_* structure
+% (shape/1, color/1, size/1, the operator families non_diag/1 ... line/1,
+% named_object/1), shape_props/4, atomic_object/1 and the extract_* structure
 % predicates (kept so that rules written for the natural encoding run after `sample_is(S, C)`).
 % Built-ins the learner may also use: reverse/2, length/2, delete/3, nth0/3, member/2.
 
