@@ -73,6 +73,7 @@ error_outcome(Error, bad_clause(0, Message)) :-
     message_to_codes(Error, Message).
 
 syntax_context_line(stream(_, Line, _, _), Line) :- !.
+syntax_context_line(file(_, Line, _, _), Line) :- !.
 syntax_context_line(string(_, _), 0) :- !.
 syntax_context_line(_, 0).
 

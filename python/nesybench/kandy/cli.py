@@ -151,14 +151,16 @@ def browse_cmd(dataset, out):
               show_default=True)
 @click.option("--kb", type=click.Choice(["minimal", "mid", "both"]), default="both",
               show_default=True)
+@click.option("--tasks", "tasks", default=None, help="Only these task indices, e.g. 0,3,5-7.")
 @click.option("--overwrite", is_flag=True)
-def ilp_export_cmd(dataset, out, encoding, kb, overwrite):
+def ilp_export_cmd(dataset, out, encoding, kb, tasks, overwrite):
     """Export every task of DATASET as Aleph files (.b/.f/.n) per encoding and KB."""
     from . import ilp
 
     encs = ("natural", "pointer") if encoding == "both" else (encoding,)
     kbs = ("minimal", "mid") if kb == "both" else (kb,)
-    path = ilp.export_all(dataset, out, encodings=encs, kbs=kbs, overwrite=overwrite)
+    path = ilp.export_all(dataset, out, encodings=encs, kbs=kbs, tasks=_tasks_option(tasks),
+                          overwrite=overwrite)
     click.echo(f"Aleph files in {path}")
 
 
@@ -177,7 +179,7 @@ def ilp_eval_cmd(dataset, task, theory, encoding, split, as_json):
     from . import ilp
 
     score = ilp.evaluate_theory(dataset, task, theory, encoding=encoding, split=split)
-    data = dataclasses.asdict(score) if dataclasses.is_dataclass(score) else dict(score)
+    data = score.to_dict()
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
     else:
