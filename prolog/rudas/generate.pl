@@ -587,7 +587,7 @@ fresh_facts(K, [], _, _, _) :- !,
     err("cannot add ~w noise facts: no predicate outside the rules' targets; allow more predicates", [K]).
 fresh_facts(K, Preds, Consts, Known, Facts) :-
     trie_new(Set),
-    forall(member(F, Known), trie_insert(Set, F)),
+    forall(member(F, Known), ignore(trie_insert(Set, F))),
     Tries is 100 * K + 1000,
     call_cleanup(fresh_loop(K, Tries, Preds, Consts, Set, [], Facts), trie_destroy(Set)).
 
