@@ -118,3 +118,19 @@ def test_bad_inputs():
         count_rs(load_task({"name": "big", "knowledge": "kb/shortcuts/addition.lp",
                             "concepts": [{"name": "d", "count": 7, "domain": {"range": [0, 9]}}],
                             "support": ["0,0,0,0,0,0,1"]}), map_class="joint")
+
+
+def test_variable_elimination_fallback_matches_enumeration():
+    t = load_task({"name": "add3", "knowledge": "kb/shortcuts/addition.lp",
+                   "concepts": [{"name": "d", "count": 2, "domain": {"range": [0, 3]},
+                                 "map": "digit"}]})
+    for sup in ([(0, 1), (2, 3)], [(1, 1), (0, 3), (2, 2)], list(t.all_worlds())[::3]):
+        for maps in ("shared", "separate"):
+            full = count_rs(t, support=sup, maps=maps)
+            ve = count_rs(t, support=sup, maps=maps, budget=0)
+            assert "elimination" in ve.method
+            assert ve.count == full.count == brute_force(t, sup, maps=maps)
+    r = count_rs(xor(4), budget=0, supervised=["b(2)"])
+    assert r.count == brute_force(xor(4), xor(4).support(), supervised=["b(2)"])
+    evenodd = load_task("curricula/rs/mnadd_evenodd.yaml")
+    assert count_rs(evenodd, budget=0).count == 36

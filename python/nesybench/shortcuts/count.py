@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
 from collections import Counter
+
+import numpy as np
 from dataclasses import asdict, dataclass, field
 
 from ..errors import BudgetExceeded, NesyError
@@ -32,7 +35,11 @@ from .task import Task, fmt_term
 DIS_LP = "prolog/shortcuts/disentangled.lp"
 PERM_LP = "prolog/shortcuts/perm.lp"
 #: projected models clingo may enumerate per component before we give up
-ENUM_BUDGET = 2_000_000
+ENUM_BUDGET = 200_000
+
+# counts are exact ints with possibly >4300 digits (joint XOR n >= 11); print them whole
+if hasattr(sys, "set_int_max_str_digits"):
+    sys.set_int_max_str_digits(0)
 #: worlds we are willing to label for the joint closed form
 JOINT_WORLDS = 1 << 21
 
@@ -182,9 +189,14 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget) -> CountResult:
     total = 1
     info = []
     per_comp_models = []
+    seen_vals = [{w[i] for w in worlds for i in ix} for _, _, ix in groups]
+    methods = set()
     for gs, labs in comps:
         fixed = [g for g in range(len(groups)) if g not in gs]
-        facts = base + _group_facts(task, groups, fixed) + [("active", lab) for lab in labs]
+        unseen = [(g, x) for g in gs for x in groups[g][1] if x not in seen_vals[g]]
+        factor = math.prod(len(groups[g][1]) for g, _ in unseen)
+        facts = base + _group_facts(task, groups, fixed) + [("active", lab) for lab in labs] + \
+            [("unseen", g, x) for g, x in unseen]
         models: list = []
         keep = max(list_n + 1, 0) if list_n else 0
 
@@ -194,14 +206,22 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget) -> CountResult:
 
         res = asp.solve(task.programs(DIS_LP), facts, models=budget + 1, project=True,
                         keep_models=False, on_model=on_model)
-        if res.count > budget:
-            raise BudgetExceeded(
-                f"more than {budget} disentangled maps in a component of "
-                f"{[groups[g][0] for g in gs]}; use --map joint (closed form) or give "
-                "label dependencies (depends:) to split the count", file=task.source,
-                task=task.name)
-        total *= res.count
-        info.append({"groups": [groups[g][0] for g in gs], "labels": labs, "count": res.count})
+        if res.count <= budget:
+            n = res.count * factor
+            methods.add("clingo projected enumeration")
+        else:
+            try:
+                n = _ve(task, worlds, groups, gs, labs, sup_ix)
+            except BudgetExceeded:
+                raise BudgetExceeded(
+                    f"more than {budget} disentangled maps in a component of "
+                    f"{[groups[g][0] for g in gs]} and too many worlds or too dense for exact "
+                    "elimination; use --map joint (closed form), separate a label's inputs "
+                    "with depends:, or restrict the domains", file=task.source,
+                    task=task.name) from None
+            methods.add("exact variable elimination")
+        total *= n
+        info.append({"groups": [groups[g][0] for g in gs], "labels": labs, "count": n})
         per_comp_models.append((gs, models))
     for g in free:
         key, dom, ix = groups[g]
@@ -212,10 +232,61 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget) -> CountResult:
     rss = []
     if list_n:
         rss = _combine(groups, per_comp_models, free, list_n)
-    method = "clingo projected enumeration" + (f", {len(info)} independent components"
-                                                 if len(info) > 1 else "")
+    method = " + ".join(sorted(methods)) + (f", {len(info)} independent components"
+                                            if len(info) > 1 else "")
     return CountResult(task.name, "disentangled", maps, len(worlds), total, total - 1, method,
                        components=info, rss=rss)
+
+
+def _ve(task, worlds, groups, gs, labs, sup_ix) -> int:
+    """Exact count for one component by variable elimination over map rows (elim.py)."""
+    from .elim import count_rows  # noqa: PLC0415
+    if task.n_worlds > JOINT_WORLDS:
+        raise BudgetExceeded("too many worlds for the label table")
+    all_w = list(task.all_worlds())
+    names = task.label_names()
+    li = [names.index(lab) for lab in labs]
+    keys: dict = {}
+    lab_id = np.array([keys.setdefault(tuple(lab[i] for i in li), len(keys))
+                       for lab in task.labels_of(all_w)])
+    doms = [v.domain for v in task.variables]
+    stride = [1] * len(doms)
+    for i in range(len(doms) - 2, -1, -1):
+        stride[i] = stride[i + 1] * len(doms[i + 1])
+    pos = [{x: j for j, x in enumerate(d)} for d in doms]
+    g_of = {i: g for g, (_, _, ix) in enumerate(groups) for i in ix}
+    gset = set(gs)
+    rows: dict = {}
+    n_dom: list[int] = []
+    for w in worlds:
+        for i, x in enumerate(w):
+            if g_of[i] in gset and (g_of[i], x) not in rows:
+                rows[(g_of[i], x)] = len(n_dom)
+                n_dom.append(len(groups[g_of[i]][1]))
+    factors = []
+    for w in worlds:
+        wr = sorted({rows[(g_of[i], x)] for i, x in enumerate(w) if g_of[i] in gset})
+        grid = np.full([n_dom[r] for r in wr] or [1], sum(
+            pos[i][x] * stride[i] for i, x in enumerate(w) if g_of[i] not in gset), dtype=np.int64)
+        for i, x in enumerate(w):
+            if g_of[i] in gset:
+                r = rows[(g_of[i], x)]
+                shape = [1] * len(wr)
+                shape[wr.index(r)] = n_dom[r]
+                grid = grid + (np.arange(n_dom[r]) * stride[i]).reshape(shape)
+        me = lab_id[sum(pos[i][x] * stride[i] for i, x in enumerate(w))]
+        if wr:
+            factors.append((tuple(wr), (lab_id[grid] == me).astype(np.int8)))
+    for w in worlds:
+        for i in sup_ix:
+            if g_of[i] in gset:
+                r = rows[(g_of[i], w[i])]
+                t = np.zeros(n_dom[r], dtype=np.int8)
+                t[pos[i][w[i]]] = 1
+                factors.append(((r,), t))
+    unseen = math.prod(len(groups[g][1]) ** (len(groups[g][1]) - len(
+        {x for (gg, x) in rows if gg == g})) for g in gs)
+    return count_rows(n_dom, factors) * unseen
 
 
 def _as_map(groups, atoms) -> dict:
