@@ -35,7 +35,10 @@ from .task import Task, fmt_term
 DIS_LP = "prolog/shortcuts/disentangled.lp"
 PERM_LP = "prolog/shortcuts/perm.lp"
 #: projected models clingo may enumerate per component before we give up
-ENUM_BUDGET = 200_000
+ENUM_BUDGET = 20_000
+#: sparse components are counted by elimination first (label table size, largest factor)
+QUICK_VE_WORLDS = 200_000
+QUICK_VE_FACTOR = 1 << 18
 
 # counts are exact ints with possibly >4300 digits (joint XOR n >= 11); print them whole
 if hasattr(sys, "set_int_max_str_digits"):
@@ -70,7 +73,7 @@ class CountResult:
 
 def count_rs(task: Task, *, map_class: str = "disentangled", maps: str | None = None,
              support=None, supervised=None, list_n: int = 0, seed: int = 0,
-             budget: int = ENUM_BUDGET) -> CountResult:
+             budget: int = ENUM_BUDGET, engine: str = "auto") -> CountResult:
     """Count (and optionally list ``list_n``) the optimal maps of ``task`` on ``support``.
 
     ``support``: list of worlds (default: the task's own support); ``supervised``: variable
@@ -87,7 +90,7 @@ def count_rs(task: Task, *, map_class: str = "disentangled", maps: str | None = 
     if map_class == "joint":
         res = _joint(task, worlds, sup_ix, list_n, seed)
     elif map_class == "disentangled":
-        res = _disentangled(task, worlds, maps, sup_ix, list_n, budget)
+        res = _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine)
     elif map_class == "perm":
         res = _perm(task, worlds, sup_ix, list_n, budget)
     else:
@@ -182,7 +185,9 @@ def _components(task, groups) -> tuple[list[tuple[list[int], list[str]]], list[i
     return [(sorted(gs), labs) for gs, labs in comps.values()], free
 
 
-def _disentangled(task, worlds, maps, sup_ix, list_n, budget) -> CountResult:
+def _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine="auto") -> CountResult:
+    if engine not in ("auto", "asp", "elim"):
+        raise NesyError(f"unknown engine {engine!r} (auto, asp, elim)")
     groups = task.groups(maps)
     comps, free = _components(task, groups)
     base = [*task.params, *task.world_facts(worlds), *[("sup", task.variables[i].term) for i in sup_ix]]
@@ -204,11 +209,26 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget) -> CountResult:
             if len(models) < keep:
                 models.append(atoms)
 
+        n = None
+        if engine == "elim":
+            n = _ve(task, worlds, groups, gs, labs, sup_ix)
+            methods.add("exact variable elimination")
+        elif engine == "auto" and not list_n and task.n_worlds <= QUICK_VE_WORLDS:
+            try:   # cheap exact elimination first when the interaction graph is sparse
+                n = _ve(task, worlds, groups, gs, labs, sup_ix, max_factor=QUICK_VE_FACTOR)
+                methods.add("exact variable elimination")
+            except BudgetExceeded:
+                n = None
         res = asp.solve(task.programs(DIS_LP), facts, models=budget + 1, project=True,
-                        keep_models=False, on_model=on_model)
-        if res.count <= budget:
+                        keep_models=False, on_model=on_model) if n is None else None
+        if n is not None:
+            pass
+        elif res.count <= budget:
             n = res.count * factor
             methods.add("clingo projected enumeration")
+        elif engine == "asp":
+            raise BudgetExceeded(f"more than {budget} maps to enumerate; use engine 'auto'",
+                                 file=task.source, task=task.name)
         else:
             try:
                 n = _ve(task, worlds, groups, gs, labs, sup_ix)
@@ -238,7 +258,7 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget) -> CountResult:
                        components=info, rss=rss)
 
 
-def _ve(task, worlds, groups, gs, labs, sup_ix) -> int:
+def _ve(task, worlds, groups, gs, labs, sup_ix, max_factor=None) -> int:
     """Exact count for one component by variable elimination over map rows (elim.py)."""
     from .elim import count_rows  # noqa: PLC0415
     if task.n_worlds > JOINT_WORLDS:
@@ -286,7 +306,7 @@ def _ve(task, worlds, groups, gs, labs, sup_ix) -> int:
                 factors.append(((r,), t))
     unseen = math.prod(len(groups[g][1]) ** (len(groups[g][1]) - len(
         {x for (gg, x) in rows if gg == g})) for g in gs)
-    return count_rows(n_dom, factors) * unseen
+    return count_rows(n_dom, factors, **({'max_factor': max_factor} if max_factor else {})) * unseen
 
 
 def _as_map(groups, atoms) -> dict:

@@ -17,7 +17,8 @@ from ..errors import BudgetExceeded
 MAX_FACTOR = 20_000_000
 
 
-def count_rows(n_rows_dom: list[int], factors: list[tuple[tuple[int, ...], np.ndarray]]) -> int:
+def count_rows(n_rows_dom: list[int], factors: list[tuple[tuple[int, ...], np.ndarray]],
+               max_factor: int = MAX_FACTOR) -> int:
     """Sum over all assignments of rows (row ``r`` ranges over ``n_rows_dom[r]`` values) of
     the product of ``factors`` (``(rows, 0/1 array with one axis per row)``)."""
     # dedupe identical factors (0/1 factors are idempotent under multiplication)
@@ -45,7 +46,7 @@ def count_rows(n_rows_dom: list[int], factors: list[tuple[tuple[int, ...], np.nd
                 size *= n_rows_dom[x]
             return size
         r = min(live, key=cost)
-        if cost(r) > MAX_FACTOR:
+        if cost(r) > max_factor:
             raise BudgetExceeded("the map-row interaction graph is too dense for exact "
                                  "elimination")
         touching = [f for f in facs if r in f[0]]
