@@ -1,0 +1,91 @@
+"""Severity (paper §3.4), supervision check, and concept metrics on hand-made matrices."""
+import math
+
+import numpy as np
+import pytest
+
+from nesybench.errors import NesyError
+from nesybench.shortcuts import metrics as M
+from nesybench.shortcuts.severity import severity, supervision_check
+from nesybench.shortcuts.task import load_task
+
+
+def bits(formula=None, name="t"):
+    d = {"name": name, "maps": "separate",
+         "concepts": [{"name": "b", "count": 3, "domain": [0, 1]}]}
+    if formula:
+        d.update(knowledge="kb/shortcuts/formula.lp", formula=formula)
+    else:
+        d["knowledge"] = "kb/shortcuts/xor.lp"
+    return load_task(d)
+
+
+def test_severity_xor_on_and_and_on_single_bit():
+    src = bits()
+    r = severity(src, bits("b1 & b2", "and12"))
+    assert r.n_maps == 3 and r.exhaustive and r.average == pytest.approx(0.5)
+    r = severity(src, bits("b3", "just3"))
+    assert r.average == pytest.approx(2 / 3) and r.harmless == 1
+    # a source whose RSs are all harmless on the same task: severity 0
+    assert severity(src, bits(name="xor_again")).average == 0.0
+
+
+def test_severity_perm_class_and_incompatible_tasks():
+    r = severity(bits("b1 & b2 & b3", "and3"), bits("b1", "first"), map_class="perm")
+    assert r.n_maps == 5 and 0 < r.average < 1
+    other = load_task("curricula/rs/mnadd_half.yaml")
+    with pytest.raises(NesyError, match="same concept variables"):
+        severity(bits(), other)
+    with pytest.raises(NesyError, match="joint"):
+        severity(bits(), bits(name="x2"), map_class="joint")
+
+
+def test_supervision_check():
+    t = bits()
+    assert not supervision_check(t, ["b(1)"]).removes_all
+    c = supervision_check(t, ["b(1)", "b(2)"])
+    assert c.removes_all and c.rss_before == 3 and c.rss_after == 0
+
+
+def test_collapse_hand_made():
+    ident = np.eye(4, dtype=int) * 5
+    assert M.collapse(ident, "hard") == pytest.approx(0.0)
+    assert M.collapse(ident, "relaxed") == pytest.approx(0.0)
+    allone = np.zeros((4, 4), dtype=int)
+    allone[:, 2] = 7
+    assert M.collapse(allone, "hard") == pytest.approx(1.0)
+    assert M.collapse(allone, "relaxed") == pytest.approx(1.0)
+    # two of four predicted values used, unevenly
+    c = np.array([[9, 1, 0, 0], [9, 1, 0, 0], [10, 0, 0, 0], [10, 0, 0, 0]])
+    assert M.collapse(c, "hard") == pytest.approx(1 - math.log(2) / math.log(4))
+    p = np.array([3.8, 0.2]) / 4
+    h = -(p * np.log(p)).sum() / math.log(4)
+    assert M.collapse(c, "relaxed") == pytest.approx(1 - h)
+    assert M.collapse(c, "relaxed") > M.collapse(c, "hard")
+
+
+def test_f1_and_compute():
+    c = np.array([[2, 1], [0, 3]])
+    assert M.macro_f1(c) == pytest.approx((4 / 5 + 6 / 7) / 2)
+    assert M.micro_f1_multilabel([[1, 0], [1, 1]], [[1, 1], [0, 1]]) == pytest.approx(2 * 2 / (4 + 1 + 1))
+    m = M.compute({"y": [0, 1, 1, 0]}, {"y": [0, 1, 0, 0]},
+                  {"d(1)": [0, 1, 2, 3], "d(2)": [1, 1, 2, 2]},
+                  {"d(1)": [0, 1, 2, 2], "d(2)": [1, 1, 2, 2]},
+                  shared={"digit": ["d(1)", "d(2)"]})
+    assert m.label_accuracy == 0.75 and m.concept_accuracy == pytest.approx(7 / 8)
+    assert m.world_accuracy == 0.75
+    assert m.per_concept["digit"]["confusion"][3] == [0, 0, 1, 0]
+    assert 0 < m.collapse_hard < 1
+
+
+def test_plots(tmp_path):
+    m = M.compute({"y": [0, 1]}, {"y": [1, 1]}, {"c": [0, 1]}, {"c": [1, 1]})
+    files = M.plot_confusions(m, tmp_path)
+    assert len(files) == 2 and all((tmp_path / f).stat().st_size > 500 for f in files)
+
+
+def test_predictions_file_errors(tmp_path):
+    p = tmp_path / "p.csv"
+    p.write_text("label:y,concept:c,pred_concept:c\n1,0,0\n")
+    with pytest.raises(NesyError, match="pred_label:y"):
+        M.read_predictions(p)
