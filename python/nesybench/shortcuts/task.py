@@ -11,7 +11,8 @@ A task YAML (``curricula/rs/*.yaml``)::
     formula: "b1 ^ b2 ^ b3"        # optional: for kb/shortcuts/formula.lp
     coef: {s: {d(1): 2, d(2): 1}}  # optional: for kb/shortcuts/linear.lp
     maps: separate                 # shared (one map per concept name) | separate (one per variable)
-    support: all                   # | [[0, 1, 1], ...] | {prop_in_dist: 0.5, seed: 0} | {file: x.csv}
+    support: all                   # | [[0, 1, 1], ...] | {prop_in_dist: 0.5, seed: 0}
+                                   # | {sample: 300, seed: 0} | {file: x.csv}
     supervised: []                 # concept supervision on these variables
     depends: {stop: [red_light, ...]}   # optional: which variables each label reads (decomposition)
 
@@ -179,6 +180,16 @@ class Task:
             return list(self.all_worlds())
         if isinstance(spec, dict) and "file" in spec:
             return read_support(self, spec["file"])
+        if isinstance(spec, dict) and "sample" in spec:
+            rng = random.Random(derive_seed("rs-support-sample", self.name, spec.get("seed", seed)))
+            n = int(spec["sample"])
+            if n < 1 or n > self.n_worlds:
+                raise NesyError(f"support.sample must be in 1..{self.n_worlds}", file=self.source,
+                                field="support.sample")
+            got: dict = {}
+            while len(got) < n:
+                got[tuple(rng.choice(v.domain) for v in self.variables)] = True
+            return sorted(got, key=_key)
         if isinstance(spec, dict) and "prop_in_dist" in spec:
             p = float(spec["prop_in_dist"])
             if not 0 < p <= 1:

@@ -1,0 +1,180 @@
+"""``nesybench rs``: reasoning-shortcut tasks, exact RS counting, severity, concept metrics."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..errors import NesyError
+from ..io import dumps
+from .task import load_task, read_support
+
+CTX = {"help_option_names": ["-h", "--help"]}
+
+
+def _emit(obj: dict, as_json: bool, text: str) -> None:
+    click.echo(dumps(obj) if as_json else text, nl=not as_json)
+
+
+def _fail(exc: NesyError):
+    click.echo(f"nesybench: error: {exc}", err=True)
+    sys.exit(2)
+
+
+@click.group(context_settings=CTX)
+def group():
+    """Reasoning shortcuts (rsbench): generate, count, severity, metrics."""
+
+
+@group.command(context_settings=CTX)
+@click.argument("task_yaml", type=click.Path(dir_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="output folder")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--mnist", type=click.Path(exists=True, file_okay=False),
+              help="folder with MNIST IDX files (default: scikit-learn's bundled digits)")
+@click.option("--samples", multiple=True, metavar="SPLIT=N", help="override split sizes, e.g. train=500")
+@click.option("--overwrite", is_flag=True, help="replace an existing output folder")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json):
+    """Generate balanced train/val/test/OOD splits (images + labels.csv + manifest.json)."""
+    from .generate import generate as gen  # noqa: PLC0415
+    try:
+        task = load_task(task_yaml)
+        sizes = {}
+        for s in samples:
+            k, _, v = s.partition("=")
+            if k not in ("train", "val", "test", "ood") or not v.isdigit():
+                raise NesyError(f"--samples expects SPLIT=N with SPLIT in train/val/test/ood, not {s!r}")
+            sizes[k] = int(v)
+        res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite)
+    except NesyError as exc:
+        _fail(exc)
+    _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts}, as_json,
+          f"wrote {res.out}: " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
+
+
+@group.command(context_settings=CTX)
+@click.argument("task_yaml", type=click.Path(dir_okay=False))
+@click.option("--support", "support_file", type=click.Path(),
+              help="concept vectors (CSV/JSON) or a generated data set folder (its train split); "
+                   "default: the task's support")
+@click.option("--map", "map_class", type=click.Choice(["joint", "disentangled", "perm"]),
+              default="disentangled", show_default=True, help="class of concept maps")
+@click.option("--maps", type=click.Choice(["shared", "separate"]), default=None,
+              help="disentangled: one map per concept (shared) or per variable (default: task's)")
+@click.option("--supervised", default="", help="comma-separated variables with concept supervision")
+@click.option("--list", "list_n", default=0, type=int, help="also list up to N reasoning shortcuts")
+@click.option("--engine", type=click.Choice(["auto", "asp", "elim"]), default="auto", show_default=True)
+@click.option("--seed", default=0, show_default=True, type=int, help="seed for supports/sampling")
+@click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+def count(task_yaml, support_file, map_class, maps, supervised, list_n, engine, seed, out, as_json):
+    """Count the optimal concept maps (incl. and excl. the identity) of TASK_YAML exactly."""
+    from .count import count_rs  # noqa: PLC0415
+    try:
+        task = load_task(task_yaml)
+        support = read_support(task, support_file) if support_file else task.support(seed=seed)
+        sup = [s.strip() for s in _split_vars(supervised)] if supervised else None
+        res = count_rs(task, map_class=map_class, maps=maps, support=support, supervised=sup,
+                       list_n=list_n, seed=seed, engine=engine)
+    except NesyError as exc:
+        _fail(exc)
+    d = res.to_json()
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(dumps(d))
+    text = (f"{res.task}: {res.count} optimal {res.map_class} maps"
+            f"{' (' + res.maps + ')' if res.maps != '-' else ''} on {res.support_size} support "
+            f"worlds, {res.count_without_identity} reasoning shortcuts  [{res.method}, "
+            f"{res.seconds:.3f} s]")
+    for m in res.rss:
+        text += "\n  " + json.dumps(m)
+    _emit(d, as_json, text)
+
+
+def _split_vars(s: str) -> list[str]:
+    """Split ``b(1),b(2),car`` on commas outside parentheses."""
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [x for x in [*out, cur] if x.strip()]
+
+
+@group.command(context_settings=CTX)
+@click.argument("source_yaml", type=click.Path(dir_okay=False))
+@click.argument("target_yaml", type=click.Path(dir_okay=False))
+@click.option("--map", "map_class", type=click.Choice(["disentangled", "perm"]), default="disentangled",
+              show_default=True)
+@click.option("--maps", type=click.Choice(["shared", "separate"]), default=None)
+@click.option("--limit", default=10_000, show_default=True, help="at most this many RSs are averaged")
+@click.option("--supervised", default="", help="also check whether supervision on these variables "
+                                               "removes all RSs of the source")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
+@click.option("--json", "as_json", is_flag=True)
+def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, seed, out, as_json):
+    """Average severity (0-1 label loss) of SOURCE's RSs on TARGET's concept distribution."""
+    from .severity import severity as sev, supervision_check  # noqa: PLC0415
+    try:
+        src, tgt = load_task(source_yaml), load_task(target_yaml)
+        res = sev(src, tgt, map_class=map_class, maps=maps, limit=limit)
+        d = res.to_json()
+        text = (f"{res.n_maps} RSs of {res.source}{'' if res.exhaustive else ' (first ' + str(limit) + ')'}"
+                f" on {res.target}: average severity {res.average:.4f} (min {res.minimum:.4f}, "
+                f"max {res.maximum:.4f}, {res.harmless} harmless)")
+        if supervised:
+            chk = supervision_check(src, _split_vars(supervised), map_class=map_class, maps=maps)
+            d["supervision"] = chk.to_json()
+            text += (f"\nsupervision on {', '.join(chk.supervised)}: {chk.rss_before} -> "
+                     f"{chk.rss_after} RSs ({'removes all' if chk.removes_all else 'some remain'})")
+    except NesyError as exc:
+        _fail(exc)
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(dumps(d))
+    _emit(d, as_json, text)
+
+
+@group.command(context_settings=CTX)
+@click.argument("predictions", type=click.Path())
+@click.option("--shared", multiple=True, metavar="GROUP=VAR,VAR",
+              help="pool concept columns into one confusion matrix, e.g. digit=d(1),d(2)")
+@click.option("--out", "-o", type=click.Path(file_okay=False),
+              help="write metrics.json and confusion-matrix plots here")
+@click.option("--seed", default=0, show_default=True, type=int, help="(unused; accepted everywhere)")
+@click.option("--json", "as_json", is_flag=True)
+def metrics(predictions, shared, out, seed, as_json):
+    """Label/concept accuracy, macro-F1, confusion matrices and concept collapse of PREDICTIONS
+    (CSV with label:/pred_label:/concept:/pred_concept: columns)."""
+    from . import metrics as M  # noqa: PLC0415
+    from ..io import write_json  # noqa: PLC0415
+    try:
+        lt, lp, ct, cp = M.read_predictions(predictions)
+        pools = None
+        if shared:
+            pools = {}
+            for s in shared:
+                g, _, cols = s.partition("=")
+                pools[g] = _split_vars(cols)
+            used = {c for cs in pools.values() for c in cs}
+            pools.update({c: [c] for c in ct if c not in used})
+        m = M.compute(lt, lp, ct, cp, shared=pools)
+        if out:
+            from pathlib import Path  # noqa: PLC0415
+            M.plot_confusions(m, out)
+            write_json(Path(out) / "metrics.json", m.to_json())
+    except NesyError as exc:
+        _fail(exc)
+    f = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
+    text = (f"n={m.n} label acc {f(m.label_accuracy)} macro-F1 {f(m.label_macro_f1)}"
+            f"{'' if m.label_micro_f1 is None else ' micro-F1 ' + f(m.label_micro_f1)} | concept acc "
+            f"{f(m.concept_accuracy)} macro-F1 {f(m.concept_macro_f1)} world acc {f(m.world_accuracy)}"
+            f" | collapse hard {f(m.collapse_hard)} relaxed {f(m.collapse_relaxed)}")
+    _emit(m.to_json(), as_json, text)

@@ -1,0 +1,313 @@
+"""Reasoning-shortcut data sets: images + labels + concept vectors, per split.
+
+* in-distribution worlds = the task's support (train / val / test), OOD worlds = the rest;
+* every split is balanced over the label values (positives and negatives for a Boolean
+  label; every label vector for multilabel tasks) as far as the split's worlds allow;
+* digits come from held-out pools: scikit-learn's bundled 8x8 handwritten digits (upscaled
+  to 28x28) or an MNIST IDX folder; train, val, test and OOD images never share a source image;
+* ``render: kandinsky`` and ``render: driving`` draw scenes with Pillow.
+
+Output (written atomically)::
+
+    OUT/manifest.json                      task, seed, splits, counts, domains, checksums
+    OUT/task.yaml                          the task spec used
+    OUT/{train,val,test,ood}/NNNNN.png
+    OUT/{split}/labels.csv                 file, label:<L>..., concept:<variable>...
+
+:class:`RSDataset` reads it back as a PyTorch ``Dataset``.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import random
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from PIL import Image, ImageDraw
+
+from ..errors import NesyError
+from ..io import FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, write_json
+from .task import Task
+
+SPLITS = ("train", "val", "test", "ood")
+POOL_FRACTIONS = {"train": 0.6, "val": 0.1, "test": 0.15, "ood": 0.15}
+
+
+@dataclass
+class GenerateResult:
+    out: str
+    counts: dict
+    label_counts: dict
+
+
+# -- digit pools -----------------------------------------------------------------------------
+def _read_idx(path: Path) -> np.ndarray:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        data = fh.read()
+    magic, = struct.unpack(">I", data[:4])
+    ndim = magic & 0xFF
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load_digits_source(mnist: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(images uint8 [N, 28, 28], labels [N])`` from an MNIST IDX folder or scikit-learn."""
+    if mnist:
+        root = Path(mnist)
+        imgs = sorted(list(root.glob("*images-idx3-ubyte*")))
+        labs = sorted(list(root.glob("*labels-idx1-ubyte*")))
+        if not imgs or len(imgs) != len(labs):
+            raise NesyError("no MNIST IDX files (*images-idx3-ubyte[.gz], *labels-idx1-ubyte[.gz])",
+                            file=str(root))
+        x = np.concatenate([_read_idx(p) for p in imgs])
+        y = np.concatenate([_read_idx(p) for p in labs]).astype(int)
+        return x, y
+    from sklearn.datasets import load_digits  # noqa: PLC0415 - bundled, no download
+    d = load_digits()
+    x = (d.images / 16.0 * 255).astype(np.uint8)
+    big = np.stack([np.asarray(Image.fromarray(im).resize((24, 24), Image.BILINEAR)) for im in x])
+    out = np.zeros((len(x), 28, 28), dtype=np.uint8)
+    out[:, 2:26, 2:26] = big
+    return out, d.target.astype(int)
+
+
+def digit_pools(x, y, seed) -> dict[str, dict[int, list[int]]]:
+    """Disjoint per-split index pools for every digit class."""
+    rng = random.Random(derive_seed("rs-digit-pools", seed))
+    pools = {s: {} for s in SPLITS}
+    for cls in sorted(set(y.tolist())):
+        idx = [int(i) for i in np.flatnonzero(y == cls)]
+        rng.shuffle(idx)
+        start = 0
+        for s in SPLITS:
+            k = max(1, int(round(POOL_FRACTIONS[s] * len(idx))))
+            pools[s][cls] = idx[start:start + k] or idx[-1:]
+            start += k
+    return pools
+
+
+# -- renderers --------------------------------------------------------------------------------
+COLOURS = {"red": (220, 40, 40), "yellow": (235, 200, 30), "blue": (40, 80, 220),
+           "green": (40, 170, 60), "purple": (150, 60, 180), "orange": (240, 130, 20)}
+
+
+def render_digits(task: Task, world, rng, x, pools, split) -> Image.Image:
+    tiles = []
+    for v, val in zip(task.variables, world):
+        if not isinstance(val, int) or val not in pools[split]:
+            raise NesyError(f"no digit images for value {val!r} of {v.name}", file=task.source)
+        tiles.append(x[rng.choice(pools[split][val])])
+    return Image.fromarray(np.concatenate(tiles, axis=1)).convert("L")
+
+
+def render_kandinsky(task: Task, world, rng, *_) -> Image.Image:
+    vals = {v.term: x for v, x in zip(task.variables, world)}
+    figs = sorted({t[1] for t in vals if isinstance(t, tuple) and t[0] == "shape"})
+    size = 64
+    img = Image.new("RGB", (size * len(figs), size), (127, 127, 127))
+    d = ImageDraw.Draw(img)
+    for fi, f in enumerate(figs):
+        objs = sorted(t[2] for t in vals if isinstance(t, tuple) and t[0] == "shape" and t[1] == f)
+        slots = [(cx, cy) for cy in (16, 48) for cx in (16, 48)]
+        rng.shuffle(slots)
+        for o, (cx, cy) in zip(objs, slots):
+            cx, cy = cx + fi * size + rng.randint(-3, 3), cy + rng.randint(-3, 3)
+            r = rng.randint(8, 11)
+            col = COLOURS.get(str(vals[("color", f, o)]), (0, 0, 0))
+            shape = vals[("shape", f, o)]
+            if shape == "circle":
+                d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=col)
+            elif shape == "square":
+                d.rectangle([cx - r, cy - r, cx + r, cy + r], fill=col)
+            else:
+                d.polygon([(cx, cy - r), (cx - r, cy + r), (cx + r, cy + r)], fill=col)
+        if fi:
+            d.line([(fi * size, 0), (fi * size, size)], fill=(255, 255, 255))
+    return img
+
+
+def render_driving(task: Task, world, rng, *_) -> Image.Image:
+    on = {str(v.term) for v, x in zip(task.variables, world) if x == 1}
+    img = Image.new("RGB", (128, 128), (90, 150, 90))
+    d = ImageDraw.Draw(img)
+    d.rectangle([40, 0, 88, 128], fill=(70, 70, 70))                      # own road
+    j = lambda: rng.randint(-2, 2)  # noqa: E731
+    if "left_lane" in on:
+        d.rectangle([8, 0, 40, 128], fill=(80, 80, 80))
+    if "right_lane" in on:
+        d.rectangle([88, 0, 120, 128], fill=(80, 80, 80))
+    if "no_left_lane" in on:
+        d.rectangle([30, 0, 40, 128], fill=(120, 90, 60))
+    if "no_right_lane" in on:
+        d.rectangle([88, 0, 98, 128], fill=(120, 90, 60))
+    if "left_solid_line" in on:
+        d.line([(40, 0), (40, 128)], fill=(250, 250, 250), width=3)
+    if "right_solid_line" in on:
+        d.line([(88, 0), (88, 128)], fill=(250, 250, 250), width=3)
+    if "road_clear" in on:
+        d.line([(64, 10), (64, 60)], fill=(250, 250, 120), width=2)
+    lights = [("red_light", (220, 30, 30), 44), ("green_light", (30, 220, 30), 56),
+              ("left_green_light", (30, 220, 30), 4), ("right_green_light", (30, 220, 30), 116)]
+    for name, col, x0 in lights:
+        if name in on:
+            d.rectangle([x0 - 4, 2, x0 + 4, 14], fill=(20, 20, 20))
+            d.ellipse([x0 - 3 + j(), 4, x0 + 3, 10], fill=col)
+    if "traffic_sign" in on:
+        d.regular_polygon((100 + j(), 30, 8), 8, fill=(200, 0, 0))
+    objs = [("car", (30, 60, 200), (56, 30), "rect"), ("follow", (200, 200, 200), (64, 70), "rect"),
+            ("person", (240, 200, 160), (76, 44), "circle"), ("rider", (160, 60, 200), (50, 50), "circle"),
+            ("other_obstacle", (240, 140, 0), (68, 20), "tri"),
+            ("left_obstacle", (30, 60, 200), (24, 40), "rect"), ("left_follow", (200, 200, 200), (24, 80), "rect"),
+            ("right_obstacle", (30, 60, 200), (104, 40), "rect"), ("right_follow", (200, 200, 200), (104, 80), "rect")]
+    for name, col, (cx, cy), kind in objs:
+        if name in on:
+            cx, cy = cx + j(), cy + j()
+            if kind == "rect":
+                d.rectangle([cx - 6, cy - 9, cx + 6, cy + 9], fill=col)
+            elif kind == "circle":
+                d.ellipse([cx - 5, cy - 5, cx + 5, cy + 5], fill=col)
+            else:
+                d.polygon([(cx, cy - 7), (cx - 6, cy + 6), (cx + 6, cy + 6)], fill=col)
+    d.rectangle([56, 104, 72, 126], fill=(250, 250, 250))                  # ego car
+    return img
+
+
+RENDERERS = {"digits": render_digits, "kandinsky": render_kandinsky, "driving": render_driving}
+
+
+# -- sampling ---------------------------------------------------------------------------------
+def balanced(worlds, labels, n, rng) -> list[int]:
+    """``n`` indices into ``worlds``, as even as possible over the distinct label vectors."""
+    by: dict = {}
+    for i, lab in enumerate(labels):
+        by.setdefault(lab, []).append(i)
+    keys = sorted(by, key=str)
+    if not keys or n <= 0:
+        return []
+    out = []
+    for j in range(n):
+        out.append(rng.choice(by[keys[j % len(keys)]]))
+    rng.shuffle(out)
+    return out
+
+
+def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
+             mnist: str | None = None, overwrite: bool = False, progress: bool = False) -> GenerateResult:
+    """Generate the task's data set into ``out`` (see module docstring)."""
+    spec = task.raw.get("generate", {}) or {}
+    samples = {**{"train": 100, "val": 20, "test": 20, "ood": 20}, **(spec.get("samples") or {}),
+               **(samples or {})}
+    render = spec.get("render", "digits")
+    if render not in RENDERERS:
+        raise NesyError(f"unknown renderer {render!r} ({', '.join(RENDERERS)})", file=task.source,
+                        field="generate.render")
+    support = task.support(seed=seed)
+    sset = set(support)
+    if task.n_worlds <= 200_000:
+        ood = [w for w in task.all_worlds() if w not in sset]
+    else:
+        rng0 = random.Random(derive_seed("rs-ood", task.name, seed))
+        ood = []
+        for _ in range(20 * max(1, samples.get("ood", 0))):
+            w = tuple(rng0.choice(v.domain) for v in task.variables)
+            if w not in sset:
+                ood.append(w)
+        ood = sorted(set(ood), key=str)
+    pools = {"train": support, "val": support, "test": support, "ood": ood}
+    lab_of = dict(zip(support + ood, task.labels_of(support + ood)))
+    names = task.label_names()
+    x = pools_img = None
+    if render == "digits":
+        x, y = load_digits_source(mnist)
+        pools_img = digit_pools(x, y, seed)
+    counts, label_counts = {}, {}
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        for split in SPLITS:
+            n = int(samples.get(split, 0))
+            worlds = pools[split]
+            if n and not worlds:
+                if split == "ood":
+                    n = 0
+                else:
+                    raise NesyError("the support is empty", file=task.source)
+            rng = random.Random(derive_seed("rs-generate", task.name, seed, split))
+            picks = balanced(worlds, [lab_of[w] for w in worlds], n, rng)
+            (tmp / split).mkdir()
+            rows = []
+            for k, i in enumerate(picks):
+                w = worlds[i]
+                img = RENDERERS[render](task, w, rng, x, pools_img, split)
+                fname = f"{k:05d}.png"
+                img.save(tmp / split / fname, optimize=False)
+                rows.append([fname, *lab_of[w], *w])
+            with open(tmp / split / "labels.csv", "w", newline="") as fh:
+                wr = csv.writer(fh, lineterminator="\n")
+                wr.writerow(["file", *[f"label:{n_}" for n_ in names],
+                             *[f"concept:{v.name}" for v in task.variables]])
+                wr.writerows(rows)
+            counts[split] = len(rows)
+            hist: dict = {}
+            for r in rows:
+                key = ",".join(map(str, r[1:1 + len(names)]))
+                hist[key] = hist.get(key, 0) + 1
+            label_counts[split] = dict(sorted(hist.items()))
+        (tmp / "task.yaml").write_text(yaml.safe_dump(task.raw, sort_keys=True), encoding="utf-8")
+        manifest = {
+            "format": "nesybench-rs", "format_version": FORMAT_VERSION, "task": task.name,
+            "seed": seed, "render": render, "labels": names,
+            "concepts": [{"name": v.name, "domain": list(v.domain)} for v in task.variables],
+            "support_size": len(support), "ood_worlds": len(ood), "counts": counts,
+            "label_counts": label_counts,
+            "digits": (mnist or "sklearn.datasets.load_digits (8x8 upscaled to 28x28)")
+            if render == "digits" else None,
+        }
+        manifest["checksums"] = checksums(tmp)
+        write_json(tmp / "manifest.json", manifest)
+    return GenerateResult(str(out), counts, label_counts)
+
+
+class RSDataset:
+    """PyTorch ``Dataset`` over a generated split: items ``(image [C,H,W] float in [0,1],
+    labels LongTensor [L], concepts LongTensor [n] of value indices into each domain)``."""
+
+    def __init__(self, root, split: str = "train", transform=None):
+        import json  # noqa: PLC0415
+        self.root = Path(root)
+        man = self.root / "manifest.json"
+        if not man.exists():
+            raise NesyError("not a generated RS data set (no manifest.json)", file=str(self.root))
+        self.manifest = json.loads(man.read_text())
+        self.split = split
+        self.transform = transform
+        with open(self.root / split / "labels.csv", newline="") as fh:
+            self.rows = list(csv.reader(fh))[1:]
+        self.n_labels = len(self.manifest["labels"])
+        self.domains = [[str(x) for x in c["domain"]] for c in self.manifest["concepts"]]
+        self.label_values: list[dict] = [{} for _ in range(self.n_labels)]
+        for r in self.rows:
+            for j in range(self.n_labels):
+                self.label_values[j].setdefault(r[1 + j], None)
+        for j, vals in enumerate(self.label_values):
+            keys = sorted(vals, key=lambda s: (0, int(s)) if s.lstrip("-").isdigit() else (1, s))
+            self.label_values[j] = {k: (int(k) if k.lstrip("-").isdigit() else i)
+                                    for i, k in enumerate(keys)}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        import torch  # noqa: PLC0415
+        r = self.rows[i]
+        img = np.asarray(Image.open(self.root / self.split / r[0]), dtype=np.float32) / 255.0
+        t = torch.from_numpy(img[None] if img.ndim == 2 else img.transpose(2, 0, 1).copy())
+        if self.transform:
+            t = self.transform(t)
+        labels = torch.tensor([self.label_values[j][r[1 + j]] for j in range(self.n_labels)])
+        concepts = torch.tensor([self.domains[k].index(r[1 + self.n_labels + k])
+                                 for k in range(len(self.domains))])
+        return t, labels, concepts

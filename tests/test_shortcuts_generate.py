@@ -1,0 +1,110 @@
+"""RS generators (balanced splits, held-out pools, Dataset) and the `nesybench rs` CLI."""
+import csv
+import json
+from collections import Counter
+
+import pytest
+from click.testing import CliRunner
+
+from nesybench.errors import NesyError
+from nesybench.shortcuts.cli import group
+from nesybench.shortcuts.generate import RSDataset, digit_pools, generate, load_digits_source
+from nesybench.shortcuts.task import load_task
+
+
+def rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize("name", ["mnist_logic", "kandinsky", "driving"])
+def test_balanced_splits_and_dataset(tmp_path, name):
+    task = load_task(f"curricula/rs/{name}.yaml")
+    out = tmp_path / name
+    res = generate(task, out, seed=1, samples={"train": 24, "val": 12, "test": 12, "ood": 12})
+    support = set(task.support(seed=1))
+    names = task.label_names()
+    for split in ("train", "val", "test", "ood"):
+        rs = rows(out / split / "labels.csv")
+        assert len(rs) == res.counts[split] == (24 if split == "train" else 12)
+        hist = Counter(tuple(r[f"label:{n}"] for n in names) for r in rs)
+        assert len(hist) >= 2, f"{split} must hold positives and negatives"
+        assert max(hist.values()) - min(hist.values()) <= 1
+        worlds = {tuple(r[f"concept:{v.name}"] for v in task.variables) for r in rs}
+        in_dist = {tuple(map(str, w)) for w in support}
+        assert worlds <= in_dist if split != "ood" else not (worlds & in_dist)
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["counts"] == res.counts and "train/labels.csv" in man["checksums"]
+    ds = RSDataset(out, "val")
+    img, lab, conc = ds[0]
+    assert len(ds) == 12 and img.ndim == 3 and lab.shape == (len(names),)
+    assert conc.shape == (len(task.variables),)
+
+
+def test_digit_pools_are_disjoint_and_deterministic(tmp_path):
+    x, y = load_digits_source()
+    pools = digit_pools(x, y, 0)
+    for cls in range(10):
+        sets = [set(pools[s][cls]) for s in ("train", "val", "test", "ood")]
+        assert sum(map(len, sets)) == len(set().union(*sets))
+    task = load_task("curricula/rs/mnadd_half.yaml")
+    a = generate(task, tmp_path / "a", seed=3, samples={"train": 10, "val": 4, "test": 4, "ood": 4})
+    b = generate(task, tmp_path / "b", seed=3, samples={"train": 10, "val": 4, "test": 4, "ood": 4})
+    assert a.label_counts == b.label_counts
+    ma = json.loads((tmp_path / "a" / "manifest.json").read_text())["checksums"]
+    mb = json.loads((tmp_path / "b" / "manifest.json").read_text())["checksums"]
+    assert ma == mb
+
+
+def test_cli_count_severity_metrics(tmp_path):
+    r = CliRunner()
+    res = r.invoke(group, ["count", "curricula/rs/mnadd_evenodd.yaml", "--json", "--list", "3"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["count"] == 36 and d["count_without_identity"] == 35 and len(d["rss"]) == 3
+    res = r.invoke(group, ["count", "curricula/rs/xor.yaml", "--map", "perm", "--json"])
+    assert json.loads(res.output)["count"] == 24
+    res = r.invoke(group, ["severity", "curricula/rs/xor.yaml", "curricula/rs/and3.yaml", "--json",
+                           "--supervised", "b(1),b(2)"])
+    assert res.exit_code == 0 and json.loads(res.output)["supervision"]["removes_all"]
+    pred = tmp_path / "pred.csv"
+    pred.write_text("label:y,pred_label:y,concept:a,pred_concept:a\n1,1,0,0\n0,1,1,0\n")
+    res = r.invoke(group, ["metrics", str(pred), "--json", "--out", str(tmp_path / "m")])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["label_accuracy"] == 0.5
+    assert (tmp_path / "m" / "metrics.json").exists()
+    for cmd in ("generate", "count", "severity", "metrics"):
+        assert r.invoke(group, [cmd, "--help"]).exit_code == 0
+
+
+def test_bad_inputs(tmp_path):
+    r = CliRunner()
+    bad = tmp_path / "bad.lp"
+    bad.write_text("y(K, y, 1) :- ctx(K), c(K, T, .\n")
+    t = tmp_path / "t.yaml"
+    t.write_text(f"name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\nknowledge: {bad}\n")
+    res = r.invoke(group, ["count", str(t)])
+    assert res.exit_code == 2 and "syntax error" in res.output
+    bad.write_text("y(K, y, X) :- ctx(K).\n")          # unsafe variable X
+    res = r.invoke(group, ["count", str(t)])
+    assert res.exit_code == 2 and "unsafe" in res.output.lower()
+    bad.write_text("y(K, y, 1) :- ctx(K), c(K, b(1), 0).\n")   # no label for some worlds
+    with pytest.raises(NesyError, match="no value for label 'y' on world \\[1, 0\\]"):
+        load_task(str(t)).labels_of([(0, 0), (1, 0)])
+    res = r.invoke(group, ["count", str(t)])
+    assert res.exit_code == 2 and "no value for label" in res.output
+    sup = tmp_path / "s.csv"
+    sup.write_text("d(1),d(2),label:sum\n0,1,1\n2,3,6\n")
+    res = r.invoke(group, ["count", "curricula/rs/mnadd_half.yaml", "--support", str(sup)])
+    assert res.exit_code == 2 and "not what the knowledge produces" in res.output
+    sup.write_text("d(1),d(2)\n0,1\n2,9\n")
+    res = r.invoke(group, ["count", "curricula/rs/mnadd_half.yaml", "--support", str(sup)])
+    assert res.exit_code == 2 and "outside its domain" in res.output
+    big = tmp_path / "big.yaml"
+    big.write_text("name: big\nconcepts: [{name: d, count: 8, domain: {range: [0, 9]}}]\n"
+                   "knowledge: kb/shortcuts/addition.lp\nsupport: ['0,0,0,0,0,0,0,1']\n")
+    res = r.invoke(group, ["count", str(big), "--map", "joint"])
+    assert res.exit_code == 2 and "use --map disentangled" in res.output
+    res = r.invoke(group, ["generate", "curricula/rs/xor.yaml", "--out", str(tmp_path / "o"),
+                           "--samples", "train=x"])
+    assert res.exit_code == 2 and not (tmp_path / "o").exists()
