@@ -4,7 +4,7 @@
 
 Prints counts and seconds per task and map class. With ``--reference`` (a checkout of
 unitn-sml/rsbench-code with its Python requirements importable) it also times its counter
-(``rsscount/gen-rss-count.py`` + ``count-amc.py``) on XOR n <= 7 and prints both figures and
+(``rsscount/gen-rss-count.py xor -n N -E``, its exact enumeration; needs pyeda) on XOR n <= 7 and prints both figures and
 their ratio; without it, or when that checkout cannot run, those columns are skipped.
 """
 from __future__ import annotations
@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,24 +38,19 @@ def addition(n):
 
 def reference(path: Path, n: int) -> float | None:
     """Seconds the reference counter takes on XOR n (None when it cannot run)."""
-    gen, amc = path / "rsscount" / "gen-rss-count.py", path / "rsscount" / "count-amc.py"
-    if not gen.exists() or not amc.exists():
+    gen = path / "rsscount" / "gen-rss-count.py"
+    if not gen.exists():
         return None
+    out = Path(tempfile.mkdtemp(prefix=f"rs-ref-xor{n}-"))
     t0 = time.perf_counter()
     try:
-        out = Path("/tmp") / f"rs-ref-xor{n}"
-        out.mkdir(exist_ok=True)
-        r = subprocess.run([sys.executable, str(gen), "xor", "-n", str(n)], cwd=out,
+        r = subprocess.run([sys.executable, str(gen), "xor", "-n", str(n), "-E"], cwd=out,
                            capture_output=True, text=True, timeout=600, check=False)
-        if r.returncode != 0:
-            return None
-        cnfs = sorted(out.glob("*.cnf"))
-        if cnfs:
-            subprocess.run([sys.executable, str(amc), str(cnfs[-1])], cwd=out, capture_output=True,
-                           text=True, timeout=600, check=False)
     except (subprocess.TimeoutExpired, OSError):
         return None
-    return time.perf_counter() - t0
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return time.perf_counter() - t0 if r.returncode == 0 else None
 
 
 def main() -> None:
