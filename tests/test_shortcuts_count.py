@@ -139,3 +139,23 @@ def test_variable_elimination_fallback_matches_enumeration():
     assert r.count == brute_force(xor(4), xor(4).support(), supervised=["b(2)"])
     evenodd = load_task("curricula/rs/mnadd_evenodd.yaml")
     assert count_rs(evenodd, budget=0).count == 36
+
+
+def test_prolog_knowledge_same_counts_as_asp():
+    base = {"concepts": [{"name": "d", "count": 2, "domain": {"range": [0, 9]}, "map": "digit"}],
+            "support": ["0,6", "2,8", "4,6", "4,8", "1,5", "3,7", "1,9", "3,9"]}
+    t = load_task({"name": "evenodd_pl", "knowledge": "kb/shortcuts/addition.pl", **base})
+    assert count_rs(t).count == count_rs(t, engine="asp").count == 36
+    p = xor(4, knowledge="kb/shortcuts/parity.pl")
+    assert count_rs(p).count == 8 and count_rs(p, map_class="perm").count == 192
+
+
+def test_prolog_knowledge_errors(tmp_path):
+    kb = tmp_path / "k.pl"
+    spec = {"name": "bad", "knowledge": str(kb), "concepts": [{"name": "b", "count": 2, "domain": [0, 1]}]}
+    kb.write_text("label(W, y, 1) :- shell('touch /tmp/x').\n")
+    with pytest.raises(NesyError, match="unsafe"):
+        load_task(spec)
+    kb.write_text("label(W, y, 1) :- \n  foo(W,.\n")
+    with pytest.raises(NesyError, match="k.pl"):
+        load_task(spec)

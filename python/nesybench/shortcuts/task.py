@@ -424,14 +424,21 @@ def load_task(path_or_dict, *, source: str | None = None) -> Task:
         found = next((c for c in cand if c.exists()), None)
         if found is None:
             raise NesyError(f"knowledge file {k} not found", file=source, task=name, field="knowledge")
-        if found.suffix != ".lp":
-            raise NesyError("knowledge must be an ASP program (.lp) defining y(K, L, Y)",
-                            file=source, task=name, field="knowledge")
+        if found.suffix not in (".lp", ".pl"):
+            raise NesyError("knowledge must be ASP (.lp, defining y(K, L, Y)) or Prolog (.pl, "
+                            "defining label(World, L, Y))", file=source, task=name,
+                            field="knowledge")
         files.append(found)
+    prolog_kb = [f for f in files if f.suffix == ".pl"]
+    if prolog_kb and len(files) > 1:
+        raise NesyError("give either one Prolog knowledge file or ASP files, not both",
+                        file=source, task=name, field="knowledge")
     task = Task(name=name, variables=variables, knowledge=files, source=source, raw=data,
                 maps=str(data.get("maps", "shared")), support_spec=data.get("support", "all"),
                 supervised=[str(s) for s in data.get("supervised", []) or []],
                 labels=[str(x) for x in data["labels"]] if data.get("labels") else None)
+    if prolog_kb:
+        _prolog_table(task, prolog_kb[0])
     if "formula" in data:
         task.params += parse_formula(str(data["formula"]), variables, source)
     for lab, coefs in (data.get("coef") or {}).items():
@@ -448,6 +455,40 @@ def load_task(path_or_dict, *, source: str | None = None) -> Task:
         task.var_index(s)
     _check_knowledge(task)
     return task
+
+
+TABLE_LP = "prolog/shortcuts/table.lp"
+PROLOG_WORLDS = 200_000
+
+
+def _prolog_table(task: Task, path: Path) -> None:
+    """Load Prolog knowledge through the sandbox, label every world with it, and replace the
+    knowledge by ``table.lp`` plus the table as facts."""
+    from ..logic import prolog  # noqa: PLC0415
+    if task.n_worlds > PROLOG_WORLDS:
+        raise NesyError(f"Prolog knowledge is tabled over all {task.n_worlds} worlds (limit "
+                        f"{PROLOG_WORLDS}); write it in ASP (.lp) to scale", file=str(path),
+                        task=task.name)
+    module = "rs_kb_" + re.sub(r"[^a-z0-9_]", "_", task.name.lower())
+    try:
+        prolog.load_rules_file(module, path, [], task=task.name)
+        prolog.use("prolog/shortcuts/rs_knowledge.pl")
+        worlds = [list(w) for w in task.all_worlds()]
+        res = prolog.once("rs_knowledge:labels_of(M, Ws, Ls)", M=module, Ws=worlds)
+    except NesyError as exc:
+        raise exc.where(file=str(path), task=task.name) from None
+    if res is None:
+        raise NesyError("the Prolog knowledge failed", file=str(path), task=task.name)
+    stride, pos = 1, []
+    for v in reversed(task.variables):
+        pos.append([("wpos", v.term, x, i * stride) for i, x in enumerate(v.domain)])
+        stride *= len(v.domain)
+    for facts in pos:
+        task.params.extend(facts)
+    for wid, pairs in enumerate(res["Ls"]):
+        for lab, val in pairs:
+            task.params.append(("tab", wid, lab, val))
+    task.knowledge = [ROOT / TABLE_LP]
 
 
 def _check_knowledge(task: Task) -> None:

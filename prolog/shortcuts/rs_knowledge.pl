@@ -1,0 +1,19 @@
+:- module(rs_knowledge, [labels_of/3]).
+/** <module> Evaluate Prolog task knowledge for the reasoning-shortcut counter
+
+Knowledge written in Prolog defines label(+World, ?Label, ?Value), World being the list of
+concept values in the task's variable order. It is loaded into its own module through the
+sandbox (nesybench.logic.prolog.load_rules_file); the counter turns the resulting label
+table into ASP facts for prolog/shortcuts/table.lp.
+*/
+
+%!  labels_of(+Module:atom, +Worlds:list(list), -Labels:list(list(list))) is det.
+%
+%   Labels is, for each world, the sorted list of [Label, Value] pairs that
+%   Module:label(World, Label, Value) yields.
+labels_of(Module, Worlds, Labels) :-
+    maplist(world_labels(Module), Worlds, Labels).
+
+world_labels(Module, World, Pairs) :-
+    findall([L, Y], Module:label(World, L, Y), Pairs0),
+    sort(Pairs0, Pairs).
