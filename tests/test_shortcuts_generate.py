@@ -108,3 +108,20 @@ def test_bad_inputs(tmp_path):
     res = r.invoke(group, ["generate", "curricula/rs/xor.yaml", "--out", str(tmp_path / "o"),
                            "--samples", "train=x"])
     assert res.exit_code == 2 and not (tmp_path / "o").exists()
+
+
+def test_support_from_generated_dataset(tmp_path):
+    r = CliRunner()
+    out = tmp_path / "half"
+    assert r.invoke(group, ["generate", "curricula/rs/mnadd_half.yaml", "--out", str(out),
+                            "--samples", "train=20", "--samples", "val=4", "--samples", "test=4",
+                            "--samples", "ood=4"]).exit_code == 0
+    res = r.invoke(group, ["count", "curricula/rs/mnadd_half.yaml", "--support", str(out), "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["count"] == 3
+    a3 = tmp_path / "and3"
+    assert r.invoke(group, ["generate", "curricula/rs/and3.yaml", "--out", str(a3), "--samples",
+                            "train=20"]).exit_code == 0
+    res = r.invoke(group, ["severity", "curricula/rs/xor.yaml", "curricula/rs/and3.yaml",
+                           "--target-support", str(a3), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["average"] > 0.25   # balanced target data: more positives

@@ -116,15 +116,26 @@ def _split_vars(s: str) -> list[str]:
 @click.option("--limit", default=10_000, show_default=True, help="at most this many RSs are averaged")
 @click.option("--supervised", default="", help="also check whether supervision on these variables "
                                                "removes all RSs of the source")
+@click.option("--target-support", type=click.Path(),
+              help="target concept vectors (CSV/JSON or a generated data set folder); each row "
+                   "weighs the same, so repeated vectors weigh more (default: target's support)")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
 @click.option("--json", "as_json", is_flag=True)
-def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, seed, out, as_json):
+def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, target_support, seed,
+             out, as_json):
     """Average severity (0-1 label loss) of SOURCE's RSs on TARGET's concept distribution."""
     from .severity import severity as sev, supervision_check  # noqa: PLC0415
     try:
         src, tgt = load_task(source_yaml), load_task(target_yaml)
-        res = sev(src, tgt, map_class=map_class, maps=maps, limit=limit)
+        tw = weights = None
+        if target_support:
+            from collections import Counter  # noqa: PLC0415
+            rows = read_support(tgt, target_support, distinct=False)
+            hist = Counter(rows)
+            tw, weights = list(hist), [float(v) for v in hist.values()]
+        res = sev(src, tgt, map_class=map_class, maps=maps, limit=limit, target_support=tw,
+                  weights=weights)
         d = res.to_json()
         text = (f"{res.n_maps} RSs of {res.source}{'' if res.exhaustive else ' (first ' + str(limit) + ')'}"
                 f" on {res.target}: average severity {res.average:.4f} (min {res.minimum:.4f}, "

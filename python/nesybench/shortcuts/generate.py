@@ -4,7 +4,7 @@
 * every split is balanced over the label values (positives and negatives for a Boolean
   label; every label vector for multilabel tasks) as far as the split's worlds allow;
 * digits come from held-out pools: scikit-learn's bundled 8x8 handwritten digits (upscaled
-  to 28x28) or an MNIST IDX folder; train, val, test and OOD images never share a source image;
+  to 28x28), an MNIST IDX folder or a folder of PNGs in 0/ ... 9/; train, val, test and OOD images never share a source image;
 * ``render: kandinsky`` and ``render: driving`` draw scenes with Pillow.
 
 Output (written atomically)::
@@ -56,9 +56,19 @@ def _read_idx(path: Path) -> np.ndarray:
 
 
 def load_digits_source(mnist: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(images uint8 [N, 28, 28], labels [N])`` from an MNIST IDX folder or scikit-learn."""
+    """``(images uint8 [N, 28, 28], labels [N])`` from an MNIST IDX folder, a folder of PNGs in
+    ``0/`` ... ``9/``, or scikit-learn's bundled digits (default)."""
     if mnist:
         root = Path(mnist)
+        if all((root / str(d)).is_dir() for d in range(10)):   # PNG folders 0/ ... 9/
+            xs, ys = [], []
+            for d in range(10):
+                for f in sorted((root / str(d)).glob("*.png")):
+                    xs.append(np.asarray(Image.open(f).convert("L").resize((28, 28))))
+                    ys.append(d)
+            if not xs:
+                raise NesyError("no PNG digits under 0/ ... 9/", file=str(root))
+            return np.stack(xs), np.array(ys)
         imgs = sorted(list(root.glob("*images-idx3-ubyte*")))
         labs = sorted(list(root.glob("*labels-idx1-ubyte*")))
         if not imgs or len(imgs) != len(labs):

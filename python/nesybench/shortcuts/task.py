@@ -228,7 +228,7 @@ def _parse_vector(s: str):
     return list(s)  # rsbench's "0120" strings
 
 
-def read_support(task: Task, path) -> list[tuple]:
+def read_support(task: Task, path, *, distinct: bool = True) -> list[tuple]:
     """Concept vectors from a CSV (one row per world, columns named after the variables or in
     task order, optional label columns checked against the knowledge), JSON list or a
     generated dataset folder (its ``train/labels.csv``)."""
@@ -256,7 +256,7 @@ def read_support(task: Task, path) -> list[tuple]:
             rows = list(csv.reader(fh))
         if not rows:
             raise NesyError("empty support file", file=str(p))
-        header = rows[0]
+        header = [h[8:] if h.startswith("concept:") else h for h in rows[0]]
         names = [v.name for v in task.variables]
         if all(n in header for n in names):
             idx = [header.index(n) for n in names]
@@ -286,7 +286,7 @@ def read_support(task: Task, path) -> list[tuple]:
                 if k in names and str(lab[names.index(k)]) != str(v):
                     raise NesyError(f"label {k}={v} of world {list(w)} is not what the knowledge "
                                     f"produces ({lab[names.index(k)]})", file=str(p), field=f"[{i}]")
-    return sorted(dict.fromkeys(worlds), key=_key)
+    return sorted(dict.fromkeys(worlds), key=_key) if distinct else worlds
 
 
 # -- loading ---------------------------------------------------------------------------------
