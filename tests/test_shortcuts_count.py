@@ -159,3 +159,21 @@ def test_prolog_knowledge_errors(tmp_path):
     kb.write_text("label(W, y, 1) :- \n  foo(W,.\n")
     with pytest.raises(NesyError, match="k.pl"):
         load_task(spec)
+
+
+@pytest.mark.parametrize("formula", ["b1 & b2 & b3", "b1 ^ b2 ^ b3", "b1 | (b2 & ~b3)"])
+def test_perm_with_supervision_matches_brute_force(formula):
+    t = xor(3, knowledge="kb/shortcuts/formula.lp", formula=formula)
+    for sup in (["b(1)"], ["b(2)", "b(3)"]):
+        assert count_rs(t, map_class="perm", supervised=sup).count == \
+            brute_force(t, t.support(), map_class="perm", supervised=sup)
+
+
+def test_driving_components_and_ambulance_severity():
+    from nesybench.shortcuts.severity import severity
+    d = load_task("curricula/rs/driving.yaml")
+    r = count_rs(d)
+    assert len(r.components) == 3
+    assert r.count == math.prod(c["count"] for c in r.components)
+    s = severity(d, load_task("curricula/rs/driving_ambulance.yaml"))
+    assert s.exhaustive and s.n_maps == r.count_without_identity
