@@ -62,3 +62,10 @@ def test_clingo_missing_program(tmp_path):
     from nesybench.errors import NesyError
     with pytest.raises(NesyError):
         asp.solve([tmp_path / "nope.lp"])
+
+
+def test_clingo_models_with_mixed_argument_types(tmp_path):
+    lp = tmp_path / "mixed.lp"
+    lp.write_text("m(1, 2). m(1, f(1)). m(a, \"s\").\n#show m/2.\n")
+    res = asp.solve([lp])
+    assert res.count == 1 and len(res.models[0]) == 3

@@ -119,7 +119,8 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
         result.satisfiable = True
         atoms = None
         if keep_models or on_model is not None:
-            atoms = sorted(to_python(s) if s.arguments else (s.name,) for s in m.symbols(shown=True))
+            atoms = sorted((to_python(s) if s.arguments else (s.name,) for s in m.symbols(shown=True)),
+                           key=repr)
             atoms = [a if isinstance(a, tuple) else (a,) for a in atoms]
         if keep_models:
             result.models.append(atoms)
