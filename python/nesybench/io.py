@@ -61,14 +61,20 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def checksums(root: str | os.PathLike, exclude: tuple[str, ...] = ()) -> dict[str, str]:
-    """SHA-256 of every file under ``root`` keyed by its POSIX relative path, sorted."""
+def checksums(root: str | os.PathLike, exclude: tuple[str, ...] = (),
+              known: dict[str, str] | None = None) -> dict[str, str]:
+    """SHA-256 of every file under ``root`` keyed by its POSIX relative path, sorted.
+
+    ``known`` maps relative paths to digests already computed by whoever wrote those files
+    (e.g. render workers hash the bytes they write), so they are not read back.
+    """
     root = Path(root)
+    known = known or {}
     out = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
         if rel not in exclude:
-            out[rel] = sha256_file(path)
+            out[rel] = known[rel] if rel in known else sha256_file(path)
     return out
 
 

@@ -6,6 +6,7 @@ of workers, which is what keeps outputs byte-identical across worker counts.
 from __future__ import annotations
 
 import multiprocessing as mp
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
@@ -42,6 +43,37 @@ def map_ordered(fn: Callable, items: Sequence, *, workers: int = 1, backend: str
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=initializer,
                              initargs=initargs) as pool:
         yield from pool.map(fn, items, chunksize=chunksize)
+
+
+def map_streamed(fn: Callable, items: Iterable, *, workers: int = 1,
+                 window: int | None = None) -> Iterator:
+    """Apply ``fn`` to the items of a (lazy) iterable, yielding results in input order.
+
+    Unlike :func:`map_ordered`, ``items`` is consumed only as workers free up: at most
+    ``window`` items (default ``4 * workers``) are in flight, so a producer that computes the
+    items (e.g. draws symbols) runs alongside the workers and memory stays bounded however many
+    items there are. ``workers <= 1`` runs inline. ``fn`` must be a picklable top-level function.
+    """
+    if workers < 0:
+        raise NesyError(f"--workers must be >= 0, got {workers}")
+    if workers <= 1:
+        for item in items:
+            yield fn(item)
+        return
+    window = max(workers, window or 4 * workers)
+    ctx = mp.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    pending: deque = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            while len(pending) >= window:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        # on an error (in the producer, a worker, or the consumer) drop queued work at once
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ray_map(fn: Callable, items: Iterable) -> Iterator:

@@ -116,7 +116,8 @@ def _ground(nodes: list, ctx: _Context) -> list:
 
 
 def _choice(values: tuple[str, ...], rng) -> str:
-    return values[int(rng.integers(len(values)))]
+    # integers(1) consumes no random bits, so skipping the call keeps the stream identical
+    return values[int(rng.integers(len(values)))] if len(values) > 1 else values[0]
 
 
 def _ground_one(node, ctx: _Context) -> list:

@@ -7,9 +7,9 @@ temporary folder that is renamed to ``out`` only when everything succeeded.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
-import io as _io
 import json
 import os
 import shutil
@@ -20,14 +20,16 @@ from pathlib import Path
 from .. import __version__
 from ..errors import NesyError
 from ..io import FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, sha256_file, write_json
-from ..parallel import map_ordered
+from ..parallel import map_streamed
 from .language import Curriculum, TaskSpec, load_curriculum
-from .render import RenderConfig, render_job
+from .render import RenderConfig, render_chunk
 from .rules import TaskRule
 from .sampler import SPLITS, Sample, TaskStats, draw_symbols, split_samples
 
 DEFAULT_SEED = 12345
 CSV_COLUMNS = ("filename", "task_id", "label", "supervised", "symbol", "prolog")
+#: pictures per job handed to a render worker (amortises inter-process traffic)
+RENDER_CHUNK = 64
 
 
 @dataclass
@@ -121,36 +123,57 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
     from tqdm import tqdm  # noqa: PLC0415 - only for the progress bars
 
     result = GenerationResult(out=Path(out).resolve())
-    with atomic_output_dir(out, overwrite=overwrite) as tmp:
-        jobs = []
-        rows: dict[str, list] = {s: [] for s in SPLITS}
+    total = sum(t.samples for t in selected)
+    with atomic_output_dir(out, overwrite=overwrite) as tmp, contextlib.ExitStack() as files:
         (tmp / "rules").mkdir()
-        bar = tqdm(total=len(selected), desc="symbols", unit="task", disable=not progress)
-        for task in selected:
-            task_seed = task.seed if task.seed is not None else derive_seed(seed, "task",
-                                                                            task.index)
-            entry, split = _generate_task(task, cur, task_seed, tmp)
-            result.rule_checks += entry["stats"]["checked"]
-            result.tasks.append(entry)
-            for split_name, samples_ in split.items():
-                for s in samples_:
-                    rel = f"{s.task_id:02d}/{s.index:05d}.png"
-                    rows[split_name].append(_row(s, rel))
-                    if images:
-                        jobs.append((s.symbol.to_json(), rconf.to_dict(),
-                                     derive_seed(task_seed, "render", split_name, s.index),
-                                     task.noisy_color, task.noisy_size,
-                                     str(tmp / split_name / rel)))
-            bar.update(1)
-        bar.close()
+        writers = {}
         for split_name in SPLITS:
-            (tmp / split_name).mkdir(exist_ok=True)
-            _write_csv(tmp / split_name / "annotations.csv", rows[split_name])
+            (tmp / split_name).mkdir()
+            fh = files.enter_context(open(tmp / split_name / "annotations.csv", "w",
+                                          encoding="utf-8", newline=""))
+            writers[split_name] = csv.writer(fh, lineterminator="\n")
+            writers[split_name].writerow(CSV_COLUMNS)
+        config = rconf.to_dict()
+        root = str(tmp)
+
+        def render_chunks():
+            # Symbols are drawn task by task in this process while the workers render the
+            # chunks already handed out: the two stages overlap, and only one task's
+            # samples are held in memory at a time.
+            for task in selected:
+                task_seed = task.seed if task.seed is not None else derive_seed(seed, "task",
+                                                                                task.index)
+                entry, split = _generate_task(task, cur, task_seed, tmp)
+                result.rule_checks += entry["stats"]["checked"]
+                result.tasks.append(entry)
+                jobs = []
+                for split_name, samples_ in split.items():
+                    for s in samples_:
+                        rel = f"{s.task_id:02d}/{s.index:05d}.png"
+                        sym_json = s.symbol.to_json()
+                        writers[split_name].writerow(_row(s, rel, sym_json))
+                        jobs.append((sym_json,
+                                     derive_seed(task_seed, "render", split_name, s.index),
+                                     task.noisy_color, task.noisy_size, f"{split_name}/{rel}"))
+                if not images:
+                    bar.update(len(jobs))
+                    continue
+                for i in range(0, len(jobs), RENDER_CHUNK):
+                    yield config, root, jobs[i:i + RENDER_CHUNK]
+
+        bar = tqdm(total=total, desc="images" if images else "symbols", unit="sample",
+                   disable=not progress)
+        digests: dict[str, str] = {}
         if images:
-            chunk = max(1, min(64, len(jobs) // (4 * max(1, workers)) or 1))
-            for _ in tqdm(map_ordered(render_job, jobs, workers=workers, chunksize=chunk),
-                          total=len(jobs), desc="images", unit="img", disable=not progress):
-                result.images += 1
+            for written in map_streamed(render_chunk, render_chunks(), workers=workers):
+                digests.update(written)
+                bar.update(len(written))
+                result.images += len(written)
+        else:
+            for _ in render_chunks():
+                pass
+        bar.close()
+        files.close()  # annotation tables complete before they are hashed
         shutil.copyfile(curriculum, tmp / "curriculum.yaml")
         manifest = {
             "format": "nesybench-kandy", "version": FORMAT_VERSION, "generator": __version__,
@@ -162,7 +185,7 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
                            "sha256": sha256_file(curriculum)},
             "tasks": result.tasks,
         }
-        manifest["files"] = checksums(tmp)
+        manifest["files"] = checksums(tmp, known=digests)
         write_json(tmp / "manifest.json", manifest)
     result.seconds = time.perf_counter() - t0
     return result
@@ -212,17 +235,9 @@ def _generate_task(task: TaskSpec, cur: Curriculum, task_seed: int, tmp: Path):
     return entry, split
 
 
-def _row(s: Sample, rel: str) -> tuple:
+def _row(s: Sample, rel: str, sym_json: dict) -> tuple:
     return (rel, s.task_id, s.label, s.supervised,
-            json.dumps(s.symbol.to_json(), separators=(",", ":")), s.prolog)
-
-
-def _write_csv(path: Path, rows: list) -> None:
-    buf = _io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    writer.writerows(rows)
-    path.write_text(buf.getvalue(), encoding="utf-8")
+            json.dumps(sym_json, separators=(",", ":")), s.prolog)
 
 
 def read_annotations(dataset: str | os.PathLike, split: str) -> list[dict]:
