@@ -5,11 +5,18 @@ continual-nesy/KANDYBenchmark whose requirements are importable) it also times t
 the same job and prints the ratio. The issue's reference figure on this machine class is
 2 min 54 s for this job; that figure is printed for comparison when the reference cannot run.
 
-    .venv/bin/python benchmarks/kandy_generate.py [--samples 1000] [--workers 2] [--reference PATH]
+    .venv/bin/python benchmarks/kandy_generate.py [--samples 1000] [--workers 2]
+        [--reference PATH [--reference-python PY]]
+
+The reference needs pyswip, which is not a nesybench dependency: make a side venv, e.g.
+``python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install pyswip numpy pillow pyyaml``,
+and pass ``--reference-python /tmp/refvenv/bin/python`` (it uses the project's SWI-Prolog).
 """
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import resource
 import shutil
 import subprocess
@@ -34,6 +41,9 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--reference", default=None, help="path to a KANDYBenchmark checkout")
+    ap.add_argument("--reference-python", default=sys.executable,
+                    help="Python interpreter with the reference's requirements (pyswip, numpy, "
+                         "pillow, pyyaml); default: this one")
     args = ap.parse_args()
 
     from nesybench.kandy.generate import generate
@@ -56,7 +66,7 @@ def main() -> int:
         print(f"peak memory          {peak_rss_mb():8.0f} MB (largest process)")
         ref = None
         if args.reference:
-            ref = run_reference(Path(args.reference), args.samples)
+            ref = run_reference(Path(args.reference), args.samples, args.reference_python)
         if ref is None:
             print(f"reference (issue)    {REFERENCE_SECONDS:8.2f} s  -> speed-up "
                   f"{REFERENCE_SECONDS / t_full:5.1f}x (figure measured for the issue, same machine class)")
@@ -67,27 +77,46 @@ def main() -> int:
     return 0
 
 
-def run_reference(path: Path, samples: int) -> float | None:
-    """Run the reference generator on its hard.yml; None (with a note) when it cannot run."""
+def run_reference(path: Path, samples: int, python: str) -> float | None:
+    """Time the reference on the same job: its own hard.yml with every task's ``samples`` set
+    to ``samples``, every split streamed and each image saved as PNG (as its main.py does).
+    None (with a note) when it cannot run (it needs pyswip: pass ``--reference-python``)."""
     if not (path / "curriculum_generator.py").is_file():
         print(f"reference: {path} is not a KANDYBenchmark checkout; skipped")
         return None
-    code = (
-        "import sys, yaml, logging; sys.path.insert(0, '.');\n"
-        "from curriculum_generator import CurriculumGenerator\n"
-        f"cg = CurriculumGenerator('config.yml', 'hard.yml')\n"
-        "for i in range(len(cg.tasks)):\n"
-        f"    t = cg.tasks[i]; t.total_samples = {samples}; t.reset()\n"
-        "    for split in ('train', 'val', 'test'):\n"
-        "        for _ in t.get_stream(split): pass\n"
-    )
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], cwd=path, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print("reference: could not run (missing pyswip or other requirement?):",
-              proc.stderr.strip().splitlines()[-1:] or "")
-        return None
-    return time.perf_counter() - t0
+    work = Path(tempfile.mkdtemp(prefix="kandy-ref-"))
+    try:
+        text = (path / "hard.yml").read_text(encoding="utf-8")
+        (work / "hard.yml").write_text(
+            re.sub(r"(?m)^(\s*)samples: *\d+", rf"\g<1>samples: {samples}", text),
+            encoding="utf-8")
+        code = (
+            "import sys, os; sys.path.insert(0, '.')\n"
+            "from curriculum_generator import CurriculumGenerator\n"
+            "out = sys.argv[2]\n"
+            "cg = CurriculumGenerator('config.yml', sys.argv[1])\n"
+            "for i, t in enumerate(cg.tasks):\n"
+            "    for split in ('train', 'val', 'test'):\n"
+            "        os.makedirs(f'{out}/{split}/{i}', exist_ok=True)\n"
+            "        for j, s in enumerate(t.get_stream(split)):\n"
+            "            s[0].save(f'{out}/{split}/{i}/{j:04d}.png', 'PNG')\n"
+        )
+        env = dict(os.environ)
+        swipl = shutil.which("swipl") or str(ROOT / ".deps" / "swipl" / "bin" / "swipl")
+        env["PATH"] = f"{Path(swipl).parent}{os.pathsep}{env.get('PATH', '')}"
+        t0 = time.perf_counter()
+        proc = subprocess.run([python, "-c", code, str(work / "hard.yml"), str(work / "out")],
+                              cwd=path, capture_output=True, text=True, env=env)
+        seconds = time.perf_counter() - t0
+        if proc.returncode != 0:
+            print("reference: could not run (missing pyswip? see --reference-python):",
+                  (proc.stderr.strip().splitlines() or [""])[-1])
+            return None
+        n = sum(1 for _ in (work / "out").rglob("*.png"))
+        print(f"reference            {n} images written")
+        return seconds
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
