@@ -253,23 +253,16 @@ def test_rule_errors_raise_typed_exceptions():
 
 def test_failure_in_a_later_task_while_workers_render_leaves_nothing(tmp_path, capsys):
     # task 0 renders in the pool while task 1 (drawn afterwards) cannot make a positive
-    path = _write(tmp_path, """\
+    fine = """\
         - name: fine
           samples: 40
           train_split: 0.5
           val_split: 0.25
           positive_set: [{in: [{shape: circle, color: ~, size: ~}]}]
           negative_set: [{in: [{shape: square, color: ~, size: ~}]}]
-        - name: impossible
-          samples: 10
-          train_split: 0.5
-          val_split: 0.25
-          patience: 30
-          positive_rule: |
-            valid(C) :- contains(C, C1), extract_shape(C1, triangle).
-          positive_set: [{in: [{shape: square, color: ~, size: ~}]}]
-          negative_set: [{in: [{shape: circle, color: ~, size: ~}]}]
-        """)
+        """
+    impossible = BAD_CASES["label_impossible"][0].replace("name: x", "name: impossible")
+    path = _write(tmp_path, textwrap.dedent(fine) + textwrap.dedent(impossible))
     out = tmp_path / "out"
     rc = cli_main(["kandy", "generate", str(path), "--out", str(out), "-q", "-j", "2"])
     err = capsys.readouterr().err.strip()
