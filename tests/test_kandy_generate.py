@@ -270,3 +270,32 @@ def test_failure_in_a_later_task_while_workers_render_leaves_nothing(tmp_path, c
     assert "task 1 'impossible'" in err and "produced no positive sample" in err
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def test_output_folder_regenerates_itself(tmp_path):
+    # two rule files with the same name in different folders, one of them used twice
+    for sub, shape in (("a", "circle"), ("b", "square")):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "rule.pl").write_text(
+            f"valid(C) :- contains(C, C1), extract_shape(C1, {shape}).\n")
+    task = """\
+        - name: {name}
+          samples: 12
+          train_split: 0.5
+          val_split: 0.25
+          rule_file: {rule}
+          positive_set: [{{in: [{{shape: {pos}, color: ~, size: ~}}]}}]
+          negative_set: [{{in: [{{shape: triangle, color: ~, size: ~}}]}}]
+        """
+    text = "".join(textwrap.dedent(task).format(name=n, rule=r, pos=p) for n, r, p in
+                   [("a", "a/rule.pl", "circle"), ("b", "'b/rule.pl'", "square"),
+                    ("a2", "a/rule.pl", "circle")])
+    path = _write(tmp_path, text)
+    generate(path, tmp_path / "o1", seed=5, images=False)
+    copy = (tmp_path / "o1" / "curriculum.yaml").read_text()
+    assert 'rule_file: "rules/files/rule.pl"' in copy and 'rule_file: "rules/files/rule_1.pl"' in copy
+    assert "extract_shape(C1, square)" in (tmp_path / "o1" / "rules/files/rule_1.pl").read_text()
+    generate(tmp_path / "o1" / "curriculum.yaml", tmp_path / "o2", seed=5, images=False)
+    for rel in ("train/annotations.csv", "test/annotations.csv", "curriculum.yaml",
+                "rules/files/rule_1.pl"):
+        assert (tmp_path / "o1" / rel).read_bytes() == (tmp_path / "o2" / rel).read_bytes()

@@ -12,10 +12,13 @@ import csv
 import dataclasses
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 from .. import __version__
 from ..errors import NesyError
@@ -174,7 +177,7 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
                 pass
         bar.close()
         files.close()  # annotation tables complete before they are hashed
-        shutil.copyfile(curriculum, tmp / "curriculum.yaml")
+        _copy_curriculum(Path(curriculum), tmp)
         manifest = {
             "format": "nesybench-kandy", "version": FORMAT_VERSION, "generator": __version__,
             "seed": seed,
@@ -233,6 +236,40 @@ def _generate_task(task: TaskSpec, cur: Curriculum, task_seed: int, tmp: Path):
         "stats": stats.to_dict(),
     }
     return entry, split
+
+
+_RULE_FILE_LINE = re.compile(r"^(?P<lead>\s*(?:-\s+)?rule_file:\s*)(?P<value>\S.*?)\s*$")
+
+
+def _copy_curriculum(src: Path, out: Path) -> None:
+    """Write ``out/curriculum.yaml``: the curriculum as given, except that every ``rule_file``
+    points at a copy under ``rules/files/``, so that the dataset folder regenerates itself
+    (``nesybench kandy generate OUT/curriculum.yaml`` gives the same annotations)."""
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    copies: dict[Path, str] = {}
+    for i, line in enumerate(lines):
+        m = _RULE_FILE_LINE.match(line.rstrip("\r\n"))
+        if not m:
+            continue
+        try:
+            value = yaml.safe_load(m["value"])
+        except yaml.YAMLError:
+            continue
+        if not isinstance(value, str):
+            continue
+        target = (src.parent / value).resolve()
+        if not target.is_file():
+            continue    # the parser already refused missing files of used tasks
+        if target not in copies:
+            name, k = target.name, 1
+            while f"rules/files/{name}" in copies.values():   # same name, other folder
+                name, k = f"{target.stem}_{k}{target.suffix}", k + 1
+            copies[target] = f"rules/files/{name}"
+            (out / "rules" / "files").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(target, out / copies[target])
+        end = line[len(line.rstrip("\r\n")):]
+        lines[i] = f"{m['lead']}{json.dumps(copies[target])}{end}"
+    (out / "curriculum.yaml").write_text("".join(lines), encoding="utf-8")
 
 
 def _row(s: Sample, rel: str, sym_json: dict) -> tuple:
