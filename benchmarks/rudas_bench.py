@@ -70,6 +70,9 @@ def learned_program(ds: Path, n: int, seed: int) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="xs,s,m,l,xl")
+    ap.add_argument("--n-facts", default="",
+                    help="exact training-set sizes per class, e.g. xl=480000 (default: drawn "
+                         "inside the class as the generator does)")
     ap.add_argument("--category", default="chain")
     ap.add_argument("--depth", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -84,8 +87,11 @@ def main(argv=None) -> int:
     print(f"# RuDaS generation ({args.category}, depth {args.depth}, seed {args.seed})")
     print(f"{'size':5s} {'train':>8s} {'|D|':>8s} {'rules':>5s} {'gen s':>8s} {'+start s':>8s} {'peak MB':>8s}")
     ours = {}
+    n_facts = dict(kv.split("=") for kv in args.n_facts.split(",") if kv)
     for size in args.sizes.split(","):
         p = {"category": args.category, "size": size, "depth": args.depth, "seed": args.seed}
+        if size in n_facts:
+            p["n_facts"] = int(n_facts[size])
         r = gen_once(p, tmp / f"gen-{size}")
         if "error" in r:
             print(f"{size:5s} error: {r['error']}")

@@ -16,11 +16,30 @@
 /** <module> Semi-naive forward chaining (bottom-up datalog evaluation) for RuDaS
 
 Rules are terms rule(Head, Body) with Body a list of atoms (an empty body is a fact);
-facts are ground atoms such as p3(c1,c2). A *store* holds a closed fact set: the facts are
-asserted into a private module (SWI-Prolog's JIT indexes serve the joins) and recorded in a
-trie (membership in constant time). Saturation is semi-naive: in every round each rule is
-fired once for every body position that unifies with a fact new in the previous round; the
-other body atoms are looked up in the whole store. Recursion is handled by the fixpoint.
+facts are ground atoms such as p3(c1,c2). A *store* holds a closed fact set: each fact is
+asserted into a private module, tagged with the round that derived it (SWI-Prolog's JIT
+hash indexes serve the joins), and recorded in a trie (membership in constant time).
+
+Saturation is exact semi-naive evaluation: every combination of body facts is considered
+once over the whole fixpoint (round K joins the facts new in K at body position i with
+older facts before i and facts up to K after it). Rules are compiled into join plans from
+statistics of the store (facts and distinct values per argument), recompiled when a
+predicate's size changes by more than a factor 2:
+
+  - the join starts from the new facts, projected onto the variables the rest of the rule
+    needs and deduplicated; the other atoms follow greedily by estimated matches (count /
+    distinct values of every bound argument); after each atom the tuples are projected
+    onto the variables still needed and deduplicated (set at a time, in chunks sized by
+    the estimated fan-out, so memory stays bounded);
+  - an atom with all arguments bound is a trie lookup; one whose new variables nobody
+    needs is a once/1 test; one with some unneeded variables reads a projection of its
+    predicate (its distinct values on the other arguments);
+  - once the head is ground, a known head stops the join and the rest of the body is one
+    existence test;
+  - per rule and round, when the estimated forward work exceeds the cost of checking every
+    not-yet-known candidate head (the product of the values its variables can take) with
+    one existence test, the rule is fired backward instead (plan(auto), the default;
+    plan(forward) / plan(backward) force one way; all give the same facts).
 
 Budgets: `max_derived(N)` (number of derived facts) and `time_limit(Seconds)`. When one is
 hit, the facts derived so far are returned and Status is `budget(facts)` / `budget(time)`;
@@ -37,8 +56,11 @@ swipl prolog/rudas/chase.pl
 :- use_module(library(option)).
 :- use_module(library(time)).
 :- use_module(library(error)).
+:- use_module(library(pairs)).
+:- use_module(library(aggregate)).
+:- use_module(library(solution_sequences)).
 
-:- dynamic store_/4.             % store_(Store, Module, Trie, TriggerModule)
+:- dynamic store_/4.             % store_(Store, FactModule, Trie, TriggerModule)
 
 %!  chase(+Rules:list, +Facts:list, -Derived:list, +Options:list) is det.
 %
@@ -55,6 +77,8 @@ chase(Rules, Facts, Derived, Options) :-
 %
 %   As chase/4 but never throws for budgets: Status is `complete`, `budget(facts)` or
 %   `budget(time)`; Derived then holds the facts found before the budget was hit.
+%   Options: max_derived(N), time_limit(Seconds), plan(auto|forward|backward) (how rules
+%   fire, see the module comment; the facts are the same).
 chase(Rules, Facts, Derived, Status, Options) :-
     setup_call_cleanup(
         store_new(Store, Rules),
@@ -83,74 +107,83 @@ chase_files(RulesFile, FactsFile, OutFile, Options) :-
                        close(S)),
     (   Status == complete -> true ; print_message(warning, format("chase stopped: ~w", [Status])) ).
 
+% ---------------------------------------------------------------------------------------
+% The store
+%
+% A fact p(A1,...,An) derived (or added) in round K is kept twice:
+%   - in the trie, as key p(A1,...,An) with value K (membership, and body atoms whose
+%     arguments are all bound, in constant time);
+%   - as a clause 'p/n'(A1,...,An,K) of a dynamic predicate of the fact module (the
+%     internal name keeps p/2 and p/3 apart), whose JIT hash indexes serve the joins.
+% Projections used by the join plans ('p/n#2'(A2,K): the distinct second arguments, K the
+% first round with that value) are kept the same way, with their own trie.
+% The trigger module holds, per store: int(Name, Arity, Internal); rule_(I, Head, Body);
+% the compiled plans trig/5, trig_cost/2, stage/6, stage_fanout/3, bcheck/3, bwd_info/4 (see compile_trigger/5); proj/3 (the
+% projections); stat(Internal, Count, Distinct) (the statistics the plans were made with);
+% round(Pending) (the round of facts added by store_add/3); ptrie(Trie); fired.
+
+trig_preds([int/3, rule_/3, trig/5, trig_cost/2, stage/6, stage_fanout/3, bcheck/3,
+            bwd_info/4, bwd_est/4, proj/3, ckey/2, stat/3, round/1, ptrie/1, fired/0]).
+
 %!  store_new(-Store, +Rules:list) is det.
 %
-%   Create an empty store for Rules (every predicate of the rules becomes dynamic there).
+%   Create an empty store for Rules (rule(Head, Body) terms; Body a list of atoms). Throws
+%   type_error(safe_rule, Rule) for a rule with a head variable that is not in its body.
 store_new(Store, Rules) :-
     gensym('$rudas_store_', Store),
     atom_concat(Store, '_trig', Trig),
     trie_new(Trie),
+    trie_new(PTrie),
     assertz(store_(Store, Store, Trie, Trig)),
-    dynamic(Trig:trigger/4),
-    dynamic(Trig:derived/1),
-    forall(( member(rule(H, B), Rules), member(A, [H|B]) ),
-           declare(Store, A)),
-    forall(nth1(I, Rules, rule(H, B)), add_triggers(Store, Trig, I, H, B)).
+    trig_preds(PIs),
+    forall(member(PI, PIs), dynamic(Trig:PI)),
+    assertz(Trig:round(1)),
+    assertz(Trig:ptrie(PTrie)),
+    forall(nth1(I, Rules, R), add_rule(Store, Trig, I, R)).
 
-declare(Store, Atom) :-
+add_rule(Store, Trig, I, Rule) :-
+    Rule = rule(H, B),
+    term_variables(H, HVs), term_variables(B, BVs),
+    (   member(V, HVs), \+ memberchk_eq(V, BVs) -> type_error(safe_rule, Rule) ; true ),
+    forall(member(A, [H|B]), internal_name(Store, Trig, A, _)),
+    assertz(Trig:rule_(I, H, B)).
+
+%   internal_name(+Store, +Trig, +Atom, -Internal): 'p/2' for p(_,_), declared on first use.
+internal_name(Store, Trig, Atom, Int) :-
     functor(Atom, N, A),
-    (   current_predicate(Store:N/A) -> true ; dynamic(Store:N/A) ).
+    (   Trig:int(N, A, Int0)
+    ->  Int = Int0
+    ;   format(atom(Int), "~w/~w", [N, A]),
+        A1 is A + 1,
+        dynamic(Store:Int/A1),
+        count_key(Store, Trig, Int),
+        assertz(Trig:int(N, A, Int))
+    ).
 
-%   trigger(DeltaAtom, Head, Goal, RuleIndex): firing Goal for DeltaAtom yields Head.
-add_triggers(Store, Trig, I, H, []) :- !,
-    assertz(Trig:trigger('$fact', H, true, I)),
-    (   ground(H) -> true ; type_error(safe_rule, H) ),
-    ignore(Store = Store).
-add_triggers(Store, Trig, I, H, Body) :-
-    forall(select(Sel, Body, Rest),
-           ( order_rest(Sel, Rest, Ordered),
-             goal_of(Store, Ordered, Goal),
-             assertz(Trig:trigger(Sel, H, Goal, I)) )).
+%   Number of facts of a predicate or projection, kept in a flag (number_of_clauses of a
+%   dynamic predicate costs a scan).
+count_key(Store, Trig, Name) :-
+    atomic_list_concat([Store, '|', Name], CK),
+    flag(CK, _, 0),
+    assertz(Trig:ckey(Name, CK)).
 
-%   Put body atoms that share variables with what is bound first (cheap greedy join order).
-order_rest(Sel, Rest, Ordered) :-
-    term_variables(Sel, Bound),
-    order_rest_(Rest, Bound, Ordered).
-order_rest_([], _, []) :- !.
-order_rest_(Atoms, Bound, [Best|Ordered]) :-
-    map_list_to_pairs(score(Bound), Atoms, Scored),
-    keysort(Scored, Sorted),
-    Sorted = [_-Best|_],
-    selectchk_eq(Best, Atoms, Rest),
-    term_variables(Best, Vs),
-    append(Bound, Vs, Bound1),
-    order_rest_(Rest, Bound1, Ordered).
+count_up(Trig, Name) :-
+    Trig:ckey(Name, CK),
+    flag(CK, C, C + 1).
 
-score(Bound, Atom, Score) :-
-    term_variables(Atom, Vs),
-    exclude(bound_in(Bound), Vs, Free),
-    length(Free, NF),
-    Atom =.. [_|Args], length(Args, N),
-    Score is NF*10 - N.
-
-bound_in(Bound, V) :- memberchk_eq(V, Bound).
-memberchk_eq(X, [Y|Ys]) :- ( X == Y -> true ; memberchk_eq(X, Ys) ).
-selectchk_eq(X, [Y|Ys], Rest) :- ( X == Y -> Rest = Ys ; Rest = [Y|R1], selectchk_eq(X, Ys, R1) ).
-
-goal_of(_, [], true) :- !.
-goal_of(Store, [A], Store:A) :- !.
-goal_of(Store, [A|As], (Store:A, G)) :- goal_of(Store, As, G).
+pred_count(Trig, Name, N) :-
+    (   Trig:ckey(Name, CK) -> flag(CK, N, N) ; N = 0 ).
 
 %!  store_free(+Store) is det.
 %
-%   Remove the store's facts, trie and triggers.
+%   Remove the store's facts, tries and compiled rules.
 store_free(Store) :-
     (   retract(store_(Store, M, Trie, Trig))
-    ->  forall(( current_predicate(M:N/A), functor(H, N, A),
-                 \+ predicate_property(M:H, imported_from(_)) ),
-               abolish(M:N/A)),
-        catch(abolish(Trig:trigger/4), _, true),
-        catch(abolish(Trig:derived/1), _, true),
+    ->  forall(( Trig:int(_, A, Int), A1 is A + 1 ), abolish(M:Int/A1)),
+        forall(( Trig:proj(_, PN, Mask), length(Mask, L), L1 is L + 1 ), abolish(M:PN/L1)),
+        forall(Trig:ptrie(PT), trie_destroy(PT)),
+        trig_preds(PIs),
+        forall(member(PI, PIs), catch(abolish(Trig:PI), _, true)),
         trie_destroy(Trie)
     ;   true
     ).
@@ -159,18 +192,23 @@ store_free(Store) :-
 %
 %   Add Facts to Store; New are those that were not there yet (in the order given).
 store_add(Store, Facts, New) :-
-    store_(Store, M, Trie, _),
-    add_new(Facts, M, Trie, New).
+    store_(Store, M, Trie, Trig),
+    Trig:round(K),
+    add_new(Facts, Store, M, Trie, Trig, K, New).
 
-add_new([], _, _, []).
-add_new([F|Fs], M, Trie, New) :-
-    (   trie_insert(Trie, F)
-    ->  declare(M, F),
-        assertz(M:F),
+add_new([], _, _, _, _, _, []).
+add_new([F|Fs], Store, M, Trie, Trig, K, New) :-
+    (   \+ trie_lookup(Trie, F, _)
+    ->  trie_insert(Trie, F, K),
+        internal_name(Store, Trig, F, Int),
+        F =.. [_|Args], append(Args, [K], Args1), FI =.. [Int|Args1],
+        assertz(M:FI),
+        count_up(Trig, Int),
+        add_projections(M, Trig, Int, F, K),
         New = [F|New1]
     ;   New = New1
     ),
-    add_new(Fs, M, Trie, New1).
+    add_new(Fs, Store, M, Trie, Trig, K, New1).
 
 %!  store_has(+Store, +Fact) is semidet.
 store_has(Store, Fact) :-
@@ -182,51 +220,516 @@ store_count(Store, Count) :-
     store_(Store, _, Trie, _),
     trie_property(Trie, value_count(Count)).
 
+% ---------------------------------------------------------------------------------------
+% Saturation
+
 %!  store_saturate(+Store, +Delta:list, +Options, -Derived:list, -Status) is det.
 %
-%   Close Store under its rules, given that Delta are the facts added since it was last
-%   closed. Derived are the facts inferred (unsorted); Status as in chase/5.
+%   Close Store under its rules, given that Delta are the facts added (store_add/3) since it
+%   was last closed. Derived are the facts inferred (unsorted); Status as in chase/5.
+%
+%   Exact semi-naive evaluation: round K joins, for every rule and body position i, the
+%   facts of round K at position i with facts of rounds < K at the positions before i and
+%   of rounds =< K after it, so every combination of body facts is considered once over
+%   the whole fixpoint. The join plans are compiled (compile_trigger/5) from statistics of
+%   the store and recompiled when a predicate's size changes by more than a factor 2.
 store_saturate(Store, Delta, Options, Derived, Status) :-
     store_(Store, M, Trie, Trig),
     option(max_derived(Max), Options, inf),
     option(time_limit(TL), Options, inf),
-    retractall(Trig:derived(_)),
+    option(plan(Plan), Options, auto),
+    must_be(oneof([auto, forward, backward]), Plan),
+    nb_setval('$rudas_plan', Plan),
+    retract(Trig:round(K0)),
     nb_setval('$rudas_derived', 0),
-    Run = ( facts_rules(M, Trie, Trig, Max, New0),
-            append(Delta, New0, Delta1),
-            rounds(Delta1, M, Trie, Trig, Max) ),
+    nb_setval('$rudas_round', K0),
+    Ctx = ctx(Store, M, Trie, Trig, Max),
+    Run = ( fact_rules(Ctx, K0, Facts),
+            append(Delta, Facts, Delta1),
+            rounds(Ctx, K0, Delta1, [Facts], Acc) ),
     catch(( TL == inf -> call(Run) ; call_with_time_limit(TL, Run) ),
           E, budget_status(E, Status0)),
-    ( var(Status0) -> Status = complete ; Status = Status0 ),
-    findall(F, Trig:derived(F), Derived),
-    retractall(Trig:derived(_)).
+    nb_getval('$rudas_round', KEnd),
+    (   var(Status0)
+    ->  Status = complete,
+        append(Acc, Derived)
+    ;   Status = Status0,                   % every fact of a round > K0 is derived
+        findall(F, ( trie_gen(Trie, F, R), R > K0 ), Derived)
+    ),
+    KNext is KEnd + 2,                      % after a budget stop, round KEnd+1 is partial
+    assertz(Trig:round(KNext)).
 
 budget_status(time_limit_exceeded, budget(time)) :- !.
 budget_status(rudas_budget_facts, budget(facts)) :- !.
 budget_status(E, _) :- throw(E).
 
-%   Rules with an empty body (ground facts of a program) fire once.
-facts_rules(M, Trie, Trig, Max, New) :-
-    findall(H, ( Trig:trigger('$fact', H, true, _), add_fact(M, Trie, Trig, Max, H) ), New).
+%   Rules with an empty body (ground facts of a program) fire once, in the first round.
+fact_rules(Ctx, K, New) :-
+    Ctx = ctx(_, _, _, Trig, _),
+    (   Trig:fired
+    ->  New = []
+    ;   assertz(Trig:fired),
+        findall(H, ( Trig:rule_(_, H, []), add_fact(Ctx, K, H) ), New)
+    ).
 
-rounds([], _, _, _, _) :- !.
-rounds(Delta, M, Trie, Trig, Max) :-
+%   rounds(+Ctx, +K, +Delta, +Acc0, -Acc): Delta are the facts of round K.
+rounds(_, K, [], Acc, Acc) :- !,
+    nb_setval('$rudas_round', K).
+rounds(Ctx, K, Delta, Acc0, Acc) :-
+    Ctx = ctx(_, _, _, Trig, _),
+    nb_setval('$rudas_round', K),
+    compile_plans(Ctx),
+    group_delta(Trig, Delta, Groups),
+    K1 is K + 1,
     findall(H,
-            ( member(D, Delta),
-              Trig:trigger(D, H, Goal, _),
-              call(Goal),
-              add_fact(M, Trie, Trig, Max, H) ),
+            ( Trig:rule_(RI, _, [_|_]),
+              fire_rule(Ctx, K, RI, Groups, H),
+              add_fact(Ctx, K1, H) ),
             New),
-    rounds(New, M, Trie, Trig, Max).
+    (   New == [] -> Acc = Acc0
+    ;   rounds(Ctx, K1, New, [New|Acc0], Acc)
+    ).
 
-add_fact(M, Trie, Trig, Max, H) :-
-    trie_insert(Trie, H),
-    assertz(M:H),
-    assertz(Trig:derived(H)),
-    nb_getval('$rudas_derived', N0),
-    N is N0 + 1,
-    nb_setval('$rudas_derived', N),
-    (   N >= Max -> throw(rudas_budget_facts) ; true ).
+%   fire_rule(+Ctx, +K, +RuleIndex, +DeltaGroups, -Head): the heads rule RI derives in
+%   round K. Forward: every trigger whose predicate has delta facts runs its stages on the
+%   join keys of those facts. Backward: every candidate head (the product of the values
+%   its variables can take, from projections of the body) that is not known yet is checked
+%   with one existence test of the body over the whole store. The cheaper one by the
+%   estimates is taken: backward wins when the head predicate is nearly complete and the
+%   forward joins are dense (learned programs full of bad rules).
+fire_rule(Ctx, K, RI, Groups, H) :-
+    Ctx = ctx(_, _, Trie, Trig, _),
+    findall(Id-Keys,
+            ( Trig:trig(Int, RI, Id, Sel, Key),
+              memberchk(Int-Ds, Groups),
+              findall(Key, member(Sel, Ds), Keys0),
+              sort(Keys0, Keys) ),
+            TKs),
+    TKs \== [],
+    nb_getval('$rudas_plan', Plan),
+    (   (   Plan == backward
+        ->  backward_plan(Ctx, RI)
+        ;   Plan == auto,
+            foldl(forward_cost(Trig), TKs, 0.0, Fwd),
+            Fwd > 50000,
+            backward_estimate(Trig, RI, Est),      % from the statistics, before projections
+            Est < Fwd,
+            backward_plan(Ctx, RI),
+            backward_cost(Trig, RI, Bwd),
+            Bwd < Fwd
+        )
+    ->  Trig:bcheck(RI, Trie, H)
+    ;   member(Id-Keys, TKs),
+        produce(Ctx, K, Id, 1, Keys, H)
+    ).
+
+forward_cost(Trig, Id-Keys, C0, C) :-
+    Trig:trig_cost(Id, PerKey),
+    length(Keys, N),
+    C is C0 + N * PerKey.
+
+%   Backward cost from the statistics: each head variable ranges over the distinct values
+%   of its position with fewest of them.
+backward_estimate(Trig, RI, Cost) :-
+    Trig:bwd_est(RI, Positions, HeadInt, Check),
+    foldl(position_domain(Trig), Positions, 1, Cand),
+    pred_count(Trig, HeadInt, NH),
+    Missing is max(Cand - NH, 0) + 1,
+    Cost is Cand + Missing * Check.
+
+position_domain(Trig, Int-I, C0, C) :-
+    (   Trig:stat(Int, _, Ds) -> nth1(I, Ds, D) ; D = 0 ),
+    C is C0 * D.
+
+%   The backward plan of a rule is compiled on first use (it creates projections).
+backward_plan(Ctx, RI) :-
+    Ctx = ctx(_, _, _, Trig, _),
+    (   Trig:bwd_info(RI, _, _, _) -> true
+    ;   Trig:rule_(RI, H, B), compile_backward(Ctx, RI, H, B)
+    ).
+
+backward_cost(Trig, RI, Cost) :-
+    Trig:bwd_info(RI, Doms, HeadInt-_, Check),
+    foldl(dom_size(Trig), Doms, 1, Cand),
+    pred_count(Trig, HeadInt, NH),
+    Missing is max(Cand - NH, 0) + 1,
+    Cost is Cand + Missing * Check.
+
+dom_size(Trig, PN, C0, C) :-
+    pred_count(Trig, PN, N),
+    C is C0 * N.
+
+%   produce(+Ctx, +K, +Id, +Step, +Tuples, -Head): run the stages of trigger Id from Step on
+%   the (distinct) tuples of live variables; Head is a ground head atom. Each stage maps a
+%   set of tuples to the sorted set of tuples of the variables still needed, in chunks small
+%   enough for the stage's estimated fan-out (bounded memory).
+produce(Ctx, K, Id, Step, Tuples, H) :-
+    Ctx = ctx(_, _, Trie, Trig, _),
+    (   Trig:stage_fanout(Id, Step, Fanout)
+    ->  Chunk is max(1, min(1 << 20, truncate(200000 / max(1.0, Fanout)))),
+        chunk(Tuples, Chunk, Part),
+        findall(Out, ( member(In, Part), Trig:stage(Id, Step, In, K, Trie, Out) ), Outs0),
+        sort(Outs0, Outs),
+        Step1 is Step + 1,
+        produce(Ctx, K, Id, Step1, Outs, H)
+    ;   member(H, Tuples)
+    ).
+
+chunk(List, N, Part) :-
+    take(N, List, P0, Rest),
+    (   Rest == [] -> Part = P0
+    ;   ( Part = P0 ; chunk(Rest, N, Part) )
+    ).
+
+take(0, L, [], L) :- !.
+take(_, [], [], []) :- !.
+take(N, [X|Xs], [X|Ys], Rest) :- N1 is N - 1, take(N1, Xs, Ys, Rest).
+
+group_delta(Trig, Delta, Groups) :-
+    map_list_to_pairs(fact_int(Trig), Delta, Pairs0),
+    exclude(none_key, Pairs0, Pairs),
+    keysort(Pairs, Sorted),
+    group_pairs_by_key(Sorted, Groups).
+
+fact_int(Trig, F, Int) :-
+    functor(F, N, A),
+    ( Trig:int(N, A, Int) -> true ; Int = none ).
+
+%   add_fact(+Ctx, +Round, +Fact): add a new derived fact (fails if it is known).
+%   (trie_insert/3 raises an error for a known key with another value: look up first.)
+add_fact(ctx(_, M, Trie, Trig, Max), K, H) :-
+    \+ trie_lookup(Trie, H, _),
+    trie_insert(Trie, H, K),
+    functor(H, N, A), Trig:int(N, A, Int),
+    H =.. [_|Args], append(Args, [K], Args1), HI =.. [Int|Args1],
+    assertz(M:HI),
+    count_up(Trig, Int),
+    add_projections(M, Trig, Int, H, K),
+    nb_getval('$rudas_derived', C0),
+    C is C0 + 1,
+    nb_setval('$rudas_derived', C),
+    (   C >= Max -> throw(rudas_budget_facts) ; true ).
+
+add_projections(M, Trig, Int, F, K) :-
+    (   Trig:proj(Int, _, _)
+    ->  Trig:ptrie(PT),
+        forall(Trig:proj(Int, PN, Mask), add_projection(M, Trig, PT, PN, Mask, F, K))
+    ;   true
+    ).
+
+add_projection(M, Trig, PT, PN, Mask, F, K) :-
+    project(Mask, F, Vals),
+    PK =.. [PN|Vals],
+    (   trie_lookup(PT, PK, _) -> true
+    ;   trie_insert(PT, PK, K),
+        append(Vals, [K], Args), PI =.. [PN|Args],
+        assertz(M:PI),
+        count_up(Trig, PN)
+    ).
+
+project([], _, []).
+project([I|Is], F, [V|Vs]) :- arg(I, F, V), project(Is, F, Vs).
+
+% ---------------------------------------------------------------------------------------
+% Join plans
+
+%   compile_plans(+Ctx): (re)compile the triggers when the size of some predicate has
+%   changed by more than a factor 2 since the plans were made.
+compile_plans(Ctx) :-
+    Ctx = ctx(_, M, _, Trig, _),
+    findall(Int-N, ( Trig:int(_, _, Int), pred_count(Trig, Int, N) ), Counts),
+    (   Trig:trig(_, _, _, _, _),
+        forall(member(Int-N, Counts),
+               ( Trig:stat(Int, N0, _), same_bucket(N0, N) ))
+    ->  true
+    ;   update_stats(M, Trig, Counts),
+        forall(member(P, [trig/5, trig_cost/2, stage/6, stage_fanout/3, bcheck/3, bwd_info/4,
+                          bwd_est/4]),
+               ( P = N/A, functor(G, N, A), retractall(Trig:G) )),
+        flag('$rudas_trigger', _, 0),
+        forall(Trig:rule_(RI, H, B), compile_rule(Ctx, RI, H, B))
+    ).
+
+
+same_bucket(N0, N) :- bucket(N0, B), bucket(N, B).
+bucket(N, B) :- B is msb(N + 1).
+
+update_stats(M, Trig, Counts) :-
+    forall(member(Int-N, Counts),
+           (   Trig:stat(Int, N0, _), same_bucket(N0, N)
+           ->  true
+           ;   retractall(Trig:stat(Int, _, _)),
+               distinct_counts(M, Trig, Int, N, Ds),
+               assertz(Trig:stat(Int, N, Ds))
+           )).
+
+%   Number of distinct values per argument (only used to order joins): exact up to 20,000
+%   facts; above, the JIT index of the argument when SWI-Prolog has built one, else an
+%   estimate from the first 20,000 facts (mostly distinct: scaled up; else as is).
+distinct_counts(M, Trig, Int, N, Ds) :-
+    Trig:int(_, A, Int), A1 is A + 1,
+    functor(G, Int, A1),
+    (   N > 20000, predicate_property(M:G, indexed(Ix)) -> true ; Ix = [] ),
+    numlist(1, A, Is),
+    maplist(distinct_count(M, G, N, Ix), Is, Ds).
+
+distinct_count(_, _, 0, _, _, 0) :- !.
+distinct_count(_, _, _, Ix, I, D) :-
+    memberchk(single(I)-hash(_, Speedup, _, _), Ix), !,
+    D is max(1, round(Speedup)).
+distinct_count(M, G, N, _, I, D) :-
+    Sample = 20000,
+    findall(V, limit(Sample, ( M:G, arg(I, G, V) )), Vs),
+    sort(Vs, Set), length(Set, D0),
+    (   N =< Sample -> D = D0
+    ;   D0 * 2 > Sample -> D is round(D0 * N / Sample)
+    ;   D = D0
+    ).
+
+compile_rule(_, _, _, []) :- !.
+compile_rule(Ctx, RI, H, B) :-
+    length(B, NB),
+    forall(between(1, NB, Pos), compile_trigger(Ctx, RI, H, B, Pos)),
+    backward_estimate_info(Ctx, RI, H, B).
+
+backward_estimate_info(Ctx, RI, H0, B0) :-
+    Ctx = ctx(_, _, _, Trig, _),
+    copy_term(H0-B0, H-B),
+    term_variables(H, HVs),
+    maplist(head_position(Trig, B), HVs, Positions),
+    maplist(pair_any, B, All),
+    order_atoms(Trig, All, HVs, Ordered),
+    path_cost(Trig, Ordered, HVs, Check),
+    fact_int(Trig, H, HInt),
+    assertz(Trig:bwd_est(RI, Positions, HInt, Check)).
+
+%   The body position of head variable V with the fewest distinct values.
+head_position(Trig, B, V, Int-I) :-
+    findall(D-(Int0-I0), ( member(A, B), arg(I0, A, T), T == V, fact_int(Trig, A, Int0),
+                           ( Trig:stat(Int0, _, Ds) -> nth1(I0, Ds, D) ; D = 0 ) ), Cands),
+    keysort(Cands, [_-(Int-I)|_]).
+
+%   compile_backward(+Ctx, +RI, +Head, +Body): bcheck(RI, Trie, Head) enumerates candidate
+%   heads (each head variable from the one-argument projection of a body position holding
+%   it, the one with fewest distinct values) that are not known and whose body holds.
+compile_backward(Ctx, RI, H0, B0) :-
+    Ctx = ctx(_, _, _, Trig, _),
+    copy_term(H0-B0, H-B),
+    term_variables(H, HVs),
+    maplist(head_domain(Ctx, B), HVs, Gens, Doms),
+    maplist(pair_any, B, All0),
+    order_atoms(Trig, All0, HVs, Ordered),
+    body_goal(Ordered, HVs, H, Ctx, _K, Trie, G),
+    path_cost(Trig, Ordered, HVs, Check),
+    list_conj(Gens, GenG),
+    functor(H, HN, HA), Trig:int(HN, HA, HInt), HA1 is HA + 1,
+    assertz(Trig:(bcheck(RI, Trie, H) :- GenG, \+ trie_lookup(Trie, H, _), once(G))),
+    assertz(Trig:bwd_info(RI, Doms, HInt-HA1, Check)).
+
+pair_any(A, A-any).
+
+head_domain(Ctx, B, V, M:PI, PN) :-
+    Ctx = ctx(_, M, _, Trig, _),
+    head_position(Trig, B, V, Int-I),
+    member(A, B), fact_int(Trig, A, Int), arg(I, A, T), T == V, !,
+    projection(Ctx, A, [I], PN),
+    PI =.. [PN, V, _].
+
+list_conj([], true).
+list_conj([G], G) :- !.
+list_conj([G|Gs], (G, C)) :- list_conj(Gs, C).
+
+%   Estimated work per input tuple of a sequence of atoms: 1 + f1 + f1*f2 + ...
+path_cost(Trig, Atoms, Bound, Cost) :-
+    path_cost_(Atoms, Trig, Bound, 1.0, 1.0, Cost).
+path_cost_([], _, _, _, C, C).
+path_cost_([A|As], Trig, Bound, W0, C0, C) :-
+    atom_cost(Trig, Bound, A, F),
+    W is min(1.0e12, W0 * max(F, 0.0)),
+    C1 is min(1.0e15, C0 + W),
+    A = At-_, term_variables(At, Vs), append(Bound, Vs, Bound1),
+    path_cost_(As, Trig, Bound1, W, C1, C).
+
+%!  compile_trigger(+Ctx, +RuleIndex, +Head, +Body, +Pos) is det.
+%
+%   One trigger: the body atom at Pos takes the facts of round K; its join key is the tuple
+%   of its variables that the rest of the rule needs (deduplicated). The other atoms are
+%   ordered greedily by their estimated number of matches given the variables bound so far
+%   (count x 1/distinct for every bound argument, from stat/3). Each atom becomes one stage
+%   stage(Id, Step, In, K, Trie, Out) from the tuple In of live variables to the tuple Out
+%   of those still needed later (the executor deduplicates Out): an atom whose variables
+%   are all bound is a trie lookup; one whose new variables nobody needs is a once/1 test;
+%   one with some unneeded (singleton) variables reads a projection of its predicate. As
+%   soon as the head is ground, the rest of the body becomes one last stage: skip a head
+%   that is already known, else one existence test for the rest. The last stage outputs
+%   the head atom.
+compile_trigger(Ctx, RI, H0, B0, Pos) :-
+    Ctx = ctx(_, _, _, Trig, _),
+    copy_term(H0-B0, H-B),
+    nth1(Pos, B, Sel),
+    rest_atoms(B, 1, Pos, Rest),
+    term_variables(Sel, SelVs),
+    later_vars(Rest, H, Later),
+    include(in_vars(Later), SelVs, KeyVs),
+    Key =.. [k|KeyVs],
+    order_atoms(Trig, Rest, KeyVs, Ordered),
+    flag('$rudas_trigger', Id, Id + 1),
+    term_variables(H, HVs),
+    compile_stages(Ordered, 1, KeyVs, Key, H, HVs, Ctx, Id),
+    path_cost(Trig, Ordered, KeyVs, PerKey),
+    fact_int(Trig, Sel, Int),
+    assertz(Trig:trig_cost(Id, PerKey)),
+    assertz(Trig:trig(Int, RI, Id, Sel, Key)).
+
+%   compile_stages(+Atoms, +Step, +Bound, +In, +H, +HVs, +Ctx, +Id)
+compile_stages([], Step, _, In, H, _, Ctx, Id) :- !,
+    (   Step =:= 1                          % a single-atom body: key -> head
+    ->  Ctx = ctx(_, _, _, Trig, _),
+        assertz(Trig:stage(Id, 1, In, _, _, H)),
+        assertz(Trig:stage_fanout(Id, 1, 1.0))
+    ;   true
+    ).
+compile_stages(Atoms, Step, Bound, In, H, HVs, Ctx, Id) :-
+    forall(member(V, HVs), memberchk_eq(V, Bound)), !,
+    Ctx = ctx(_, _, _, Trig, _),
+    body_goal(Atoms, Bound, H, Ctx, K, Trie, G),
+    assertz(Trig:(stage(Id, Step, In, K, Trie, H) :- \+ trie_lookup(Trie, H, _), once(G))),
+    assertz(Trig:stage_fanout(Id, Step, 1.0)).
+compile_stages([A-Flt|As], Step, Bound, In, H, HVs, Ctx, Id) :-
+    Ctx = ctx(_, _, _, Trig, _),
+    later_vars(As, H, Later),
+    atom_goal(A, Flt, Bound, Later, Ctx, K, Trie, G),
+    atom_cost(Trig, Bound, A-Flt, Fanout),
+    term_variables(A, Vs), append(Bound, Vs, Bound1),
+    include(in_vars(Later), Bound1, Live),
+    (   As == [] -> Out = H ; Out =.. [k|Live] ),
+    assertz(Trig:(stage(Id, Step, In, K, Trie, Out) :- G)),
+    assertz(Trig:stage_fanout(Id, Step, Fanout)),
+    Step1 is Step + 1,
+    compile_stages(As, Step1, Live, Out, H, HVs, Ctx, Id).
+
+body_goal([], _, _, _, _, _, true) :- !.
+body_goal([A-Flt|As], Bound, H, Ctx, K, Trie, (G0, G)) :-
+    later_vars(As, H, Later),
+    atom_goal(A, Flt, Bound, Later, Ctx, K, Trie, G0),
+    term_variables(A, Vs), append(Bound, Vs, Bound1),
+    body_goal(As, Bound1, H, Ctx, K, Trie, G).
+
+%   rest_atoms(+Body, +J, +Pos, -Rest): the atoms other than the one at Pos, each paired with
+%   the rounds it may come from (old: before the current one; all: up to the current one).
+rest_atoms([], _, _, []).
+rest_atoms([A|As], J, Pos, Rest) :-
+    J1 is J + 1,
+    (   J =:= Pos -> Rest = Rest1
+    ;   ( J < Pos -> Flt = old ; Flt = all ), Rest = [A-Flt|Rest1]
+    ),
+    rest_atoms(As, J1, Pos, Rest1).
+
+later_vars(As, H, Later) :-
+    pairs_keys(As, Atoms),
+    term_variables(H-Atoms, Later).
+
+order_atoms(_, [], _, []) :- !.
+order_atoms(Trig, Atoms, Bound, [Best|Ordered]) :-
+    map_list_to_pairs(atom_cost(Trig, Bound), Atoms, Scored),
+    keysort(Scored, [_-Best|_]),
+    selectchk_eq(Best, Atoms, Rest),
+    Best = A-_,
+    term_variables(A, Vs),
+    append(Bound, Vs, Bound1),
+    order_atoms(Trig, Rest, Bound1, Ordered).
+
+%   Estimated number of matches of Atom given the bound variables.
+atom_cost(Trig, Bound, A-_, Cost) :-
+    fact_int(Trig, A, Int),
+    A =.. [_|Args],
+    (   Trig:stat(Int, N, Ds) -> true ; N = 0, same_length(Args, Ds), maplist(=(1), Ds) ),
+    atom_cost_(Args, Ds, Bound, [], N, Cost0),
+    Cost is float(Cost0).
+
+atom_cost_([], _, _, _, C, C).
+atom_cost_([T|Ts], [D|Ds], Bound, Seen, C0, C) :-
+    (   ( nonvar(T) ; memberchk_eq(T, Bound) ; memberchk_eq(T, Seen) )
+    ->  C1 is C0 / max(1, D), Seen1 = Seen
+    ;   C1 = C0, Seen1 = [T|Seen]
+    ),
+    atom_cost_(Ts, Ds, Bound, Seen1, C1, C).
+
+%   atom_goal(+Atom, +Filter, +Bound, +Later, +Ctx, ?K, ?Trie, -Goal)
+atom_goal(A, Flt, Bound, Later, Ctx, K, Trie, Goal) :-
+    Ctx = ctx(_, M, _, Trig, _),
+    term_variables(A, Vs),
+    exclude(in_vars(Bound), Vs, New),
+    round_test(Flt, R, K, Test),
+    (   New == []
+    ->  Goal = ( trie_lookup(Trie, A, R), Test )
+    ;   exclude(in_vars(Later), New, Unneeded),
+        (   Unneeded == []
+        ->  internal_atom(Trig, A, R, AI),
+            Goal = ( M:AI, Test )
+        ;   same_length(Unneeded, New)
+        ->  internal_atom(Trig, A, R, AI),
+            Goal = once(( M:AI, Test ))
+        ;   A =.. [_|Args],
+            kept_positions(Args, Unneeded, Mask),
+            length(Args, Ar), numlist(1, Ar, All),
+            (   Mask == All
+            ->  internal_atom(Trig, A, R, AI)
+            ;   projection(Ctx, A, Mask, PN),
+                project(Mask, A, PVals),
+                append(PVals, [R], PArgs),
+                AI =.. [PN|PArgs]
+            ),
+            Goal = ( M:AI, Test )
+        )
+    ).
+
+%   Positions to keep: all but those holding an unneeded variable that occurs once.
+kept_positions(Args, Unneeded, Mask) :-
+    findall(I, ( nth1(I, Args, T),
+                 \+ ( var(T), memberchk_eq(T, Unneeded), occurrences_eq(Args, T, 1) ) ),
+            Mask).
+
+occurrences_eq(Args, T, N) :-
+    aggregate_all(count, ( member(U, Args), U == T ), N).
+
+%   projection(+Ctx, +Atom, +Mask, -Name): the projection 'p/2#2' of Atom's predicate on
+%   the positions Mask, created (from the facts already stored) on first use.
+projection(ctx(_, M, _, Trig, _), A, Mask, PN) :-
+    fact_int(Trig, A, Int),
+    atomic_list_concat(Mask, ',', MS),
+    format(atom(PN), "~w#~w", [Int, MS]),
+    (   Trig:proj(Int, PN, _) -> true
+    ;   length(Mask, L), L1 is L + 1,
+        dynamic(M:PN/L1),
+        count_key(M, Trig, PN),
+        Trig:int(N, Ar, Int), functor(F, N, Ar),
+        Ar1 is Ar + 1, functor(FI, Int, Ar1),
+        findall(Vals-R, ( M:FI, FI =.. [_|FArgs], append(FArgs0, [R], FArgs),
+                          F =.. [N|FArgs0], project(Mask, F, Vals) ), Pairs),
+        msort(Pairs, Sorted),                 % the first of each key has the lowest round
+        Trig:ptrie(PT),
+        forall(member(Vals-R, Sorted),
+               (   PK =.. [PN|Vals], trie_lookup(PT, PK, _) -> true
+               ;   PK =.. [PN|Vals], trie_insert(PT, PK, R),
+                   append(Vals, [R], PArgs), PI =.. [PN|PArgs], assertz(M:PI),
+                   count_up(Trig, PN)
+               )),
+        assertz(Trig:proj(Int, PN, Mask))
+    ).
+
+internal_atom(Trig, A, R, AI) :-
+    functor(A, N, Ar), Trig:int(N, Ar, Int),
+    A =.. [_|Args], append(Args, [R], Args1), AI =.. [Int|Args1].
+
+round_test(old, R, K, R < K).
+round_test(all, R, K, R =< K).
+round_test(any, _, _, true).
+
+none_key(none-_).
+in_vars(Vs, V) :- memberchk_eq(V, Vs).
+memberchk_eq(X, [Y|Ys]) :- ( X == Y -> true ; memberchk_eq(X, Ys) ).
+selectchk_eq(X, [Y|Ys], Rest) :- ( X == Y -> Rest = Ys ; Rest = [Y|R1], selectchk_eq(X, Ys, R1) ).
 
 %!  read_rules(+File, -Rules:list) is det.
 %

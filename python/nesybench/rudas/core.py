@@ -227,15 +227,19 @@ def generate_suite(out, *, seed: int = 0, per_cell: int | None = None, workers: 
 # --- chase and evaluation ---------------------------------------------------------------
 
 def chase(rules_file, facts_file, *, max_derived: int | None = None,
-          time_limit: float | None = None) -> tuple[list[str], str]:
+          time_limit: float | None = None, plan: str = "auto") -> tuple[list[str], str]:
     """Forward-chain ``rules_file`` over ``facts_file``: (sorted derived facts as strings,
-    status ``complete`` | ``budget(facts)`` | ``budget(time)``)."""
+    status ``complete`` | ``budget(facts)`` | ``budget(time)``). ``plan`` picks how rules
+    fire each round: ``auto`` (cost-based), ``forward`` (semi-naive joins from the new
+    facts) or ``backward`` (check every unknown candidate head); the result is the same."""
+    if plan not in ("auto", "forward", "backward"):
+        raise NesyError(f"plan must be auto, forward or backward, not {plan!r}")
     prolog.use(PL)
     for f in (rules_file, facts_file):
         if not Path(f).exists():
             raise NesyError("file not found", file=str(f))
-    res = prolog.once("rudas:chase_strings(RF, FF, MD, TL, D, St)", RF=str(rules_file),
-                      FF=str(facts_file),
+    res = prolog.once("rudas:chase_strings(RF, FF, MD, TL, P, D, St)", RF=str(rules_file),
+                      FF=str(facts_file), P=plan,
                       MD=max_derived if max_derived is not None else "none",
                       TL=float(time_limit) if time_limit is not None else "none")
     return list(res["D"]), res["St"]
