@@ -306,6 +306,14 @@ def test_vectorised_rasteriser_equals_per_sample_definition(text, seed):
     assert (canvas == _reference_pixels(edge, [(255, 0, 0), (0, 0, 255)], cfg_q)).all()
 
 
+def test_rasteriser_batches_give_the_same_pixels(monkeypatch):
+    import nesybench.kandy.render as R
+    text = "random([circle_red_large, triangle_blue_small, square_cyan_large, circle_green_small])"
+    whole = R.render_array(text, CFG, 21)
+    monkeypatch.setattr(R, "_BATCH_SAMPLES", 1)      # one shape per pass
+    assert (R.render_array(text, CFG, 21) == whole).all()
+
+
 def test_png_encoder_round_trips_through_pillow():
     from nesybench.kandy.render import encode_png, render_array
     px = render_array("grid([circle_red_large, square_blue_small, triangle_cyan_large])", CFG, 5)

@@ -452,11 +452,14 @@ def _coverages(kinds: np.ndarray, cx: np.ndarray, cy: np.ndarray, size: np.ndarr
     return (cnt * 255 + (ss * ss) // 2) // (ss * ss)
 
 
+#: most sub-pixel samples rasterised in one vectorised pass (bounds memory for huge shapes)
+_BATCH_SAMPLES = 1 << 22
+
+
 def _draw_all(canvas: np.ndarray, placed, rgbs, ss: int) -> None:
     """Composite the placed shapes onto ``canvas`` (H × W × 3 uint8) in drawing order."""
     if not placed:
         return
-    H, W, _ = canvas.shape
     kinds = np.array([SHAPES.index(s.shape) for s, _ in placed], dtype=np.int64)
     cx = np.array([p[0] for _, p in placed], dtype=np.float64)
     cy = np.array([p[1] for _, p in placed], dtype=np.float64)
@@ -465,19 +468,36 @@ def _draw_all(canvas: np.ndarray, placed, rgbs, ss: int) -> None:
     # one pixel of margin around the bounding square; pixels outside get alpha 0 exactly
     x0 = np.floor(cx - r) - 1
     y0 = np.floor(cy - r) - 1
-    tile = int(max(np.max(np.ceil(cx + r) + 1 - x0), np.max(np.ceil(cy + r) + 1 - y0)))
-    alpha = _coverages(kinds, cx, cy, size, x0, y0, tile, ss)
-    for i, rgb in enumerate(rgbs):
-        ox, oy = int(x0[i]), int(y0[i])
-        ax0, ay0 = max(0, ox), max(0, oy)
-        ax1, ay1 = min(W, ox + tile), min(H, oy + tile)
-        if ax1 <= ax0 or ay1 <= ay0:
-            continue
-        a = alpha[i, ay0 - oy:ay1 - oy, ax0 - ox:ax1 - ox, None]
-        region = canvas[ay0:ay1, ax0:ax1].astype(np.uint16)
-        col = np.array(rgb, dtype=np.uint16)
-        # max 255*255 + 127 < 2**16: uint16 is exact; alpha 0 leaves a pixel unchanged
-        canvas[ay0:ay1, ax0:ax1] = (region * (255 - a) + col * a + 127) // 255
+    need = np.maximum(np.ceil(cx + r) + 1 - x0, np.ceil(cy + r) + 1 - y0).astype(np.int64)
+    start = 0
+    while start < len(placed):
+        # consecutive shapes share one pass (one square tile each) while the samples fit
+        stop, tile = start + 1, int(need[start])
+        while stop < len(placed):
+            t = max(tile, int(need[stop]))
+            if (stop + 1 - start) * (t * ss) ** 2 > _BATCH_SAMPLES:
+                break
+            stop, tile = stop + 1, t
+        sl = slice(start, stop)
+        alpha = _coverages(kinds[sl], cx[sl], cy[sl], size[sl], x0[sl], y0[sl], tile, ss)
+        for i in range(start, stop):
+            _composite(canvas, alpha[i - start], int(x0[i]), int(y0[i]), rgbs[i])
+        start = stop
+
+
+def _composite(canvas: np.ndarray, alpha: np.ndarray, ox: int, oy: int, rgb) -> None:
+    """Blend colour ``rgb`` with per-pixel ``alpha`` (0..255, tile origin (ox, oy)) in place."""
+    H, W, _ = canvas.shape
+    th, tw = alpha.shape
+    ax0, ay0 = max(0, ox), max(0, oy)
+    ax1, ay1 = min(W, ox + tw), min(H, oy + th)
+    if ax1 <= ax0 or ay1 <= ay0:
+        return
+    a = alpha[ay0 - oy:ay1 - oy, ax0 - ox:ax1 - ox, None]
+    region = canvas[ay0:ay1, ax0:ax1].astype(np.uint16)
+    col = np.array(rgb, dtype=np.uint16)
+    # max 255*255 + 127 < 2**16: uint16 is exact; alpha 0 leaves a pixel unchanged
+    canvas[ay0:ay1, ax0:ax1] = (region * (255 - a) + col * a + 127) // 255
 
 
 def render_array(symbol, config: RenderConfig | None = None, seed: int = 0,
