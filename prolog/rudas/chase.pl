@@ -58,6 +58,7 @@ swipl prolog/rudas/chase.pl
 :- use_module(library(error)).
 :- use_module(library(pairs)).
 :- use_module(library(aggregate)).
+:- use_module(library(assoc)).
 :- use_module(library(solution_sequences)).
 
 :- dynamic store_/4.             % store_(Store, FactModule, Trie, TriggerModule)
@@ -118,12 +119,18 @@ chase_files(RulesFile, FactsFile, OutFile, Options) :-
 % Projections used by the join plans ('p/n#2'(A2,K): the distinct second arguments, K the
 % first round with that value) are kept the same way, with their own trie.
 % The trigger module holds, per store: int(Name, Arity, Internal); rule_(I, Head, Body);
-% the compiled plans trig/5, trig_cost/2, stage/6, stage_fanout/3, bcheck/3, bwd_info/4 (see compile_trigger/5); proj/3 (the
-% projections); stat(Internal, Count, Distinct) (the statistics the plans were made with);
-% round(Pending) (the round of facts added by store_add/3); ptrie(Trie); fired.
+% the compiled plans (plan_preds/1; see compile_trigger/5 and compile_backward/4);
+% proj/3 (the projections); ckey/2 (the flags counting facts); stat(Internal, Count,
+% Distinct) (the statistics the plans were made with); round(Pending) (the round of facts
+% added by store_add/3); ptrie(Trie); fired; bwd_now/2 (rules fired backward this round).
 
-trig_preds([int/3, rule_/3, trig/5, trig_cost/2, stage/6, stage_fanout/3, bcheck/3,
-            bwd_info/4, bwd_est/4, proj/3, ckey/2, stat/3, round/1, ptrie/1, fired/0]).
+trig_preds([int/3, rule_/3, round/1, ptrie/1, fired/0, proj/3, ckey/2, stat/3, bwd_now/2
+            | Plans]) :-
+    plan_preds(Plans).
+
+%   The compiled plans, dropped when the plans are recompiled.
+plan_preds([trig/5, trig_cost/2, stage/6, stage_sol/5, stage_join/5, stage_fanout/3,
+            bwd_info/4, bwd_est/4, bbody/3, bwd_doms/2]).
 
 %!  store_new(-Store, +Rules:list) is det.
 %
@@ -281,30 +288,56 @@ rounds(Ctx, K, Delta, Acc0, Acc) :-
     compile_plans(Ctx),
     group_delta(Trig, Delta, Groups),
     K1 is K + 1,
+    retractall(Trig:bwd_now(_, _)),
+    delta_keys(Trig, Groups, KeyCache),
     findall(H,
             ( Trig:rule_(RI, _, [_|_]),
-              fire_rule(Ctx, K, RI, Groups, H),
+              fire_rule(Ctx, K, RI, KeyCache, H),
               add_fact(Ctx, K1, H) ),
-            New),
+            New1),
+    findall(H,
+            ( setof(RI, Trig:bwd_now(HInt, RI), RIs),
+              backward_group(Ctx, HInt, RIs, H),
+              add_fact(Ctx, K1, H) ),
+            New2),
+    append(New1, New2, New),
     (   New == [] -> Acc = Acc0
     ;   rounds(Ctx, K1, New, [New|Acc0], Acc)
     ).
 
-%   fire_rule(+Ctx, +K, +RuleIndex, +DeltaGroups, -Head): the heads rule RI derives in
+%   delta_keys(+Trig, +Groups, -Cache): the join keys of the delta facts for every trigger
+%   pattern (delta atom and key, up to variable renaming) that has delta facts: an assoc
+%   from the pattern's variant hash to the sorted keys (many rules share a pattern).
+delta_keys(Trig, Groups, Cache) :-
+    findall(Hash-(Int-Sel-Key),
+            ( member(Int-_, Groups),
+              Trig:trig(Int, _, _, Sel, Key),
+              variant_sha1(Sel-Key, Hash) ),
+            Ps0),
+    sort(1, @<, Ps0, Ps),
+    maplist(pattern_keys(Groups), Ps, KVs),
+    list_to_assoc(KVs, Cache).
+
+pattern_keys(Groups, Hash-(Int-Sel-Key), Hash-Keys) :-
+    memberchk(Int-Ds, Groups),
+    findall(Key, member(Sel, Ds), Keys0),
+    sort(Keys0, Keys).
+
+%   fire_rule(+Ctx, +K, +RuleIndex, +KeyCache, -Head): the heads rule RI derives in
 %   round K. Forward: every trigger whose predicate has delta facts runs its stages on the
 %   join keys of those facts. Backward: every candidate head (the product of the values
 %   its variables can take, from projections of the body) that is not known yet is checked
 %   with one existence test of the body over the whole store. The cheaper one by the
 %   estimates is taken: backward wins when the head predicate is nearly complete and the
 %   forward joins are dense (learned programs full of bad rules).
-fire_rule(Ctx, K, RI, Groups, H) :-
-    Ctx = ctx(_, _, Trie, Trig, _),
-    findall(Id-Keys,
-            ( Trig:trig(Int, RI, Id, Sel, Key),
-              memberchk(Int-Ds, Groups),
-              findall(Key, member(Sel, Ds), Keys0),
-              sort(Keys0, Keys) ),
-            TKs),
+fire_rule(Ctx, K, RI, KeyCache, H) :-
+    Ctx = ctx(_, _, _, Trig, _),
+    findall(Id-Hash,
+            ( Trig:trig(_, RI, Id, Sel, Key),
+              variant_sha1(Sel-Key, Hash),
+              get_assoc(Hash, KeyCache, _) ),
+            IHs),
+    maplist(cached_keys(KeyCache), IHs, TKs),          % (findall would copy the keys)
     TKs \== [],
     nb_getval('$rudas_plan', Plan),
     (   (   Plan == backward
@@ -318,10 +351,14 @@ fire_rule(Ctx, K, RI, Groups, H) :-
             backward_cost(Trig, RI, Bwd),
             Bwd < Fwd
         )
-    ->  Trig:bcheck(RI, Trie, H)
+    ->  Trig:bwd_info(RI, _, HInt-_, _),
+        assertz(Trig:bwd_now(HInt, RI)),
+        fail
     ;   member(Id-Keys, TKs),
         produce(Ctx, K, Id, 1, Keys, H)
     ).
+
+cached_keys(Cache, Id-Hash, Id-Keys) :- get_assoc(Hash, Cache, Keys).
 
 forward_cost(Trig, Id-Keys, C0, C) :-
     Trig:trig_cost(Id, PerKey),
@@ -340,6 +377,30 @@ backward_estimate(Trig, RI, Cost) :-
 position_domain(Trig, Int-I, C0, C) :-
     (   Trig:stat(Int, _, Ds) -> nth1(I, Ds, D) ; D = 0 ),
     C is C0 * D.
+
+%   backward_group(+Ctx, +HeadInt, +RIs, -H): the rules RIs with head predicate HeadInt,
+%   fired backward together: the candidates are the tuples over the union of the rules'
+%   domains per head argument; each unknown one is derived by the first rule whose body
+%   holds for it.
+backward_group(Ctx, HInt, RIs, H) :-
+    Ctx = ctx(_, M, Trie, Trig, _),
+    findall(Doms, ( member(RI, RIs), Trig:bwd_doms(RI, Doms) ), DomLists),
+    Trig:int(N, A, HInt),
+    numlist(1, A, Is),
+    maplist(union_domain(M, DomLists), Is, Values),
+    functor(H, N, A),
+    H =.. [_|Args],
+    maplist(member, Args, Values),
+    \+ trie_lookup(Trie, H, _),
+    once(( member(RI, RIs), Trig:bbody(RI, Trie, H) )).
+
+union_domain(M, DomLists, I, Values) :-
+    findall(V, ( member(Doms, DomLists), nth1(I, Doms, D),
+                 (   D = const(V) -> true
+                 ;   D = dom(PN), PI =.. [PN, V, _], M:PI
+                 ) ),
+            Vs),
+    sort(Vs, Values).
 
 %   The backward plan of a rule is compiled on first use (it creates projections).
 backward_plan(Ctx, RI) :-
@@ -366,9 +427,18 @@ dom_size(Trig, PN, C0, C) :-
 produce(Ctx, K, Id, Step, Tuples, H) :-
     Ctx = ctx(_, _, Trie, Trig, _),
     (   Trig:stage_fanout(Id, Step, Fanout)
-    ->  Chunk is max(1, min(1 << 20, truncate(200000 / max(1.0, Fanout)))),
-        chunk(Tuples, Chunk, Part),
-        findall(Out, ( member(In, Part), Trig:stage(Id, Step, In, K, Trie, Out) ), Outs0),
+    ->  (   Trig:stage_join(Id, Step, _, _, _)
+        ->  findall(S, Trig:stage_sol(Id, Step, K, Trie, S), Ss0),
+            sort(Ss0, Ss),
+            length(Ss, NS),
+            Chunk is max(1, min(1 << 20, 200000 // max(1, NS))),
+            chunk(Tuples, Chunk, Part),
+            findall(Out, ( member(In, Part), member(S, Ss),
+                           Trig:stage_join(Id, Step, In, S, Out) ), Outs0)
+        ;   Chunk is max(1, min(1 << 20, truncate(200000 / max(1.0, Fanout)))),
+            chunk(Tuples, Chunk, Part),
+            findall(Out, ( member(In, Part), Trig:stage(Id, Step, In, K, Trie, Out) ), Outs0)
+        ),
         sort(Outs0, Outs),
         Step1 is Step + 1,
         produce(Ctx, K, Id, Step1, Outs, H)
@@ -443,9 +513,8 @@ compile_plans(Ctx) :-
                ( Trig:stat(Int, N0, _), same_bucket(N0, N) ))
     ->  true
     ;   update_stats(M, Trig, Counts),
-        forall(member(P, [trig/5, trig_cost/2, stage/6, stage_fanout/3, bcheck/3, bwd_info/4,
-                          bwd_est/4]),
-               ( P = N/A, functor(G, N, A), retractall(Trig:G) )),
+        plan_preds(Plans),
+        forall(member(N/A, Plans), ( functor(G, N, A), retractall(Trig:G) )),
         flag('$rudas_trigger', _, 0),
         forall(Trig:rule_(RI, H, B), compile_rule(Ctx, RI, H, B))
     ).
@@ -509,35 +578,39 @@ head_position(Trig, B, V, Int-I) :-
                            ( Trig:stat(Int0, _, Ds) -> nth1(I0, Ds, D) ; D = 0 ) ), Cands),
     keysort(Cands, [_-(Int-I)|_]).
 
-%   compile_backward(+Ctx, +RI, +Head, +Body): bcheck(RI, Trie, Head) enumerates candidate
-%   heads (each head variable from the one-argument projection of a body position holding
-%   it, the one with fewest distinct values) that are not known and whose body holds.
+%   compile_backward(+Ctx, +RI, +Head, +Body): bbody(RI, Trie, Head), one existence test of
+%   the body for a ground head, and bwd_doms(RI, Doms), where each head argument's
+%   candidates come from: dom(P), the one-argument projection P of the body position of
+%   its variable with fewest distinct values, or const(C).
 compile_backward(Ctx, RI, H0, B0) :-
     Ctx = ctx(_, _, _, Trig, _),
     copy_term(H0-B0, H-B),
     term_variables(H, HVs),
-    maplist(head_domain(Ctx, B), HVs, Gens, Doms),
+    maplist(head_domain(Ctx, B), HVs, Doms),
     maplist(pair_any, B, All0),
     order_atoms(Trig, All0, HVs, Ordered),
     body_goal(Ordered, HVs, H, Ctx, _K, Trie, G),
     path_cost(Trig, Ordered, HVs, Check),
-    list_conj(Gens, GenG),
     functor(H, HN, HA), Trig:int(HN, HA, HInt), HA1 is HA + 1,
-    assertz(Trig:(bcheck(RI, Trie, H) :- GenG, \+ trie_lookup(Trie, H, _), once(G))),
+    assertz(Trig:(bbody(RI, Trie, H) :- once(G))),
+    H =.. [_|HArgs],
+    maplist(arg_domain(HVs, Doms), HArgs, ArgDoms),
+    assertz(Trig:bwd_doms(RI, ArgDoms)),
     assertz(Trig:bwd_info(RI, Doms, HInt-HA1, Check)).
+
+arg_domain(HVs, Doms, T, D) :-
+    (   var(T) -> nth1_eq(HVs, Doms, T, PN), D = dom(PN) ; D = const(T) ).
+
+nth1_eq([V|Vs], [D|Ds], T, PN) :- ( V == T -> PN = D ; nth1_eq(Vs, Ds, T, PN) ).
 
 pair_any(A, A-any).
 
-head_domain(Ctx, B, V, M:PI, PN) :-
-    Ctx = ctx(_, M, _, Trig, _),
+head_domain(Ctx, B, V, PN) :-
+    Ctx = ctx(_, _, _, Trig, _),
     head_position(Trig, B, V, Int-I),
     member(A, B), fact_int(Trig, A, Int), arg(I, A, T), T == V, !,
-    projection(Ctx, A, [I], PN),
-    PI =.. [PN, V, _].
+    projection(Ctx, A, [I], PN).
 
-list_conj([], true).
-list_conj([G], G) :- !.
-list_conj([G|Gs], (G, C)) :- list_conj(Gs, C).
 
 %   Estimated work per input tuple of a sequence of atoms: 1 + f1 + f1*f2 + ...
 path_cost(Trig, Atoms, Bound, Cost) :-
@@ -603,7 +676,13 @@ compile_stages([A-Flt|As], Step, Bound, In, H, HVs, Ctx, Id) :-
     term_variables(A, Vs), append(Bound, Vs, Bound1),
     include(in_vars(Later), Bound1, Live),
     (   As == [] -> Out = H ; Out =.. [k|Live] ),
-    assertz(Trig:(stage(Id, Step, In, K, Trie, Out) :- G)),
+    (   Bound \== [], \+ ( member(V, Vs), memberchk_eq(V, Bound) )
+    ->  % no variable in common with the input: solve the atom once per set of inputs
+        include(in_vars(Live), Vs, SVs), S =.. [s|SVs],
+        assertz(Trig:(stage_sol(Id, Step, K, Trie, S) :- G)),
+        assertz(Trig:stage_join(Id, Step, In, S, Out))
+    ;   assertz(Trig:(stage(Id, Step, In, K, Trie, Out) :- G))
+    ),
     assertz(Trig:stage_fanout(Id, Step, Fanout)),
     Step1 is Step + 1,
     compile_stages(As, Step1, Live, Out, H, HVs, Ctx, Id).
