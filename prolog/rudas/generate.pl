@@ -408,14 +408,19 @@ fill_pos(P, Atoms, HVs, HPairs, K-I, Seen0, Seen) :-
 % ---------------------------------------------------------------------------------------
 % Facts
 
-%   One round of instantiations can add many consequences at once (rules with existential
-%   body variables join widely), so a fact set may overshoot its size class; then the facts
-%   are drawn again (up to 20 times) and the last draw is kept otherwise.
+%   One instantiation can add many consequences at once (rules with existential body
+%   variables join widely), so a training set may miss its size class; then the facts are
+%   drawn again, up to 20 times, and if no draw fits the generator fails with an error
+%   (it never writes a dataset outside its size class).
 facts_attempts(P, K, Nodes, Comps, Rules, Consts, Targets, Preds, Sets) :-
     facts_phase(P, Nodes, Comps, Rules, Consts, Targets, Preds, Sets0),
     length(Sets0.train, N),
-    (   ( N =< P.size_max ; K >= 20 )
+    (   N >= P.size_min, N =< P.size_max
     ->  Sets = Sets0
+    ;   K >= 20
+    ->  length(Rules, NR),
+        err("could not draw a training set inside size class ~w (~w..~w facts) in 20 attempts (the last had ~w): one instantiation of the ~w rules adds too many facts; use a larger size class, fewer components or a smaller depth, or set n_facts",
+            [P.size, P.size_min, P.size_max, N, NR])
     ;   K1 is K + 1,
         facts_attempts(P, K1, Nodes, Comps, Rules, Consts, Targets, Preds, Sets)
     ).
@@ -462,8 +467,10 @@ grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, SAcc, C
     grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, 1, 0, SAcc, CAcc, S, C).
 
 %   B: the batch size (instantiation rounds before the next saturation); Yield: facts per
-%   round in the last batch. Batches double while far from the goal, and shrink to single
-%   rounds near it, so the size class is not overshot by more than one round.
+%   step in the last batch. Batches double while far from the goal, and shrink to single
+%   rounds near it; when one round (every component once) would add more than the room
+%   left, B becomes 0: from then on one random component is instantiated per step, so
+%   the size class is not overshot by more than one component instantiation.
 grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yield, SAcc, CAcc, S, C) :-
     estimate(P, Phase, NS, NC, Est),
     (   Est >= Goal
@@ -472,21 +479,35 @@ grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yie
     ->  err("could not reach ~w facts (size class ~w): only ~w distinct facts after ~w rounds; use more constants (n_constants=~w) or a smaller size",
             [Goal, P.size, Est, Iter, P.n_constants])
     ;   Remaining is Goal - Est,
-        (   Yield > 0
-        ->  B1 is max(1, min(B0 * 2, floor(Remaining / Yield / 2)))
+        length(Index, NComps),
+        (   B0 =:= 0
+        ->  B1 = 0
+        ;   Iter =:= 0, NComps > 1
+        ->  B1 = 0                              % the first step: one component
+        ;   Yield > 0
+        ->  B2 is max(1, min(B0 * 2, floor(Remaining / Yield / 2))),
+            (   B2 =:= 1, NComps > 1, Yield * 2 > Remaining
+            ->  B1 = 0                          % one round would overshoot: one component
+            ;   B1 = B2
+            )
         ;   B1 is min(B0 * 2, 4096)
         ),
         ignore(Hi = Hi),
-        batch(P, Index, Iter, B1, Consts, [], Support),
+        (   B1 =:= 0
+        ->  random_member(Comp, Index),
+            batch(P, [Comp], Iter, 1, Consts, [], Support), Steps = 1, Rounds = 1 / NComps
+        ;   batch(P, Index, Iter, B1, Consts, [], Support), Steps = B1, Rounds = B1
+        ),
         store_add(Store, Support, New),
         store_saturate(Store, New, [], Derived, _),
         length(New, N1), length(Derived, N2),
         NS1 is NS + N1, NC1 is NC + N2,
         estimate(P, Phase, NS1, NC1, Est1),
-        Yield1 is max(0, Est1 - Est) / B1,
-        Iter1 is Iter + B1,
+        Yield1 is max(0, Est1 - Est) / Rounds,  % per round (every component once)
+        Iter1 is Iter + Steps,
+        (   B1 =:= 0, Iter =:= 0, Yield1 * 2 =< Goal - Est1 -> BNext = 1 ; BNext = B1 ),
         ( N1 + N2 =:= 0 -> Stall1 is Stall + 1 ; Stall1 = 0 ),
-        grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter1, Stall1, NS1, NC1, B1, Yield1,
+        grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter1, Stall1, NS1, NC1, BNext, Yield1,
                   [New|SAcc], [Derived|CAcc], S, C)
     ).
 
