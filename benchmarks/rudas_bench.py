@@ -1,14 +1,18 @@
 """RuDaS benchmark: generation time and peak memory per size class, evaluation time.
 
-    .venv/bin/python benchmarks/rudas_bench.py [--sizes xs,s,m,l,xl] [--category chain]
-        [--depth 2] [--seed 0] [--eval-rules 10,100,1000] [--reference PATH]
-        [--reference-cmd "python {ref}/... {size} {out}"]
+    .venv/bin/python benchmarks/rudas_bench.py [--sizes xs,s,m,l,xl] [--n-facts xl=480000]
+        [--category chain] [--depth 2] [--seed 0] [--eval-rules 10,100,1000]
+        [--reference PATH [--reference-python PY] [--reference-cmd TEMPLATE]]
 
 Each generation runs in a fresh subprocess (so peak RSS is per dataset). Targets from the
 issue: M < 2 s, XL (<= 500k facts) < 60 s, memory < 4 GB on a 2-core machine. The reference
-RuDaS generator was measured on this machine at up to 226 s (S) and 625 s (M); with
-``--reference PATH`` (a RuDaS checkout) and ``--reference-cmd`` its own run is timed on the
-same configuration and the ratio printed; without a checkout that part is skipped.
+RuDaS generator was measured on this machine at up to 226 s (S) and 625 s (M). With
+``--reference PATH`` (an IBM/RuDaS checkout) its generator ``src/generator.py`` is run on the
+same size, category and depth (by default ``{python} generator.py --path {out}/ --size
+{size_index} --category {category_index} --maxdepth {depth}`` in ``PATH/src``; it needs
+numpy, so pass ``--reference-python`` for an interpreter that has it, or your own
+``--reference-cmd`` template with the same placeholders plus ``{ref}`` and ``{size}``), and
+the ratio is printed; without a checkout that part is skipped with a message.
 """
 from __future__ import annotations
 
@@ -25,6 +29,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_MEASURED = {"s": 226.0, "m": 625.0}
+#: the reference generator's --size and --category codes (its DatasetSize / DatasetCategory)
+REF_SIZE_INDEX = {"xs": 0, "s": 1, "m": 2, "l": 3, "xl": 4}
+REF_CATEGORY_INDEX = {"mixed": 0, "chain": 1, "rdg": 3, "drdg": 5}
+REF_DEFAULT_CMD = ("{python} generator.py --path {out}/ --size {size_index} "
+                   "--category {category_index} --maxdepth {depth}")
 
 _GEN = """
 import sys, json, time
@@ -67,6 +76,43 @@ def learned_program(ds: Path, n: int, seed: int) -> str:
     return "\n".join(out[:n]) + "\n"
 
 
+def run_reference(args, ref: Path, tmp: Path, ours: dict) -> None:
+    """Time the reference generator per size; print a clear reason when it cannot run."""
+    default = args.reference_cmd == REF_DEFAULT_CMD
+    if not ref.is_dir():
+        print(f"# reference: skipped (no directory {ref})")
+        return
+    if default and not (ref / "src" / "generator.py").is_file():
+        print(f"# reference: skipped ({ref}/src/generator.py not found: not an IBM/RuDaS checkout? "
+              "give --reference-cmd for another layout)")
+        return
+    if args.category not in REF_CATEGORY_INDEX:
+        print(f"# reference: skipped (no reference category for {args.category!r})")
+        return
+    cwd = ref / "src" if (ref / "src").is_dir() else ref
+    for size in args.reference_sizes.split(","):
+        out = tmp / f"ref-{size}"
+        out.mkdir(parents=True, exist_ok=True)
+        cmd = args.reference_cmd.format(
+            python=shlex.quote(args.reference_python), ref=shlex.quote(str(ref)), size=size,
+            size_index=REF_SIZE_INDEX[size], category=args.category,
+            category_index=REF_CATEGORY_INDEX[args.category], depth=args.depth,
+            out=shlex.quote(str(out)))
+        t = time.perf_counter()
+        try:
+            proc = subprocess.run(shlex.split(cmd), capture_output=True, text=True, cwd=cwd,
+                                  timeout=args.reference_timeout)
+            rc, why = proc.returncode, (proc.stderr.strip().splitlines() or [""])[-1]
+        except subprocess.TimeoutExpired:
+            rc, why = "timeout", f"stopped after {args.reference_timeout:.0f} s"
+        dt = time.perf_counter() - t
+        if rc != 0:
+            print(f"reference {size}: failed (rc {rc}) after {dt:.1f} s: {why}  [{cmd}]")
+            continue
+        ratio = f"{dt / ours[size]:.1f}x" if size in ours else "?"
+        print(f"reference {size}: {dt:.1f} s, ours {ours.get(size, float('nan')):.2f} s, ratio {ratio}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="xs,s,m,l,xl")
@@ -81,7 +127,15 @@ def main(argv=None) -> int:
     ap.add_argument("--max-derived", type=int, default=2_000_000)
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--reference", help="path to an IBM/RuDaS checkout (optional)")
-    ap.add_argument("--reference-cmd", help="command template run per size: {ref} {size} {out}")
+    ap.add_argument("--reference-cmd", default=REF_DEFAULT_CMD,
+                    help="command run per size in PATH/src (or PATH); placeholders {python} {ref} "
+                         "{size} {size_index} {category} {category_index} {depth} {out} "
+                         f"(default: {REF_DEFAULT_CMD!r})")
+    ap.add_argument("--reference-python", default=sys.executable,
+                    help="interpreter for the reference generator (needs numpy)")
+    ap.add_argument("--reference-sizes", default="s,m")
+    ap.add_argument("--reference-timeout", type=float, default=1800.0,
+                    help="seconds per reference run (it took up to 625 s for M here)")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="rudas-bench-"))
     print(f"# RuDaS generation ({args.category}, depth {args.depth}, seed {args.seed})")
@@ -104,17 +158,7 @@ def main(argv=None) -> int:
             print(f"reference RuDaS measured on this machine, {size.upper()}: up to {ref_s:.0f} s "
                   f"-> ratio {ref_s / max(ours[size], 1e-9):.0f}x")
     if args.reference:
-        ref = Path(args.reference)
-        if not ref.exists() or not args.reference_cmd:
-            print(f"# reference: skipped ({'no checkout at ' + str(ref) if not ref.exists() else 'no --reference-cmd'})")
-        else:
-            for size in ("s", "m"):
-                cmd = args.reference_cmd.format(ref=ref, size=size, out=tmp / f"ref-{size}")
-                t = time.perf_counter()
-                rc = subprocess.run(shlex.split(cmd), capture_output=True).returncode
-                dt = time.perf_counter() - t
-                ratio = f"{dt / ours[size]:.0f}x" if size in ours else "?"
-                print(f"reference {size}: {dt:.1f} s (rc {rc}), ours {ours.get(size, float('nan')):.2f} s, ratio {ratio}")
+        run_reference(args, Path(args.reference).resolve(), tmp, ours)
     if args.eval_rules:
         from nesybench.rudas import RudasParams, evaluate, generate  # noqa: PLC0415
         ds = tmp / f"eval-{args.eval_size}"
