@@ -150,9 +150,10 @@ def test_chase_join_strategies_agree_with_clingo(tmp_path, seed):
     model = {f"{a[0]}({','.join(str(x) for x in a[1:])})" for a in res.models[0]}
     want = model - {f"{p}({a},{b})" for p, a, b in facts}
     assert want
-    for plan in ("forward", "backward", "auto"):
-        derived, status = chase(rf, ff, plan=plan)
-        assert status == "complete" and set(derived) == want, plan
+    for plan, min_work in (("forward", None), ("backward", None), ("auto", None), ("auto", 0)):
+        # auto with backward_min_work=0 switches rules between both ways from round to round
+        derived, status = chase(rf, ff, plan=plan, backward_min_work=min_work)
+        assert status == "complete" and set(derived) == want, (plan, min_work)
 
 
 def test_chase_agrees_with_clingo_on_generated_dataset(tmp_path):

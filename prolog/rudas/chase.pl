@@ -79,7 +79,9 @@ chase(Rules, Facts, Derived, Options) :-
 %   As chase/4 but never throws for budgets: Status is `complete`, `budget(facts)` or
 %   `budget(time)`; Derived then holds the facts found before the budget was hit.
 %   Options: max_derived(N), time_limit(Seconds), plan(auto|forward|backward) (how rules
-%   fire, see the module comment; the facts are the same).
+%   fire, see the module comment; the facts are the same), backward_min_work(W) (auto
+%   considers firing a rule backward only when its estimated forward work exceeds W;
+%   default 50000).
 chase(Rules, Facts, Derived, Status, Options) :-
     setup_call_cleanup(
         store_new(Store, Rules),
@@ -247,6 +249,8 @@ store_saturate(Store, Delta, Options, Derived, Status) :-
     option(plan(Plan), Options, auto),
     must_be(oneof([auto, forward, backward]), Plan),
     nb_setval('$rudas_plan', Plan),
+    option(backward_min_work(MinWork), Options, 50000),
+    nb_setval('$rudas_min_work', MinWork),
     retract(Trig:round(K0)),
     nb_setval('$rudas_derived', 0),
     nb_setval('$rudas_round', K0),
@@ -344,7 +348,8 @@ fire_rule(Ctx, K, RI, KeyCache, H) :-
         ->  backward_plan(Ctx, RI)
         ;   Plan == auto,
             foldl(forward_cost(Trig), TKs, 0.0, Fwd),
-            Fwd > 50000,
+            nb_getval('$rudas_min_work', MinWork),
+            Fwd > MinWork,
             backward_estimate(Trig, RI, Est),      % from the statistics, before projections
             Est < Fwd,
             backward_plan(Ctx, RI),

@@ -4,7 +4,7 @@
             rudas_chase/3,           % +RulesFile, +FactsFile, -Derived:list
             rudas_evaluate/3,        % +DatasetDir, +LearnedFile, -Metrics:dict
             chase_strings/6,         % +RulesFile, +FactsFile, +MaxDerived, +TimeLimit, -Facts, -Status
-            chase_strings/7,         % +RulesFile, +FactsFile, +MaxDerived, +TimeLimit, +Plan, -Facts, -Status
+            chase_strings/8,         % +RulesFile, +FactsFile, +MaxDerived, +TimeLimit, +Plan, +MinWork, -Facts, -Status
             rule_distance_text/3,    % +Rule1:text, +Rule2:text, -D
             r_score_text/3           % +Original:list(text), +Learned:list(text), -Score
           ]).
@@ -47,17 +47,18 @@ rudas_evaluate(Dir, File, Metrics) :-
 %
 %   For Python: the derived facts as strings; MaxDerived/TimeLimit may be `none`.
 chase_strings(RF, FF, MD, TL, Strings, Status) :-
-    chase_strings(RF, FF, MD, TL, auto, Strings, Status).
+    chase_strings(RF, FF, MD, TL, auto, none, Strings, Status).
 
-%!  chase_strings(+RulesFile, +FactsFile, +MaxDerived, +TimeLimit, +Plan, -Facts, -Status) is det.
+%!  chase_strings(+RulesFile, +FactsFile, +MaxDerived, +TimeLimit, +Plan, +MinWork, -Facts, -Status) is det.
 %
-%   As chase_strings/6 with the join strategy Plan (auto, forward or backward; see
-%   rudas_chase:store_saturate/5).
-chase_strings(RF, FF, MD, TL, Plan, Strings, Status) :-
+%   As chase_strings/6 with the join strategy Plan (auto, forward or backward) and
+%   MinWork (`none` or the option backward_min_work; see rudas_chase:chase/5).
+chase_strings(RF, FF, MD, TL, Plan, MinWork, Strings, Status) :-
     read_rules(RF, Rules), read_facts(FF, Facts),
     ( MD == none -> O1 = [] ; O1 = [max_derived(MD)] ),
     ( TL == none -> O2 = O1 ; O2 = [time_limit(TL)|O1] ),
-    chase(Rules, Facts, Derived, St, [plan(Plan)|O2]),
+    ( MinWork == none -> O3 = [plan(Plan)|O2] ; O3 = [plan(Plan), backward_min_work(MinWork)|O2] ),
+    chase(Rules, Facts, Derived, St, O3),
     maplist(fact_string, Derived, Strings),
     term_string(St, Status).
 

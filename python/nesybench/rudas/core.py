@@ -227,19 +227,25 @@ def generate_suite(out, *, seed: int = 0, per_cell: int | None = None, workers: 
 # --- chase and evaluation ---------------------------------------------------------------
 
 def chase(rules_file, facts_file, *, max_derived: int | None = None,
-          time_limit: float | None = None, plan: str = "auto") -> tuple[list[str], str]:
+          time_limit: float | None = None, plan: str = "auto",
+          backward_min_work: int | None = None) -> tuple[list[str], str]:
     """Forward-chain ``rules_file`` over ``facts_file``: (sorted derived facts as strings,
     status ``complete`` | ``budget(facts)`` | ``budget(time)``). ``plan`` picks how rules
     fire each round: ``auto`` (cost-based), ``forward`` (semi-naive joins from the new
-    facts) or ``backward`` (check every unknown candidate head); the result is the same."""
+    facts) or ``backward`` (check every unknown candidate head); the result is the same.
+    ``backward_min_work``: with ``auto``, the estimated forward work of a rule above which
+    firing it backward is considered (default 50,000; 0 mixes both ways on small inputs)."""
     if plan not in ("auto", "forward", "backward"):
         raise NesyError(f"plan must be auto, forward or backward, not {plan!r}")
+    if backward_min_work is not None and plan != "auto":
+        raise NesyError("backward_min_work applies to plan='auto' only")
     prolog.use(PL)
     for f in (rules_file, facts_file):
         if not Path(f).exists():
             raise NesyError("file not found", file=str(f))
-    res = prolog.once("rudas:chase_strings(RF, FF, MD, TL, P, D, St)", RF=str(rules_file),
+    res = prolog.once("rudas:chase_strings(RF, FF, MD, TL, P, W, D, St)", RF=str(rules_file),
                       FF=str(facts_file), P=plan,
+                      W=int(backward_min_work) if backward_min_work is not None else "none",
                       MD=max_derived if max_derived is not None else "none",
                       TL=float(time_limit) if time_limit is not None else "none")
     return list(res["D"]), res["St"]
