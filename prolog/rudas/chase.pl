@@ -131,7 +131,7 @@ trig_preds([int/3, rule_/3, round/1, ptrie/1, fired/0, proj/3, ckey/2, stat/3, b
     plan_preds(Plans).
 
 %   The compiled plans, dropped when the plans are recompiled.
-plan_preds([trig/5, trig_cost/2, stage/6, stage_sol/5, stage_join/5, stage_fanout/3,
+plan_preds([trig/5, trig_cost/2, stage/6, stage_sol/5, stage_join/6, stage_fanout/3,
             bwd_info/4, bwd_est/4, bbody/3, bwd_doms/2]).
 
 %!  store_new(-Store, +Rules:list) is det.
@@ -432,14 +432,14 @@ dom_size(Trig, PN, C0, C) :-
 produce(Ctx, K, Id, Step, Tuples, H) :-
     Ctx = ctx(_, _, Trie, Trig, _),
     (   Trig:stage_fanout(Id, Step, Fanout)
-    ->  (   Trig:stage_join(Id, Step, _, _, _)
+    ->  (   clause(Trig:stage_join(Id, Step, _, _, _, _), _)
         ->  findall(S, Trig:stage_sol(Id, Step, K, Trie, S), Ss0),
             sort(Ss0, Ss),
             length(Ss, NS),
             Chunk is max(1, min(1 << 20, 200000 // max(1, NS))),
             chunk(Tuples, Chunk, Part),
             findall(Out, ( member(In, Part), member(S, Ss),
-                           Trig:stage_join(Id, Step, In, S, Out) ), Outs0)
+                           Trig:stage_join(Id, Step, In, S, Trie, Out) ), Outs0)
         ;   Chunk is max(1, min(1 << 20, truncate(200000 / max(1.0, Fanout)))),
             chunk(Tuples, Chunk, Part),
             findall(Out, ( member(In, Part), Trig:stage(Id, Step, In, K, Trie, Out) ), Outs0)
@@ -663,7 +663,7 @@ compile_trigger(Ctx, RI, H0, B0, Pos) :-
 compile_stages([], Step, _, In, H, _, Ctx, Id) :- !,
     (   Step =:= 1                          % a single-atom body: key -> head
     ->  Ctx = ctx(_, _, _, Trig, _),
-        assertz(Trig:stage(Id, 1, In, _, _, H)),
+        assertz(Trig:(stage(Id, 1, In, _, Trie, H) :- \+ trie_lookup(Trie, H, _))),
         assertz(Trig:stage_fanout(Id, 1, 1.0))
     ;   true
     ).
@@ -680,13 +680,16 @@ compile_stages([A-Flt|As], Step, Bound, In, H, HVs, Ctx, Id) :-
     atom_cost(Trig, Bound, A-Flt, Fanout),
     term_variables(A, Vs), append(Bound, Vs, Bound1),
     include(in_vars(Later), Bound1, Live),
-    (   As == [] -> Out = H ; Out =.. [k|Live] ),
+    (   As == []                            % the last stage emits unknown heads only
+    ->  Out = H, New = (\+ trie_lookup(Trie, H, _))
+    ;   Out =.. [k|Live], New = true
+    ),
     (   Bound \== [], \+ ( member(V, Vs), memberchk_eq(V, Bound) )
     ->  % no variable in common with the input: solve the atom once per set of inputs
         include(in_vars(Live), Vs, SVs), S =.. [s|SVs],
         assertz(Trig:(stage_sol(Id, Step, K, Trie, S) :- G)),
-        assertz(Trig:stage_join(Id, Step, In, S, Out))
-    ;   assertz(Trig:(stage(Id, Step, In, K, Trie, Out) :- G))
+        assertz(Trig:(stage_join(Id, Step, In, S, Trie, Out) :- New))
+    ;   assertz(Trig:(stage(Id, Step, In, K, Trie, Out) :- G, New))
     ),
     assertz(Trig:stage_fanout(Id, Step, Fanout)),
     Step1 is Step + 1,
