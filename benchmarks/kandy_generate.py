@@ -35,11 +35,22 @@ def peak_rss_mb() -> float:
     return max(own, kids) / 1024.0
 
 
+def cpu_seconds() -> tuple[float, float, float, float]:
+    """(user, sys) seconds of this process, then of its finished children (the workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime, own.ru_stime, kids.ru_utime, kids.ru_stime
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--curriculum", default=str(ROOT / "curricula" / "kandy" / "hard.yaml"))
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workdir", default=None,
+                    help="folder for the generated data (default: the system temp folder). "
+                         "On ext4, creating many files soon after deleting many (e.g. a "
+                         "previous run) costs much kernel time; /dev/shm avoids the disk")
     ap.add_argument("--reference", default=None, help="path to a KANDYBenchmark checkout")
     ap.add_argument("--reference-python", default=sys.executable,
                     help="Python interpreter with the reference's requirements (pyswip, numpy, "
@@ -48,25 +59,30 @@ def main() -> int:
 
     from nesybench.kandy.generate import generate
 
-    tmp = Path(tempfile.mkdtemp(prefix="kandy-bench-"))
+    tmp = Path(tempfile.mkdtemp(prefix="kandy-bench-", dir=args.workdir))
     try:
         t0 = time.perf_counter()
         sym = generate(args.curriculum, tmp / "symbols", samples=args.samples, images=False)
         t_sym = time.perf_counter() - t0
         n_samples = sum(sum(t["stats"]["split_sizes"].values()) for t in sym.tasks)
+        cpu0 = cpu_seconds()
         t0 = time.perf_counter()
         full = generate(args.curriculum, tmp / "full", samples=args.samples,
                         workers=args.workers, progress=True)
         t_full = time.perf_counter() - t0
+        cpu = [b - a for a, b in zip(cpu0, cpu_seconds())]
         print(f"curriculum           {args.curriculum} ({len(full.tasks)} tasks x {args.samples})")
         print(f"symbols only         {t_sym:8.2f} s  {n_samples / t_sym:9.0f} samples/s  "
               f"{sym.rule_checks / t_sym:9.0f} rule checks/s ({sym.rule_checks} checks)")
         print(f"end to end           {t_full:8.2f} s  {full.images / t_full:9.0f} images/s "
               f"({full.images} images, {args.workers} workers)")
+        print(f"cpu time             main {cpu[0]:.1f} s user + {cpu[1]:.1f} s sys, "
+              f"workers {cpu[2]:.1f} s user + {cpu[3]:.1f} s sys")
         print(f"peak memory          {peak_rss_mb():8.0f} MB (largest process)")
         ref = None
         if args.reference:
-            ref = run_reference(Path(args.reference), args.samples, args.reference_python)
+            ref = run_reference(Path(args.reference), args.samples, args.reference_python,
+                                args.workdir)
         if ref is None:
             print(f"reference (issue)    {REFERENCE_SECONDS:8.2f} s  -> speed-up "
                   f"{REFERENCE_SECONDS / t_full:5.1f}x (figure measured for the issue, same machine class)")
@@ -77,14 +93,15 @@ def main() -> int:
     return 0
 
 
-def run_reference(path: Path, samples: int, python: str) -> float | None:
+def run_reference(path: Path, samples: int, python: str,
+                  workdir: str | None = None) -> float | None:
     """Time the reference on the same job: its own hard.yml with every task's ``samples`` set
     to ``samples``, every split streamed and each image saved as PNG (as its main.py does).
     None (with a note) when it cannot run (it needs pyswip: pass ``--reference-python``)."""
     if not (path / "curriculum_generator.py").is_file():
         print(f"reference: {path} is not a KANDYBenchmark checkout; skipped")
         return None
-    work = Path(tempfile.mkdtemp(prefix="kandy-ref-"))
+    work = Path(tempfile.mkdtemp(prefix="kandy-ref-", dir=workdir))
     try:
         text = (path / "hard.yml").read_text(encoding="utf-8")
         (work / "hard.yml").write_text(

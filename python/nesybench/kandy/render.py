@@ -20,8 +20,9 @@ compositing, so the same seed gives the same pixel bytes on any machine. Dataset
 written by :func:`encode_png` (unfiltered rows, zlib level :data:`PNG_COMPRESS_LEVEL`, no
 metadata); their bytes are stable for a given zlib build.
 
-Speed: all shapes of a picture are rasterised in one vectorised numpy pass
-(:func:`_coverages`), then composited in drawing order with exact uint16 arithmetic.
+Speed: the shapes of a picture are rasterised in a few vectorised numpy passes (one per kind
+and tile size, :func:`_coverages`), then composited in drawing order with exact uint16
+arithmetic.
 
 Operator layouts inside a box ``(x, y, w, h)`` with ``n`` children (child ``i`` from 0):
 
@@ -408,48 +409,43 @@ def _sample_offsets(tile: int, ss: int) -> np.ndarray:
     return np.repeat(np.arange(tile, dtype=np.float64), ss) + np.tile(offs, tile)
 
 
-def _coverages(kinds: np.ndarray, cx: np.ndarray, cy: np.ndarray, size: np.ndarray,
+def _coverages(kind: str, cx: np.ndarray, cy: np.ndarray, size: np.ndarray,
                x0: np.ndarray, y0: np.ndarray, tile: int, ss: int) -> np.ndarray:
-    """uint16 alpha (N × tile × tile) of N shapes, each over its own pixel tile at (x0, y0).
+    """uint16 alpha (N × tile × tile) of N shapes of one ``kind`` (see :data:`SHAPES`), each
+    over its own pixel tile with top-left pixel (x0, y0), in one vectorised pass.
 
-    All shapes of a picture are rasterised in one vectorised pass (the per-shape numpy call
-    overhead dominated before). A sample point belongs to a shape by the exact tests below;
-    a pixel's alpha is the rounded fraction of its ``ss²`` samples inside, in 0..255.
-    ``kinds`` holds indices into :data:`SHAPES`.
+    A sample point belongs to a shape by the exact tests below; a pixel's alpha is the
+    rounded fraction of its ``ss²`` samples inside, in 0..255.
     """
-    n = len(kinds)
     grid = _sample_offsets(tile, ss)
     # (x0 + offset) is exact, so each sample coordinate is one rounding away from the truth
-    xs = (x0[:, None] + grid[None, :]) - cx[:, None]          # (N, tile*ss)
-    ys = (y0[:, None] + grid[None, :]) - cy[:, None]
-    r = size / 2.0
-    inside = np.empty((n, tile * ss, tile * ss), dtype=bool)
-    for kind, name in enumerate(SHAPES):
-        sel = np.flatnonzero(kinds == kind)
-        if sel.size == 0:
-            continue
-        X = xs[sel][:, None, :]
-        Y = ys[sel][:, :, None]
-        rr = r[sel][:, None, None]
-        if name == "circle":
-            inside[sel] = X * X + Y * Y <= rr * rr
-        elif name == "square":
-            inside[sel] = (np.abs(X) <= rr) & (np.abs(Y) <= rr)
+    X = ((x0[:, None] + grid[None, :]) - cx[:, None])[:, None, :]       # (N, 1, tile*ss)
+    Y = ((y0[:, None] + grid[None, :]) - cy[:, None])[:, :, None]       # (N, tile*ss, 1)
+    rr = (size / 2.0)[:, None, None]
+    if kind == "square":
+        # separable: the samples of a pixel inside are (#x inside) × (#y inside), exactly
+        cnt = _box_sum(np.abs(Y) <= rr, ss, axis=1) * _box_sum(np.abs(X) <= rr, ss, axis=2)
+    else:
+        if kind == "circle":
+            inside = X * X + Y * Y <= rr * rr
         else:  # equilateral triangle, side = size, apex up, bounding box centred at (cx, cy)
-            half_h = size[sel][:, None, None] * _SQRT3 / 4.0
+            half_h = size[:, None, None] * _SQRT3 / 4.0
             # apex (0, -half_h); base y = +half_h; edges |X| <= (Y + half_h) / sqrt(3)
-            inside[sel] = (Y <= half_h) & (_SQRT3 * np.abs(X) <= Y + half_h)
-    # box-filter the ss × ss samples of each pixel: strided slice adds are ~10x faster than a
-    # two-axis reduction here (counts <= 256 fit uint16)
-    u = inside.view(np.uint8).reshape(n, tile * ss, tile, ss)
-    rows = u[..., 0].astype(np.uint16)
-    for k in range(1, ss):
-        rows += u[..., k]
-    rows = rows.reshape(n, tile, ss, tile)
-    cnt = rows[:, :, 0].copy()
-    for k in range(1, ss):
-        cnt += rows[:, :, k]
+            inside = (Y <= half_h) & (_SQRT3 * np.abs(X) <= Y + half_h)
+        cnt = _box_sum(_box_sum(inside, ss, axis=2), ss, axis=1)
     return (cnt * 255 + (ss * ss) // 2) // (ss * ss)
+
+
+def _box_sum(a: np.ndarray, ss: int, axis: int) -> np.ndarray:
+    """Sum groups of ``ss`` consecutive entries along ``axis`` (1 or 2) of a 3-d array, as
+    uint16. Strided slice adds are ~10x faster than a reshape-and-reduce at these sizes."""
+    if a.dtype == bool:
+        a = a.view(np.uint8)
+    parts = [a[:, k::ss, :] if axis == 1 else a[:, :, k::ss] for k in range(ss)]
+    out = parts[0].astype(np.uint16)
+    for part in parts[1:]:
+        out += part
+    return out
 
 
 #: most sub-pixel samples rasterised in one vectorised pass (bounds memory for huge shapes)
@@ -457,47 +453,52 @@ _BATCH_SAMPLES = 1 << 22
 
 
 def _draw_all(canvas: np.ndarray, placed, rgbs, ss: int) -> None:
-    """Composite the placed shapes onto ``canvas`` (H × W × 3 uint8) in drawing order."""
+    """Composite the placed shapes onto ``canvas`` (H × W × 3 uint8) in drawing order.
+
+    Shapes are rasterised in groups of one kind and similar tile size (one numpy pass per
+    group, so small shapes are not padded to the largest tile), then blended one by one in
+    drawing order: ``(canvas·(255 − α) + colour·α + 127) // 255`` per channel. The largest
+    intermediate, 255·255 + 127, fits uint16 exactly, and α = 0 leaves a pixel unchanged.
+    """
     if not placed:
         return
-    kinds = np.array([SHAPES.index(s.shape) for s, _ in placed], dtype=np.int64)
+    n = len(placed)
     cx = np.array([p[0] for _, p in placed], dtype=np.float64)
     cy = np.array([p[1] for _, p in placed], dtype=np.float64)
     size = np.array([p[2] for _, p in placed], dtype=np.float64)
+    cols = np.array(rgbs, dtype=np.uint16).reshape(-1, 3)
     r = size / 2.0
     # one pixel of margin around the bounding square; pixels outside get alpha 0 exactly
     x0 = np.floor(cx - r) - 1
     y0 = np.floor(cy - r) - 1
     need = np.maximum(np.ceil(cx + r) + 1 - x0, np.ceil(cy + r) + 1 - y0).astype(np.int64)
-    start = 0
-    while start < len(placed):
-        # consecutive shapes share one pass (one square tile each) while the samples fit
-        stop, tile = start + 1, int(need[start])
-        while stop < len(placed):
-            t = max(tile, int(need[stop]))
-            if (stop + 1 - start) * (t * ss) ** 2 > _BATCH_SAMPLES:
-                break
-            stop, tile = stop + 1, t
-        sl = slice(start, stop)
-        alpha = _coverages(kinds[sl], cx[sl], cy[sl], size[sl], x0[sl], y0[sl], tile, ss)
-        for i in range(start, stop):
-            _composite(canvas, alpha[i - start], int(x0[i]), int(y0[i]), rgbs[i])
-        start = stop
-
-
-def _composite(canvas: np.ndarray, alpha: np.ndarray, ox: int, oy: int, rgb) -> None:
-    """Blend colour ``rgb`` with per-pixel ``alpha`` (0..255, tile origin (ox, oy)) in place."""
+    groups: dict = {}
+    for i, (shape, _) in enumerate(placed):
+        groups.setdefault((shape.shape, -(-int(need[i]) // 4) * 4), []).append(i)
+    blend = [None] * n
+    for (kind, tile), members in groups.items():
+        step = max(1, _BATCH_SAMPLES // (tile * ss) ** 2)
+        for k in range(0, len(members), step):
+            idx = np.array(members[k:k + step])
+            alpha = _coverages(kind, cx[idx], cy[idx], size[idx], x0[idx], y0[idx], tile, ss)
+            keep = (255 - alpha)[..., None]
+            add = alpha[..., None] * cols[idx, None, None, :] + 127
+            for j, i in enumerate(idx):
+                blend[i] = (keep[j], add[j])
     H, W, _ = canvas.shape
-    th, tw = alpha.shape
-    ax0, ay0 = max(0, ox), max(0, oy)
-    ax1, ay1 = min(W, ox + tw), min(H, oy + th)
-    if ax1 <= ax0 or ay1 <= ay0:
-        return
-    a = alpha[ay0 - oy:ay1 - oy, ax0 - ox:ax1 - ox, None]
-    region = canvas[ay0:ay1, ax0:ax1].astype(np.uint16)
-    col = np.array(rgb, dtype=np.uint16)
-    # max 255*255 + 127 < 2**16: uint16 is exact; alpha 0 leaves a pixel unchanged
-    canvas[ay0:ay1, ax0:ax1] = (region * (255 - a) + col * a + 127) // 255
+    for i in range(n):
+        keep, add = blend[i]
+        ox, oy = int(x0[i]), int(y0[i])
+        ax0, ay0 = max(0, ox), max(0, oy)
+        ax1, ay1 = min(W, ox + keep.shape[1]), min(H, oy + keep.shape[0])
+        if ax1 <= ax0 or ay1 <= ay0:
+            continue
+        ty, tx = slice(ay0 - oy, ay1 - oy), slice(ax0 - ox, ax1 - ox)
+        region = canvas[ay0:ay1, ax0:ax1].astype(np.uint16)
+        region *= keep[ty, tx]
+        region += add[ty, tx]
+        region //= 255
+        canvas[ay0:ay1, ax0:ax1] = region
 
 
 def render_array(symbol, config: RenderConfig | None = None, seed: int = 0,
