@@ -103,15 +103,25 @@ def _pre(node: Node, ctx: _Context) -> list:
 def _pre_list(nodes, ctx) -> list:
     out = []
     for n in nodes:
-        out.extend(_pre(n, ctx))
+        if type(n) is Atom:             # the common leaf, without a call
+            out.append(n)
+        else:
+            out.extend(_pre(n, ctx))
     return out
 
 
 # --------------------------------------------------------------------------- phase 2
 def _ground(nodes: list, ctx: _Context) -> list:
     out = []
+    integers = ctx.rng.integers
     for node in nodes:
-        out.extend(_ground_one(node, ctx))
+        if type(node) is Atom:          # the common leaf, inlined (hot loop); same draws
+            sh, co, si = node.shape, node.color, node.size
+            out.append(Shape(sh[int(integers(len(sh)))] if len(sh) > 1 else sh[0],
+                             co[int(integers(len(co)))] if len(co) > 1 else co[0],
+                             si[int(integers(len(si)))] if len(si) > 1 else si[0]))
+        else:
+            out.extend(_ground_one(node, ctx))
     return out
 
 
@@ -145,6 +155,8 @@ def _ground_one(node, ctx: _Context) -> list:
 
 # --------------------------------------------------------------------------- phase 3
 def _post(items: list, ctx: _Context) -> list:
+    if not any(type(item) is _Grounded for item in items):
+        return items
     out = []
     for item in items:
         if isinstance(item, _Grounded):
