@@ -191,6 +191,18 @@ def test_determinism_bytes_and_seeds(tmp_path):
     assert b"tEXt" not in data and b"iTXt" not in data and b"pHYs" not in data
     # explicit flags override the config
     assert render_to_png_bytes(text, CFG, 7, False, False) == render_to_png_bytes(text, QUIET, 7)
+    # the generator's worker path (drawing into the PNG row buffer) writes the same bytes
+    import hashlib
+
+    from nesybench.kandy.render import render_array, render_chunk
+    done = render_chunk((CFG.to_dict(), str(tmp_path), [(sym_json, 7, None, None, "c/a.png"),
+                                                        (sym_json, 8, None, None, "c/b.png")]))
+    assert (tmp_path / "c" / "a.png").read_bytes() == a
+    assert (tmp_path / "c" / "b.png").read_bytes() == render_to_png_bytes(text, CFG, 8)
+    assert done == [("c/a.png", hashlib.sha256(a).hexdigest()),
+                    ("c/b.png", hashlib.sha256(render_to_png_bytes(text, CFG, 8)).hexdigest())]
+    with pytest.raises(NesyError, match="out="):
+        render_array(text, CFG, 7, out=np.zeros((4, 4, 3), dtype=np.uint8))
 
 
 def test_noise_free_render_ignores_seed_without_random():

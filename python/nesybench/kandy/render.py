@@ -502,8 +502,10 @@ def _draw_all(canvas: np.ndarray, placed, rgbs, ss: int) -> None:
 
 
 def render_array(symbol, config: RenderConfig | None = None, seed: int = 0,
-                 noisy_color: bool | None = None, noisy_size: bool | None = None) -> np.ndarray:
-    """Like :func:`render` but returns the pixels as a ``(H, W, 3)`` uint8 array."""
+                 noisy_color: bool | None = None, noisy_size: bool | None = None,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """Like :func:`render` but returns the pixels as a ``(H, W, 3)`` uint8 array (drawn into
+    ``out`` when given: any writable ``(H, W, 3)`` uint8 array or view)."""
     cfg = config or RenderConfig()
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise NesyError(f"render seed must be a non-negative integer, got {seed!r}")
@@ -511,7 +513,14 @@ def render_array(symbol, config: RenderConfig | None = None, seed: int = 0,
     rng = np.random.Generator(np.random.PCG64(int(seed)))
     placed = layout(symbol, cfg, rng, noisy_size)
     W, H = cfg.canvas
-    canvas = _blank(H, W, cfg.background).copy()
+    if out is None:
+        canvas = _blank(H, W, cfg.background).copy()
+    else:
+        if out.shape != (H, W, 3) or out.dtype != np.uint8:
+            raise NesyError(f"render_array out= must be a ({H}, {W}, 3) uint8 array, got "
+                            f"{out.dtype} {out.shape}")
+        canvas = out
+        np.copyto(canvas, _blank(H, W, cfg.background))
     rgbs = [_rgb(cfg.colors[shape.color]) for shape, _ in placed]
     if nc and placed:
         # one (H, S, V) triple per leaf in drawing order; a single draw of N×3 normals is the
@@ -554,9 +563,21 @@ def encode_png(pixels: np.ndarray, level: int = PNG_COMPRESS_LEVEL) -> bytes:
         raise NesyError(f"encode_png needs an (H, W, 3) uint8 array, got {pixels.dtype} "
                         f"{pixels.shape}")
     h, w, _ = pixels.shape
-    raw = np.empty((h, 3 * w + 1), dtype=np.uint8)
-    raw[:, 0] = 0
+    raw = _png_rows(h, w)
     raw[:, 1:] = pixels.reshape(h, 3 * w)
+    return _png_from_rows(raw, level)
+
+
+def _png_rows(height: int, width: int) -> np.ndarray:
+    """A ``(height, 3·width + 1)`` uint8 buffer of PNG scanlines, filter bytes set to 0;
+    ``buf[:, 1:].reshape(height, width, 3)`` is a writable pixel view into it."""
+    raw = np.empty((height, 3 * width + 1), dtype=np.uint8)
+    raw[:, 0] = 0
+    return raw
+
+
+def _png_from_rows(raw: np.ndarray, level: int = PNG_COMPRESS_LEVEL) -> bytes:
+    h, w = raw.shape[0], (raw.shape[1] - 1) // 3
     return b"".join((
         b"\x89PNG\r\n\x1a\n",
         _png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)),
@@ -628,8 +649,12 @@ def render_chunk(args) -> list[tuple[str, str]]:
     root = Path(root)
     made: set = set()
     digests = []
+    rows = _png_rows(cfg.canvas[1], cfg.canvas[0])
+    pixels = rows[:, 1:].reshape(cfg.canvas[1], cfg.canvas[0], 3)
     for symbol_json, seed, noisy_color, noisy_size, relpath in jobs:
-        data = render_to_png_bytes(symbol_json, cfg, seed, noisy_color, noisy_size)
+        # drawn straight into the PNG scanline buffer: no canvas copy per picture
+        render_array(symbol_json, cfg, seed, noisy_color, noisy_size, out=pixels)
+        data = _png_from_rows(rows)
         out = root / relpath
         if out.parent not in made:
             out.parent.mkdir(parents=True, exist_ok=True)
