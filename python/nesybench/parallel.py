@@ -5,6 +5,7 @@ of workers, which is what keeps outputs byte-identical across worker counts.
 """
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -65,6 +66,9 @@ def map_streamed(fn: Callable, items: Iterable, *, workers: int = 1,
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
     pending: deque = deque()
     try:
+        # start the workers and their imports now, while the producer computes its first item
+        for _ in range(workers):
+            pool.submit(importlib.import_module, fn.__module__)
         for item in items:
             pending.append(pool.submit(fn, item))
             while len(pending) >= window:
