@@ -18,6 +18,7 @@ test: setup       ## the whole test suite (what CI runs)
 
 bench: setup      ## performance figures (see benchmarks/README.md)
 	$(PY) benchmarks/kandy_generate.py
+	$(PY) benchmarks/rudas_bench.py
 	$(PY) benchmarks/rs_count.py
 
 clean:
