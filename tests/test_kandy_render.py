@@ -292,15 +292,20 @@ def _reference_pixels(placed, rgbs, cfg):
     return img.astype(np.uint8)
 
 
-@pytest.mark.parametrize("text,seed", [
-    ("random([triangle_red_large, square_blue_small, circle_cyan_large, triangle_green_small])", 4),
-    ("in([circle_yellow_large, square_magenta_large, triangle_blue_large])", 9),
-    ("quadrant_ul([triangle_red_small])", 1),
+@pytest.mark.parametrize("text,seed,ss", [
+    ("random([triangle_red_large, square_blue_small, circle_cyan_large, triangle_green_small])",
+     4, 3),
+    ("random([triangle_red_large, square_blue_small, circle_cyan_large, triangle_green_small])",
+     4, 4),
+    ("in([circle_yellow_large, square_magenta_large, triangle_blue_large])", 9, 2),
+    ("in([circle_yellow_large, square_magenta_large, triangle_blue_large])", 9, 8),
+    ("quadrant_ul([triangle_red_small])", 1, 3),
 ])
-def test_vectorised_rasteriser_equals_per_sample_definition(text, seed):
+def test_vectorised_rasteriser_equals_per_sample_definition(text, seed, ss):
     from nesybench.kandy.render import render_array
-    # small canvas, odd supersampling, size noise on, colour noise off (exact RGB expected)
-    cfg_q = RenderConfig(canvas=(64, 48), padding=0, supersample=3, noisy_color=False,
+    # small canvas, several supersamplings (word-sum fast paths for 2/4/8, generic for 3),
+    # size noise on, colour noise off (exact RGB expected)
+    cfg_q = RenderConfig(canvas=(64, 48), padding=0, supersample=ss, noisy_color=False,
                          sizes={"small": 7, "large": 19})
     cfg = cfg_q
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -314,7 +319,7 @@ def test_vectorised_rasteriser_equals_per_sample_definition(text, seed):
     canvas = np.empty((48, 64, 3), dtype=np.uint8)
     canvas[:, :] = hex_to_rgb(cfg.background)
     from nesybench.kandy.render import _draw_all
-    _draw_all(canvas, edge, [(255, 0, 0), (0, 0, 255)], 3)
+    _draw_all(canvas, edge, [(255, 0, 0), (0, 0, 255)], ss)
     assert (canvas == _reference_pixels(edge, [(255, 0, 0), (0, 0, 255)], cfg_q)).all()
 
 
