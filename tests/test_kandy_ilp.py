@@ -352,3 +352,27 @@ def test_aleph_reads_and_induces(dataset, tmp_path, encoding):
     assert "valid(A) :-" in out, out         # a general rule, not only ground facts
     s = ilp.evaluate_theory(dataset, 15, learned, encoding, kb="minimal")
     assert s.clauses_lt >= 1 and s.errors == 0 and s.tp >= 1
+
+
+@pytest.mark.parametrize("encoding", ["natural", "pointer"])
+@pytest.mark.parametrize("kb", ["minimal", "mid"])
+def test_exported_background_stands_alone(tmp_path, encoding, kb):
+    """The .b text inlines the shared parts of kb/kandy/parts/: no include is left, and it
+    defines exactly the clauses of the knowledge-base file loaded with its includes."""
+    from nesybench.logic import prolog
+    text = ilp.bk_text(encoding, kb)
+    assert ":- include(" not in text and "same_shape(SH, [H|T])" in text
+    alone = tmp_path / "alone.pl"
+    alone.write_text(text, encoding="utf-8")
+    # internal variables start with "_": janus returns only the named results
+    clauses = ("findall(_E, (current_predicate(M:_N/_A), functor(_H, _N, _A), "
+               "predicate_property(M:_H, implementation_module(M)), "
+               "findall(_C, (clause(M:_H, _B), copy_term(_H-_B, _C), numbervars(_C, 0, _)), _Cs), "
+               "format(atom(_E), '~q', [_N/_A-_Cs])), _Es), msort(_Es, Clauses)")
+    alone_clauses = prolog.once(f"load_files(M:F, [silent(true)]), {clauses}",
+                                M=f"kb_alone_{encoding}_{kb}", F=str(alone))["Clauses"]
+    # the module the evaluator loads from kb/kandy/ilp/<encoding>_<kb>.pl (with its includes)
+    prolog.use("prolog/kandy_ilp.pl")
+    module = prolog.once("kandy_ilp:ilp_bk_module(E, K, M)", E=encoding, K=kb)["M"]
+    file_clauses = prolog.once(clauses, M=module)["Clauses"]
+    assert len(file_clauses) >= 18 and alone_clauses == file_clauses

@@ -38,139 +38,16 @@ X = square_red_small.
 */
 :- use_module(library(lists), [member/2, nth0/3, delete/3]).
 
-%   Domain of atomic shapes.
-color(red).
-color(green).
-color(blue).
-color(cyan).
-color(magenta).
-color(yellow).
-shape(triangle).
-shape(circle).
-shape(square).
-size(small).
-size(large).
 
-%   Families of compositional operators.
-non_diag(stack).
-non_diag(side_by_side).
-non_diag(stack_reduce_bb).
-non_diag(side_by_side_reduce_bb).
-non_diag(grid).
-diag(diag_ul_lr).
-diag(diag_ll_ur).
-quadrant_ul(quadrant_ul).
-quadrant_ur(quadrant_ur).
-quadrant_ll(quadrant_ll).
-quadrant_lr(quadrant_lr).
-quadrant(quadrant_ul).
-quadrant(quadrant_ur).
-quadrant(quadrant_ll).
-quadrant(quadrant_lr).
-quadrant_or_center(in).
-quadrant_or_center(X) :- quadrant(X).
-non_random(X) :- diag(X).
-non_random(X) :- non_diag(X).
-non_random(X) :- quadrant(X).
-any_composition(X) :- non_random(X).
-any_composition(random).
-line(X) :- non_diag(X), X \= grid.
-line(X) :- diag(X).
+%   The parts are shared with the ILP knowledge bases in kb/kandy/ilp/ (one text, several
+%   knowledge bases); see kb/kandy/parts/.
+:- include('parts/attributes.pl').
+:- include('parts/families.pl').
+:- include('parts/named_objects.pl').
+:- include('parts/structure_natural.pl').
 
-%   Named compound objects (Easy tasks 15-19, reused by Hard).
-
-%!  house(+C) is semidet.
-%   A triangle stacked on a square of the same size.
-house(C) :-
-    extract_op_and_chld(C, stack, [C1, C2]),
-    extract_shape(C1, triangle),
-    extract_shape(C2, square),
-    same_size(_, [C1, C2]).
-
-%!  car(+C) is semidet.
-%   Two side-by-side circles of the same size and colour.
-car(C) :-
-    extract_op_and_chld(C, side_by_side, [C1, C2]),
-    extract_shape(C1, circle),
-    extract_shape(C2, circle),
-    same_size(_, [C1, C2]),
-    same_color(_, [C1, C2]).
-
-%!  tower(+C) is semidet.
-%   Two or three stacked squares of the same size.
-tower(C) :-
-    extract_op_and_chld(C, stack, L),
-    same_shape(square, L),
-    same_size(_, L),
-    length(L, N), N >= 2, N =< 3.
-
-%!  wagon(+C) is semidet.
-%   Two or three side-by-side squares of the same size.
-wagon(C) :-
-    extract_op_and_chld(C, side_by_side, L),
-    same_shape(square, L),
-    same_size(_, L),
-    length(L, N), N >= 2, N =< 3.
-
-%!  traffic_light(+C) is semidet.
-%   Red, yellow and green circles of the same size, stacked in that order.
-traffic_light(C) :-
-    extract_op_and_chld(C, stack, [C1, C2, C3]),
-    same_shape(circle, [C1, C2, C3]),
-    same_size(_, [C1, C2, C3]),
-    extract_color(C1, red),
-    extract_color(C2, yellow),
-    extract_color(C3, green).
-
-named_object(house).
-named_object(car).
-named_object(tower).
-named_object(wagon).
-named_object(traffic_light).
-
-%!  is_named_object(?C, ?Name) is nondet.
-is_named_object(C, house) :- house(C).
-is_named_object(C, car) :- car(C).
-is_named_object(C, tower) :- tower(C).
-is_named_object(C, wagon) :- wagon(C).
-is_named_object(C, traffic_light) :- traffic_light(C).
-
-%   Attributes of atomic shapes.
-
-%!  shape_props(+T, ?Shape, ?Color, ?Size) is semidet.
-%   T is an atomic shape `Shape_Color_Size`.
-shape_props(T, SH, CO, SZ) :-
-    atom(T),
-    atomic_list_concat([SH, CO, SZ], '_', T).
-
-extract_shape(T, SH) :- shape_props(T, SH, _, _), shape(SH).
-extract_color(T, CO) :- shape_props(T, _, CO, _), color(CO).
-extract_size(T, SZ) :- shape_props(T, _, _, SZ), size(SZ).
-
-exists_shape(SH, [H|_]) :- extract_shape(H, SH).
-exists_shape(SH, [_|T]) :- exists_shape(SH, T).
-same_shape(SH, [H]) :- extract_shape(H, SH).
-same_shape(SH, [H|T]) :- extract_shape(H, SH), same_shape(SH, T).
-exists_color(CO, [H|_]) :- extract_color(H, CO).
-exists_color(CO, [_|T]) :- exists_color(CO, T).
-same_color(CO, [H]) :- extract_color(H, CO).
-same_color(CO, [H|T]) :- extract_color(H, CO), same_color(CO, T).
-exists_size(SZ, [H|_]) :- extract_size(H, SZ).
-exists_size(SZ, [_|T]) :- exists_size(SZ, T).
-same_size(SZ, [H]) :- extract_size(H, SZ).
-same_size(SZ, [H|T]) :- extract_size(H, SZ), same_size(SZ, T).
-
-%   Structure of compositions.
-
-%!  contains(+C, ?X) is nondet.
-%   X is a direct child of composition C.
-contains(C, X) :- extract_children(C, L), member(X, L).
-
-%!  recursive_contains(+C, ?X) is nondet.
-%   X is an atomic shape anywhere below C.
-recursive_contains(C, X) :- contains(C, X), atom(X).
-recursive_contains(C, X) :- contains(C, C1), recursive_contains(C1, X).
-
+%   Depth-aware structure, as printed in the paper (the base case also checks that C is a
+%   composition, which contains/2 already implies in the natural encoding).
 recursive_contains2(C, X, 0) :- contains(C, X), functor(C, _, 1).
 recursive_contains2(C, X, I) :-
     contains(C, C1),
@@ -188,37 +65,4 @@ contains_composition_depth(C, COMP, I) :-
     extract_operator(C1, COMP),
     I is J + 1.
 
-extract_operator(C, COMP) :- compound(C), functor(C, COMP, 1).
-extract_children(C, L) :- compound(C), functor(C, _, 1), arg(1, C, L).
-extract_op_and_chld(C, COMP, L) :- compound(C), functor(C, COMP, 1), arg(1, C, L).
-
-same_attribute(L) :- same_shape(_, L).
-same_attribute(L) :- same_color(_, L).
-same_attribute(L) :- same_size(_, L).
-same_non_size(L) :- same_shape(_, L).
-same_non_size(L) :- same_color(_, L).
-all_same(H, [H]).
-all_same(H, [H|T]) :- all_same(H, T).
-
-expand2([A, B], A, B).
-expand4([A, B, C, D], A, B, C, D).
-expand8([A, B, C, D, E, F, G, H], A, B, C, D, E, F, G, H).
-expand9([A, B, C, D, E, F, G, H, I], A, B, C, D, E, F, G, H, I).
-
-%   Numbers and lists.
-odd(N) :- N mod 2 =:= 1.
-even(N) :- N mod 2 =:= 0.
-first([H|_], H).
-last([H], H).
-last([_|T], X) :- last(T, X).
-prepend(X, L, [X|L]).
-droplast([_], []).
-droplast([H|T], [H|T2]) :- droplast(T, T2).
-middle([_|T], T2) :- droplast(T, T2).
-getmiddle(L, X) :- length(L, N), odd(N), N1 is div(N, 2), nth0(N1, L, X).
-dropmiddle(L, L1) :- getmiddle(L, X), delete(L, X, L1).
-less_eq(N, N1) :- N =< N1.
-less(N, N1) :- N < N1.
-greater(N, N1) :- N > N1.
-same(X, Y) :- X = Y.
-different(X, Y) :- X \= Y.
+:- include('parts/lists.pl').

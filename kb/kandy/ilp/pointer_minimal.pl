@@ -13,48 +13,8 @@
 % (shape/1, color/1, size/1), shape_props/4, atomic_object/1 and the extract_* structure
 % predicates (kept so that rules written for the natural encoding run after `sample_is(S, C)`).
 % Built-ins the learner may also use: reverse/2, length/2.
+% The clauses live in kb/kandy/parts/ (shared with kb/kandy/bk.pl); the Aleph export
+% pastes each included part in place, so the .b file stands alone.
 
-:- dynamic defined_as/3.
-:- multifile defined_as/3.
-:- dynamic sample_is/2.
-:- multifile sample_is/2.
-
-shape(triangle).
-shape(circle).
-shape(square).
-color(red).
-color(green).
-color(blue).
-color(cyan).
-color(magenta).
-color(yellow).
-size(small).
-size(large).
-
-shape_props(T, SH, CO, SZ) :- atom(T), atomic_list_concat([SH, CO, SZ], '_', T).
-extract_shape(T, SH) :- shape_props(T, SH, _, _), shape(SH).
-extract_color(T, CO) :- shape_props(T, _, CO, _), color(CO).
-extract_size(T, SZ) :- shape_props(T, _, _, SZ), size(SZ).
-
-exists_shape(SH, [H|_]) :- extract_shape(H, SH).
-exists_shape(SH, [_|T]) :- exists_shape(SH, T).
-exists_color(CO, [H|_]) :- extract_color(H, CO).
-exists_color(CO, [_|T]) :- exists_color(CO, T).
-exists_size(SZ, [H|_]) :- extract_size(H, SZ).
-exists_size(SZ, [_|T]) :- exists_size(SZ, T).
-same_shape(SH, [H]) :- extract_shape(H, SH).
-same_shape(SH, [H|T]) :- extract_shape(H, SH), same_shape(SH, T).
-same_color(CO, [H]) :- extract_color(H, CO).
-same_color(CO, [H|T]) :- extract_color(H, CO), same_color(CO, T).
-same_size(SZ, [H]) :- extract_size(H, SZ).
-same_size(SZ, [H|T]) :- extract_size(H, SZ), same_size(SZ, T).
-
-% Structure: a composition is a constant with a defined_as/3 fact.
-extract_operator(C, COMP) :- atom(C), defined_as(C, COMP, _).
-extract_children(C, L) :- atom(C), defined_as(C, _, L).
-extract_op_and_chld(C, COMP, L) :- atom(C), defined_as(C, COMP, L).
-atomic_object(X) :- atom(X), \+ defined_as(X, _, _).
-
-contains(C, X) :- defined_as(C, _, L), member(X, L).
-recursive_contains(C, X) :- contains(C, X), atomic_object(X).
-recursive_contains(C, X) :- contains(C, C1), recursive_contains(C1, X).
+:- include('../parts/structure_pointer.pl').
+:- include('../parts/attributes.pl').

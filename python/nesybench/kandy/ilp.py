@@ -24,6 +24,7 @@ import csv
 import itertools
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -134,6 +135,31 @@ def bk_file(encoding: str, kb: str) -> Path:
     _check_choice("encoding", encoding, ENCODINGS)
     _check_choice("kb", kb, KBS)
     return KB_DIR / "kandy" / "ilp" / f"{encoding}_{kb}.pl"
+
+
+_INCLUDE = re.compile(r"^:- include\('([^']+)'\)\.\s*$")
+
+
+def bk_text(encoding: str, kb: str) -> str:
+    """The knowledge base as one stand-alone text: each ``:- include('part.pl').`` line of
+    :func:`bk_file` replaced by that part (paths relative to the including file), as Aleph
+    reads the exported ``.b`` file on its own."""
+    return _inline_includes(bk_file(encoding, kb))
+
+
+def _inline_includes(path: Path, depth: int = 0) -> str:
+    if depth > 8:
+        raise NesyError("include nesting too deep", file=str(path))
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = _INCLUDE.match(line)
+        if m:
+            part = (path.parent / m[1]).resolve()
+            out.append(f"% ---- {part.relative_to(KB_DIR.parent).as_posix()} ----")
+            out.append(_inline_includes(part, depth + 1).rstrip("\n"))
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
 
 
 # --------------------------------------------------------------------------- dataset access
@@ -380,7 +406,7 @@ def _write_task_files(folder: Path, stem: str, tid: int, meta: dict,
 
     title = (f"KANDY task {tid}" + (f" '{meta['name']}'" if meta.get("name") else "")
              + f", {encoding} encoding, {kb} KB")
-    bk = bk_file(encoding, kb).read_text(encoding="utf-8")
+    bk = bk_text(encoding, kb)
     parts = [
         f"% {title}: Aleph background knowledge, modes and settings.",
         f"% Examples: {stem}.f (positives), {stem}.n (negatives), split '{split}'.",
