@@ -1,11 +1,15 @@
-"""Executors for long sweeps: local processes by default, Ray when asked, same code path.
+"""The project's one core for parallel work: spawn-based process pools and Ray start-up.
 
 ``map_ordered(fn, items, workers=...)`` returns results in input order whatever the number
-of workers, which is what keeps outputs byte-identical across worker counts.
+of workers, which is what keeps outputs byte-identical across worker counts;
+``map_streamed`` does the same for lazy producers. The sweep runner (:mod:`nesybench.runs`)
+builds its local and Ray executors on :func:`spawn_pool` and :func:`ray_init`.
 """
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import multiprocessing as mp
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -16,6 +20,60 @@ from .errors import NesyError
 
 def default_workers() -> int:
     return max(1, (mp.cpu_count() or 1))
+
+
+def spawn_pool(workers: int, *, initializer=None, initargs=()) -> ProcessPoolExecutor:
+    """A process pool of ``workers`` spawned (not forked) processes.
+
+    spawn, not fork: the parent may hold a running SWI-Prolog engine or torch threads.
+    The workers are started here, with the parent's ``__main__`` hidden from them: work
+    items name their functions by module, so a worker never needs to re-run the caller's
+    script — which is what lets an unguarded script (no ``if __name__ == "__main__":``) or
+    ``python -`` use the pool.
+    """
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                               initializer=initializer, initargs=initargs)
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__} \
+        if main is not None else {}
+    try:
+        for k in saved:
+            if k == "__spec__":
+                main.__spec__ = None
+            else:
+                del main.__dict__[k]
+        # one submit per worker spawns them all now (the pool spawns on demand)
+        warm = [pool.submit(os.getpid) for _ in range(workers)]
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
+    for fut in warm:
+        fut.result()
+    return pool
+
+
+def ray_init(address: str | None = None, num_cpus: int | None = None):
+    """Import Ray and connect to ``address`` (``HOST:PORT`` or ``auto``), or start a local
+    instance with ``num_cpus`` CPUs; returns the ``ray`` module. Errors are NesyErrors."""
+    try:
+        import ray  # noqa: PLC0415
+    except ImportError:
+        raise NesyError("the ray executor needs Ray: `pip install 'nesybench[ray]'` "
+                        "(make setup installs it)") from None
+    if ray.is_initialized():
+        return ray
+    kw = dict(ignore_reinit_error=True, log_to_driver=False, include_dashboard=False,
+              configure_logging=False)
+    try:
+        if address:
+            ray.init(address=address, **kw)
+        else:
+            ray.init(num_cpus=num_cpus, **kw)
+    except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError...
+        where = f"at {address}" if address else "locally"
+        raise NesyError(f"cannot start or reach Ray {where}: "
+                        f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+    return ray
 
 
 def map_ordered(fn: Callable, items: Sequence, *, workers: int = 1, backend: str = "process",
@@ -39,10 +97,7 @@ def map_ordered(fn: Callable, items: Sequence, *, workers: int = 1, backend: str
         for item in items:
             yield fn(item)
         return
-    # spawn, not fork: the parent may hold a running SWI-Prolog engine with threads.
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=initializer,
-                             initargs=initargs) as pool:
+    with spawn_pool(workers, initializer=initializer, initargs=initargs) as pool:
         yield from pool.map(fn, items, chunksize=chunksize)
 
 
@@ -62,8 +117,7 @@ def map_streamed(fn: Callable, items: Iterable, *, workers: int = 1,
             yield fn(item)
         return
     window = max(workers, window or 4 * workers)
-    ctx = mp.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    pool = spawn_pool(workers)
     pending: deque = deque()
     try:
         # start the workers and their imports now, while the producer computes its first item
@@ -81,12 +135,7 @@ def map_streamed(fn: Callable, items: Iterable, *, workers: int = 1,
 
 
 def _ray_map(fn: Callable, items: Iterable) -> Iterator:
-    try:
-        import ray  # noqa: PLC0415
-    except ImportError:
-        raise NesyError("the ray backend needs `pip install ray`") from None
-    if not ray.is_initialized():
-        ray.init(ignore_reinit_error=True, log_to_driver=False)
+    ray = ray_init()
     remote = ray.remote(fn)
     refs = [remote.remote(item) for item in items]
     for ref in refs:

@@ -1,0 +1,70 @@
+"""Run functions for demos, tests and the overhead benchmark.
+
+``rs_count_cell`` is a real one: the reasoning-shortcut counter on a task whose number of
+concepts is an axis (``curricula/sweeps/xor_counts.yaml``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def toy_cell(params: dict, seed: int, ctx) -> dict:
+    """A cheap, seeded cell: a noisy quadratic with a 'curve' over ``steps`` steps.
+
+    params: ``x`` (number), optional ``steps`` (int, default 3), ``fail_if`` (a value of x
+    that raises, to exercise failure handling), ``artifact`` (bool: write a small file).
+    """
+    rng = np.random.default_rng(seed)
+    x = float(params.get("x", 0.0))
+    if params.get("fail_if") is not None and x == params["fail_if"]:
+        raise ValueError(f"toy cell fails on x = {x}")
+    for step in range(int(params.get("steps", 3))):
+        ctx.log("loss", 1.0 / (step + 1) + 0.01 * rng.standard_normal(), step=step)
+    if params.get("artifact"):
+        path = ctx.artifact_dir / "values.txt"
+        path.write_text(f"{x} {seed}\n", encoding="utf-8")
+        ctx.add_artifact(path)
+    return {"y": x * x + rng.standard_normal(), "noise": float(rng.random())}
+
+
+toy_cell.params_schema = {"x": (int, float), "steps": int, "fail_if": (int, float, type(None)),
+                          "artifact": bool, "label": str}
+
+
+def sleep_cell(params: dict, seed: int, ctx) -> dict:
+    """Sleeps ``seconds`` (default 0): for measuring executor overhead."""
+    s = float(params.get("seconds", 0.0))
+    if s:
+        time.sleep(s)
+    return {"slept": s}
+
+
+sleep_cell.params_schema = {"seconds": (int, float), "i": int}
+
+
+def rs_count_cell(params: dict, seed: int, ctx) -> dict:
+    """Count the reasoning shortcuts of ``task`` (a YAML path) with ``n`` concepts of its
+    first concept group, under ``map_class`` (disentangled, perm, joint)."""
+    import yaml  # noqa: PLC0415
+
+    from .. import ROOT  # noqa: PLC0415
+    from ..shortcuts.count import count_rs  # noqa: PLC0415
+    from ..shortcuts.task import load_task  # noqa: PLC0415
+
+    path = ROOT / params["task"] if not str(params["task"]).startswith("/") else params["task"]
+    data = yaml.safe_load(open(path, encoding="utf-8"))
+    if "n" in params:
+        data["concepts"][0]["count"] = int(params["n"])
+    data["knowledge"] = str(ROOT / data["knowledge"]) if not str(
+        data["knowledge"]).startswith("/") else data["knowledge"]
+    task = load_task(data, source=str(path))
+    res = count_rs(task, map_class=params.get("map_class", "disentangled"))
+    return {"count": float(res.count), "shortcuts": float(res.count_without_identity),
+            "log10_count": float(np.log10(max(res.count, 1))), "support": res.support_size,
+            "count_seconds": res.seconds}
+
+
+rs_count_cell.params_schema = {"task": str, "n": int, "map_class": str}
+rs_count_cell.params_required = ("task",)

@@ -1,0 +1,324 @@
+"""Run a grid into a study folder, resume it, and read its results back.
+
+A study folder holds ``results.sqlite`` (see :mod:`nesybench.runs.store`), ``spec.yaml``
+(the spec as given) and ``artifacts/<cell>/`` (files cells kept). Starting a spec on a
+folder that holds the same study extends it (new axis values add cells; finished cells are
+never re-run); a different study there is refused unless ``force_new``.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ..errors import NesyError
+from .cell import CellTask
+from .executors import make_executor
+from .registry import check_params, resolve, resolve_name
+from .spec import GridSpec, load_spec
+from .store import STORE_NAME, Store
+
+
+@dataclass
+class RunSummary:
+    study: str
+    path: str
+    total: int
+    ran: int
+    done: int
+    failed: int
+    skipped: int
+    seconds: float
+    executor: str
+
+
+class Results:
+    """The results of a study: cells, final metrics as rows, curves, artifacts."""
+
+    def __init__(self, study_dir, summary: RunSummary | None = None):
+        self.path = Path(study_dir)
+        self.summary = summary
+
+    def _store(self) -> Store:
+        return Store.open(self.path)
+
+    def rows(self, status: str | None = "done") -> list[dict]:
+        """One dict per cell: axis values, rep, seed, status, seconds, each final metric."""
+        store = self._store()
+        try:
+            cells = store.cells(status)
+            finals: dict[str, dict] = {}
+            for cell_id, name, _step, value in store.metric_rows(final=True):
+                finals.setdefault(cell_id, {})[name] = value
+        finally:
+            store.close()
+        out = []
+        for c in cells:
+            row = {"cell_id": c["cell_id"], **c["axes"], "rep": c["rep"], "seed": c["seed"],
+                   "status": c["status"], "seconds": c["seconds"]}
+            row.update(finals.get(c["cell_id"], {}))
+            out.append(row)
+        return out
+
+    def curves(self, name: str | None = None) -> list[dict]:
+        """Long table of stepped metrics: cell axes, rep, name, step, value."""
+        store = self._store()
+        try:
+            cells = {c["cell_id"]: c for c in store.cells()}
+            rows = store.metric_rows(name=name, final=False)
+        finally:
+            store.close()
+        return [{"cell_id": cid, **cells[cid]["axes"], "rep": cells[cid]["rep"], "name": n,
+                 "step": s, "value": v} for cid, n, s, v in rows]
+
+    def metrics(self, name: str | None = None) -> list[dict]:
+        """Long table of every metric (final ones have step None)."""
+        store = self._store()
+        try:
+            cells = {c["cell_id"]: c for c in store.cells()}
+            rows = store.metric_rows(name=name)
+        finally:
+            store.close()
+        return [{"cell_id": cid, **cells[cid]["axes"], "rep": cells[cid]["rep"], "name": n,
+                 "step": s, "value": v} for cid, n, s, v in rows]
+
+    def failures(self) -> list[dict]:
+        store = self._store()
+        try:
+            return store.cells("failed")
+        finally:
+            store.close()
+
+    def spec(self) -> dict:
+        store = self._store()
+        try:
+            return store.study()["spec"]
+        finally:
+            store.close()
+
+    def to_dataframe(self, status: str | None = "done"):
+        """The rows as a pandas DataFrame (pandas is optional)."""
+        try:
+            import pandas as pd  # noqa: PLC0415
+        except ImportError:
+            raise NesyError("to_dataframe needs pandas (`pip install pandas`); rows() gives "
+                            "the same data as dicts") from None
+        return pd.DataFrame(self.rows(status))
+
+
+#: public alias: ``Study(path)`` opens a finished or running study for reading
+Study = Results
+
+
+@contextmanager
+def _study_lock(study_dir: Path):
+    """One driver per study at a time (a second one is refused, not blocked)."""
+    lock_path = study_dir / ".lock"
+    fh = open(lock_path, "a+")
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            who = fh.read().strip() or "another process"
+            raise NesyError(f"the study is being run by {who}", file=str(study_dir)) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM stops a sweep like Ctrl-C: running cells are dropped, finished ones kept."""
+    if sys.platform == "win32" or \
+            signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _prepare_study(spec: GridSpec, out: Path, force_new: bool) -> tuple[Store, bool]:
+    """Open or create the study's store; returns (store, created)."""
+    store_path = out / STORE_NAME
+    if out.exists() and not out.is_dir():
+        raise NesyError("is not a folder", file=str(out))
+    if store_path.exists():
+        store = Store.open(out)
+        old = store.study()["spec"]
+        same = _compatible(old, spec)
+        if same is None and not force_new:
+            store.close()
+            raise NesyError("this folder holds a different study (function, parameters, "
+                            "axes, repetitions or seed differ); use --force-new to replace it "
+                            "or another --out", file=str(out))
+        if same is None:
+            store.close()
+            for name in (STORE_NAME, STORE_NAME + "-wal", STORE_NAME + "-shm", "spec.yaml"):
+                (out / name).unlink(missing_ok=True)
+            shutil.rmtree(out / "artifacts", ignore_errors=True)
+        else:
+            merged = _merge_axes(old, spec)
+            store.set_spec(merged.to_dict(), merged.hash())
+            return store, False
+    elif out.exists() and any(p.name != ".lock" for p in out.iterdir()):
+        raise NesyError("folder exists and is not a study (no results.sqlite); choose an "
+                        "empty or new --out", file=str(out))
+    store = Store.create(out, spec.to_dict(), spec.hash(), spec.study)
+    return store, True
+
+
+def _compatible(old: dict, spec: GridSpec) -> GridSpec | None:
+    """The old spec as a GridSpec when ``spec`` may extend it, else None."""
+    old_spec = load_spec(old)
+    if old_spec.identity() != spec.identity():
+        return None
+    return old_spec
+
+
+def _merge_axes(old: dict, spec: GridSpec) -> GridSpec:
+    """Union of the axis values (old order first), so the stored spec covers every cell."""
+    merged = load_spec(old)
+    axes = {}
+    for name, values in merged.axes.items():
+        extra = [v for v in spec.axes[name] if v not in values]
+        axes[name] = values + extra
+    merged.axes = axes
+    return merged
+
+
+def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
+             address: str | None = None, fail_fast: bool = False, force_new: bool = False,
+             retry_failed: bool = True, threads: int = 1, progress: bool = True,
+             only_existing: bool = False) -> Results:
+    """Run every not-yet-done cell of ``spec`` into the study folder ``out``.
+
+    ``spec``: a :class:`GridSpec`, a mapping or a YAML path. ``executor``: ``local``
+    (``workers`` processes, default the machine's cores; 0 runs inline), ``ray``
+    (``address`` of a cluster, or a local instance with ``workers`` CPUs) or ``inline``.
+    Finished cells are committed one by one; a failing cell is recorded with its traceback
+    and the sweep goes on (``fail_fast`` stops at the first failure with an error). Returns
+    a :class:`Results` whose ``summary`` says what ran.
+    """
+    t0 = time.perf_counter()
+    spec = load_spec(spec)
+    out = Path(out)
+    # everything that can be wrong with the spec is found before anything is written
+    fn_path = resolve_name(spec.function)
+    fn = resolve(spec.function)
+    cells = spec.cells()
+    for cell in cells:
+        check_params(fn, cell.params, source=spec.source)
+    ex = make_executor(executor, workers=workers, address=address, threads=threads)
+    try:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise NesyError(f"cannot create the study folder: {exc.strerror}",
+                            file=str(out)) from None
+        with _study_lock(out):
+            store, created = _prepare_study(spec, out, force_new)
+            try:
+                if created or not (out / "spec.yaml").exists():
+                    (out / "spec.yaml").write_text(
+                        yaml.safe_dump(spec.to_dict(), sort_keys=False), encoding="utf-8")
+                if not only_existing:
+                    store.add_cells(cells)
+                store.reset_running()
+                summary = _drive(store, out, spec, fn_path, ex, fail_fast, retry_failed,
+                                 threads, progress)
+            finally:
+                store.close()
+    finally:
+        ex.close()
+    summary.seconds = time.perf_counter() - t0
+    return Results(out, summary)
+
+
+def resume(out, **kw) -> Results:
+    """Run the not-yet-done cells of the study in ``out`` (its stored spec)."""
+    store = Store.open(out)
+    try:
+        spec_dict = store.study()["spec"]
+    finally:
+        store.close()
+    return run_grid(load_spec(spec_dict, source=str(Path(out) / "spec.yaml")), out,
+                    only_existing=True, **kw)
+
+
+def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast: bool,
+           retry_failed: bool, threads: int, progress: bool) -> RunSummary:
+    pending_ids = set(store.pending(retry_failed))
+    all_cells = store.cells()
+    todo = [c for c in all_cells if c["cell_id"] in pending_ids]
+    total = len(all_cells)
+    done = failed = 0
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm  # noqa: PLC0415
+
+        bar = tqdm(total=len(todo), desc=f"{spec.study} [{ex.name}]", unit="cell",
+                   file=sys.stderr, dynamic_ncols=True)
+
+    def tasks():
+        for c in todo:
+            store.mark_running([c["cell_id"]])
+            yield CellTask(fn_path, c["cell_id"], c["params"], c["seed"], threads)
+
+    try:
+        with _sigterm_as_interrupt():
+            for outcome in ex.run(tasks()):
+                store.commit_outcome(outcome, out)
+                if outcome.status == "done":
+                    done += 1
+                else:
+                    failed += 1
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(failed=failed, refresh=False)
+                if failed and fail_fast:
+                    last = (outcome.error or "").strip().splitlines()[-1:]
+                    raise NesyError(f"cell {outcome.cell_id} failed (--fail-fast): "
+                                    f"{last[0] if last else 'error'}", file=str(out))
+    finally:
+        if bar is not None:
+            bar.close()
+    return RunSummary(study=spec.study, path=str(out), total=total, ran=done + failed,
+                      done=done, failed=failed, skipped=total - len(todo), seconds=0.0,
+                      executor=ex.name)
+
+
+def status(out) -> dict:
+    """Counts by status and an ETA from the mean duration of finished cells."""
+    store = Store.open(out)
+    try:
+        counts = store.counts()
+        study = store.study()
+        secs = [r[0] for r in store.conn.execute(
+            "SELECT seconds FROM cells WHERE status = 'done' AND seconds IS NOT NULL")]
+    finally:
+        store.close()
+    left = counts["queued"] + counts["running"] + counts["failed"]
+    mean = sum(secs) / len(secs) if secs else None
+    return {"study": study["name"], "path": str(out), **counts,
+            "total": sum(counts.values()), "mean_cell_seconds": mean,
+            "eta_seconds_one_worker": mean * left if mean is not None else None}

@@ -1,0 +1,273 @@
+"""The results store: one SQLite file per study (``<study>/results.sqlite``, WAL mode).
+
+Tables
+------
+``study``      one row: name, spec (JSON), spec hash, versions, created
+``cells``      one row per cell: id, params (JSON), one indexed column per axis, rep, seed,
+               status (queued/running/done/failed), error text, timings, host
+``metrics``    (cell, name, step, value): final metrics have step NULL, curves have steps
+``artifacts``  (cell, path relative to the study, sha256, bytes)
+
+Only the driver writes. Each finished cell is committed in one transaction (its status,
+metrics and artifact rows; the artifact files are written before the commit), so a sweep
+killed at any moment loses at most the cells that were running.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import sqlite3
+import time
+from pathlib import Path
+
+from .. import __version__
+from ..errors import NesyError
+
+STORE_NAME = "results.sqlite"
+SCHEMA_VERSION = 1
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS study (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  name TEXT NOT NULL, spec TEXT NOT NULL, spec_hash TEXT NOT NULL,
+  schema_version INTEGER NOT NULL, versions TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cells (
+  cell_id TEXT PRIMARY KEY, params TEXT NOT NULL, axes TEXT NOT NULL, rep INTEGER NOT NULL,
+  seed INTEGER NOT NULL, status TEXT NOT NULL DEFAULT 'queued', error TEXT,
+  queued REAL, started REAL, finished REAL, seconds REAL, host TEXT, pid INTEGER,
+  attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS cells_status ON cells(status);
+CREATE TABLE IF NOT EXISTS metrics (
+  cell_id TEXT NOT NULL REFERENCES cells(cell_id), name TEXT NOT NULL, step INTEGER,
+  value REAL
+);
+CREATE INDEX IF NOT EXISTS metrics_cell ON metrics(cell_id);
+CREATE INDEX IF NOT EXISTS metrics_name ON metrics(name, step);
+CREATE TABLE IF NOT EXISTS artifacts (
+  cell_id TEXT NOT NULL REFERENCES cells(cell_id), path TEXT NOT NULL, sha256 TEXT NOT NULL,
+  bytes INTEGER NOT NULL, PRIMARY KEY (cell_id, path)
+);
+"""
+
+
+def versions() -> dict:
+    out = {"nesybench": __version__, "python": platform.python_version()}
+    try:
+        from importlib.metadata import version  # noqa: PLC0415
+
+        out["torch"] = version("torch")
+    except Exception:  # noqa: BLE001 - torch is optional for the store
+        pass
+    return out
+
+
+def _axis_column(name: str) -> str:
+    return "ax_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+class Store:
+    """An open results store. Use :meth:`create` for a new study, :meth:`open` otherwise."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection):
+        self.path = path
+        self.conn = conn
+
+    # -- opening ----------------------------------------------------------------------
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.DatabaseError as exc:
+            raise NesyError(f"not a readable results store ({exc})", file=str(path)) from None
+        return conn
+
+    @classmethod
+    def open(cls, study_dir, *, must_exist: bool = True) -> "Store":
+        path = Path(study_dir) / STORE_NAME
+        if not path.is_file():
+            raise NesyError(f"no results store here (expected {STORE_NAME}); start a study "
+                            "with `nesybench runs start SPEC --out DIR`", file=str(study_dir))
+        store = cls(path, cls._connect(path))
+        try:
+            row = store.conn.execute("SELECT schema_version FROM study").fetchone()
+        except sqlite3.DatabaseError as exc:
+            store.close()
+            msg = "is locked by another process" if "locked" in str(exc) else \
+                f"is corrupt or not a results store ({exc})"
+            raise NesyError(msg, file=str(path)) from None
+        if row is None:
+            store.close()
+            raise NesyError("results store has no study row (corrupt)", file=str(path))
+        if row[0] != SCHEMA_VERSION:
+            store.close()
+            raise NesyError(f"results store schema {row[0]} (this nesybench reads "
+                            f"{SCHEMA_VERSION})", file=str(path))
+        return store
+
+    @classmethod
+    def create(cls, study_dir, spec_dict: dict, spec_hash: str, name: str) -> "Store":
+        study_dir = Path(study_dir)
+        study_dir.mkdir(parents=True, exist_ok=True)
+        path = study_dir / STORE_NAME
+        conn = cls._connect(path)
+        store = cls(path, conn)
+        conn.executescript(_SCHEMA)
+        with store.transaction():
+            conn.execute("INSERT INTO study VALUES (1, ?, ?, ?, ?, ?, ?)",
+                         (name, json.dumps(spec_dict, sort_keys=True), spec_hash,
+                          SCHEMA_VERSION, json.dumps(versions(), sort_keys=True), time.time()))
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- transactions -----------------------------------------------------------------
+    class _Tx:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def __enter__(self):
+            self.conn.execute("BEGIN IMMEDIATE")
+            return self.conn
+
+        def __exit__(self, et, ev, tb):
+            self.conn.execute("COMMIT" if et is None else "ROLLBACK")
+
+    def transaction(self):
+        return Store._Tx(self.conn)
+
+    # -- study ------------------------------------------------------------------------
+    def study(self) -> dict:
+        row = self.conn.execute(
+            "SELECT name, spec, spec_hash, versions, created FROM study").fetchone()
+        return {"name": row[0], "spec": json.loads(row[1]), "spec_hash": row[2],
+                "versions": json.loads(row[3]), "created": row[4]}
+
+    def set_spec(self, spec_dict: dict, spec_hash: str) -> None:
+        with self.transaction():
+            self.conn.execute("UPDATE study SET spec = ?, spec_hash = ?",
+                              (json.dumps(spec_dict, sort_keys=True), spec_hash))
+
+    def axis_columns(self) -> list[str]:
+        cols = [r[1] for r in self.conn.execute("PRAGMA table_info(cells)")]
+        return [c for c in cols if c.startswith("ax_")]
+
+    # -- cells ------------------------------------------------------------------------
+    def add_cells(self, cells) -> int:
+        """Insert cells that are not there yet (existing cells keep their status)."""
+        cells = list(cells)
+        have = set(self.axis_columns())
+        names = sorted({a for c in cells for a in c.axes})
+        with self.transaction():
+            for a in names:
+                col = _axis_column(a)
+                if col not in have:
+                    self.conn.execute(f'ALTER TABLE cells ADD COLUMN "{col}"')
+                    self.conn.execute(f'CREATE INDEX IF NOT EXISTS "idx_{col}" ON cells("{col}")')
+                    have.add(col)
+            before = self.conn.total_changes
+            now = time.time()
+            for c in cells:
+                cols = ["cell_id", "params", "axes", "rep", "seed", "status", "queued"]
+                vals = [c.cell_id, json.dumps(c.params, sort_keys=True),
+                        json.dumps(c.axes, sort_keys=True), c.rep, c.seed, "queued", now]
+                for a, v in c.axes.items():
+                    cols.append(_axis_column(a))
+                    vals.append(json.dumps(v) if isinstance(v, (list, dict)) else v)
+                quoted = ", ".join(f'"{x}"' for x in cols)
+                self.conn.execute(
+                    f"INSERT OR IGNORE INTO cells ({quoted}) VALUES "
+                    f"({', '.join('?' * len(vals))})", vals)
+            return self.conn.total_changes - before
+
+    def pending(self, retry_failed: bool = True) -> list[str]:
+        statuses = ("queued", "running", "failed") if retry_failed else ("queued", "running")
+        q = f"SELECT cell_id FROM cells WHERE status IN ({','.join('?' * len(statuses))})"
+        return [r[0] for r in self.conn.execute(q, statuses)]
+
+    def mark_running(self, cell_ids) -> None:
+        now = time.time()
+        with self.transaction():
+            self.conn.executemany(
+                "UPDATE cells SET status = 'running', started = ?, attempts = attempts + 1 "
+                "WHERE cell_id = ?", [(now, c) for c in cell_ids])
+
+    def commit_outcome(self, outcome, study_dir: Path) -> None:
+        """Write the artifact files, then the cell's rows, in one transaction."""
+        art_rows = []
+        for rel, data in sorted(outcome.artifacts.items()):
+            dest = Path(study_dir) / "artifacts" / outcome.cell_id / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            part = dest.with_name(dest.name + ".part")
+            part.write_bytes(data)
+            os.replace(part, dest)
+            art_rows.append((outcome.cell_id, dest.relative_to(study_dir).as_posix(),
+                             hashlib.sha256(data).hexdigest(), len(data)))
+        with self.transaction():
+            self.conn.execute("DELETE FROM metrics WHERE cell_id = ?", (outcome.cell_id,))
+            self.conn.execute("DELETE FROM artifacts WHERE cell_id = ?", (outcome.cell_id,))
+            self.conn.executemany(
+                "INSERT INTO metrics (cell_id, name, step, value) VALUES (?, ?, ?, ?)",
+                [(outcome.cell_id, n, s, v) for n, s, v in outcome.curves] +
+                [(outcome.cell_id, n, None, v) for n, v in sorted(outcome.final.items())])
+            self.conn.executemany("INSERT INTO artifacts VALUES (?, ?, ?, ?)", art_rows)
+            self.conn.execute(
+                "UPDATE cells SET status = ?, error = ?, started = ?, finished = ?, "
+                "seconds = ?, host = ?, pid = ? WHERE cell_id = ?",
+                (outcome.status, outcome.error, outcome.started, outcome.finished,
+                 outcome.finished - outcome.started, outcome.host, outcome.pid,
+                 outcome.cell_id))
+
+    def reset_running(self) -> int:
+        """Cells left 'running' by a killed driver go back to 'queued'."""
+        with self.transaction():
+            cur = self.conn.execute(
+                "UPDATE cells SET status = 'queued' WHERE status = 'running'")
+            return cur.rowcount
+
+    # -- reading ----------------------------------------------------------------------
+    def counts(self) -> dict:
+        out = {"queued": 0, "running": 0, "done": 0, "failed": 0}
+        for status, n in self.conn.execute("SELECT status, COUNT(*) FROM cells GROUP BY status"):
+            out[status] = n
+        return out
+
+    def cells(self, status: str | None = None) -> list[dict]:
+        q = ("SELECT cell_id, params, axes, rep, seed, status, error, seconds, host "
+             "FROM cells")
+        args: tuple = ()
+        if status:
+            q += " WHERE status = ?"
+            args = (status,)
+        q += " ORDER BY rowid"
+        return [{"cell_id": r[0], "params": json.loads(r[1]), "axes": json.loads(r[2]),
+                 "rep": r[3], "seed": r[4], "status": r[5], "error": r[6], "seconds": r[7],
+                 "host": r[8]} for r in self.conn.execute(q, args)]
+
+    def metric_rows(self, name: str | None = None, final: bool | None = None) -> list[tuple]:
+        q = "SELECT cell_id, name, step, value FROM metrics"
+        cond, args = [], []
+        if name is not None:
+            cond.append("name = ?")
+            args.append(name)
+        if final is True:
+            cond.append("step IS NULL")
+        elif final is False:
+            cond.append("step IS NOT NULL")
+        if cond:
+            q += " WHERE " + " AND ".join(cond)
+        q += " ORDER BY rowid"
+        return list(self.conn.execute(q, args))
+
+    def artifact_rows(self) -> list[tuple]:
+        return list(self.conn.execute(
+            "SELECT cell_id, path, sha256, bytes FROM artifacts ORDER BY cell_id, path"))
