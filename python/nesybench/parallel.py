@@ -62,6 +62,8 @@ def ray_init(address: str | None = None, num_cpus: int | None = None):
                         "(make setup installs it)") from None
     if ray.is_initialized():
         return ray
+    if address and address != "auto":
+        _check_reachable(address)
     kw = dict(ignore_reinit_error=True, log_to_driver=False, include_dashboard=False,
               configure_logging=False)
     try:
@@ -74,6 +76,23 @@ def ray_init(address: str | None = None, num_cpus: int | None = None):
         raise NesyError(f"cannot start or reach Ray {where}: "
                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
     return ray
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail in seconds, not minutes, when a Ray address does not answer (Ray itself waits
+    for its GCS for a long time)."""
+    import socket  # noqa: PLC0415
+
+    addr = address.split("://", 1)[-1]
+    host, _, port = addr.rpartition(":")
+    if not host or not port.isdigit():
+        raise NesyError(f"a Ray address is HOST:PORT (or 'auto'), got {address!r}")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise NesyError(f"cannot reach the Ray cluster at {address}: "
+                        f"{exc.strerror or exc}") from None
 
 
 def map_ordered(fn: Callable, items: Sequence, *, workers: int = 1, backend: str = "process",

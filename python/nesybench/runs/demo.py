@@ -5,6 +5,7 @@ concepts is an axis (``curricula/sweeps/xor_counts.yaml``).
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -61,9 +62,16 @@ def rs_count_cell(params: dict, seed: int, ctx) -> dict:
         data["knowledge"]).startswith("/") else data["knowledge"]
     task = load_task(data, source=str(path))
     res = count_rs(task, map_class=params.get("map_class", "disentangled"))
-    return {"count": float(res.count), "shortcuts": float(res.count_without_identity),
-            "log10_count": float(np.log10(max(res.count, 1))), "support": res.support_size,
-            "count_seconds": res.seconds}
+    out = {"log10_count": _log10(res.count), "support": res.support_size,
+           "count_seconds": res.seconds}
+    if res.count < 2 ** 1000:       # exact counts can exceed any float: keep the log then
+        out.update(count=float(res.count), shortcuts=float(res.count_without_identity))
+    return out
+
+
+def _log10(n: int) -> float:
+    """log10 of an arbitrarily large positive integer (math.log10 takes Python ints)."""
+    return math.log10(max(n, 1))
 
 
 rs_count_cell.params_schema = {"task": str, "n": int, "map_class": str}

@@ -26,6 +26,10 @@ class Executor:
     def close(self) -> None:
         pass
 
+    def abort(self) -> None:
+        """Stop at once (interrupt): running cells are dropped, not awaited."""
+        self.close()
+
 
 class InlineExecutor(Executor):
     name = "inline"
@@ -69,6 +73,15 @@ class LocalExecutor(Executor):
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
+    def abort(self) -> None:
+        procs = list(getattr(self.pool, "_processes", {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=5)
+
 
 class RayExecutor(Executor):
     """Ray tasks (one CPU each). With no ``address`` a local Ray instance with ``workers``
@@ -96,12 +109,17 @@ class RayExecutor(Executor):
                 pending.append(self.remote.remote(task))
             if not pending:
                 return
+            self._pending = pending
             done, pending = self.ray.wait(pending, num_returns=1)
             for ref in done:
                 yield self.ray.get(ref)
 
     def close(self) -> None:
         pass    # the Ray instance stays up for further sweeps in this process
+
+    def abort(self) -> None:
+        for ref in getattr(self, "_pending", []):
+            self.ray.cancel(ref, force=True)
 
 
 def make_executor(name: str = "local", *, workers: int | None = None,

@@ -157,6 +157,16 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
+def _check_folder(out: Path) -> None:
+    """Refuse a file, or a folder that holds something other than a study, up front."""
+    if out.exists() and not out.is_dir():
+        raise NesyError("is not a folder", file=str(out))
+    if out.is_dir() and not (out / STORE_NAME).exists() and \
+            any(p.name != ".lock" for p in out.iterdir()):
+        raise NesyError("folder exists and is not a study (no results.sqlite); choose an "
+                        "empty or new --out", file=str(out))
+
+
 def _prepare_study(spec: GridSpec, out: Path, force_new: bool) -> tuple[Store, bool]:
     """Open or create the study's store; returns (store, created)."""
     store_path = out / STORE_NAME
@@ -228,6 +238,7 @@ def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
     cells = spec.cells()
     for cell in cells:
         check_params(fn, cell.params, source=spec.source)
+    _check_folder(out)
     ex = make_executor(executor, workers=workers, address=address, threads=threads)
     try:
         try:
@@ -248,7 +259,10 @@ def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
                                  threads, progress)
             finally:
                 store.close()
-    finally:
+    except BaseException:
+        ex.abort()
+        raise
+    else:
         ex.close()
     summary.seconds = time.perf_counter() - t0
     return Results(out, summary)

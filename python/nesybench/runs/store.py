@@ -115,17 +115,24 @@ class Store:
 
     @classmethod
     def create(cls, study_dir, spec_dict: dict, spec_hash: str, name: str) -> "Store":
+        """Create the store whole (schema + study row in a side file, then renamed), so a
+        kill during creation never leaves a store without its study row."""
         study_dir = Path(study_dir)
         study_dir.mkdir(parents=True, exist_ok=True)
         path = study_dir / STORE_NAME
-        conn = cls._connect(path)
-        store = cls(path, conn)
+        tmp = study_dir / (STORE_NAME + ".creating")
+        for leftover in (tmp, Path(str(tmp) + "-wal"), Path(str(tmp) + "-shm")):
+            leftover.unlink(missing_ok=True)
+        conn = cls._connect(tmp)
         conn.executescript(_SCHEMA)
-        with store.transaction():
-            conn.execute("INSERT INTO study VALUES (1, ?, ?, ?, ?, ?, ?)",
-                         (name, json.dumps(spec_dict, sort_keys=True), spec_hash,
-                          SCHEMA_VERSION, json.dumps(versions(), sort_keys=True), time.time()))
-        return store
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO study VALUES (1, ?, ?, ?, ?, ?, ?)",
+                     (name, json.dumps(spec_dict), spec_hash, SCHEMA_VERSION,
+                      json.dumps(versions(), sort_keys=True), time.time()))
+        conn.execute("COMMIT")
+        conn.close()                     # checkpoints and removes the side file's WAL
+        os.replace(tmp, path)
+        return cls(path, cls._connect(path))
 
     def close(self) -> None:
         self.conn.close()
@@ -155,7 +162,7 @@ class Store:
     def set_spec(self, spec_dict: dict, spec_hash: str) -> None:
         with self.transaction():
             self.conn.execute("UPDATE study SET spec = ?, spec_hash = ?",
-                              (json.dumps(spec_dict, sort_keys=True), spec_hash))
+                              (json.dumps(spec_dict), spec_hash))
 
     def axis_columns(self) -> list[str]:
         cols = [r[1] for r in self.conn.execute("PRAGMA table_info(cells)")]

@@ -1,0 +1,195 @@
+"""``nesybench runs``: start, resume and inspect sweeps; tables, plots and exports."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+
+import click
+
+from ..errors import NesyError
+from ..io import dumps
+
+CTX = {"help_option_names": ["-h", "--help"]}
+
+
+def _executor_options(f):
+    f = click.option("--executor", "-e", type=click.Choice(["local", "ray", "inline"]),
+                     default="local", show_default=True,
+                     help="local process pool, a Ray cluster (or a local Ray), or in-process")(f)
+    f = click.option("--workers", "-j", type=int, default=None,
+                     help="processes (local) or CPUs of a local Ray instance "
+                          "[default: the machine's cores]")(f)
+    f = click.option("--address", default=None, metavar="HOST:PORT",
+                     help="Ray cluster to join (ray executor; default: start a local one)")(f)
+    f = click.option("--threads", type=int, default=1, show_default=True,
+                     help="torch/BLAS threads per cell (fixed so numbers do not depend on "
+                          "the worker count)")(f)
+    f = click.option("--fail-fast", is_flag=True, help="stop at the first failing cell")(f)
+    f = click.option("--no-retry-failed", is_flag=True,
+                     help="do not re-run cells that failed before")(f)
+    f = click.option("--quiet", "-q", is_flag=True, help="no progress bar")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")(f)
+    return f
+
+
+def _summary(res, as_json: bool) -> None:
+    s = res.summary
+    obj = {"study": s.study, "path": s.path, "executor": s.executor, "cells": s.total,
+           "ran": s.ran, "done": s.done, "failed": s.failed, "skipped_done": s.skipped,
+           "seconds": round(s.seconds, 3)}
+    if as_json:
+        click.echo(dumps(obj), nl=False)
+    else:
+        click.echo(f"{s.study}: {s.ran} cells run ({s.done} done, {s.failed} failed), "
+                   f"{s.skipped} already done, {s.total} in the study [{s.executor}, "
+                   f"{s.seconds:.1f} s] -> {s.path}")
+        if s.failed:
+            click.echo(f"  see the errors with `nesybench runs status {s.path} --failed`")
+
+
+@click.group(context_settings=CTX)
+def group():
+    """Sweeps and results: run grids of cells (local processes or Ray) into a SQLite store.
+
+    \b
+    start   run a grid spec (YAML) into a study folder
+    resume  run what a killed or failed sweep left undone
+    status  counts by status, ETA, failures
+    table   final metrics aggregated over repetitions
+    plot    a metric against an axis (or step) with 95% CI bands
+    export  the store as CSV files
+    """
+
+
+@group.command(context_settings=CTX)
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
+              help="study folder (created; an existing study of the same spec is extended)")
+@click.option("--force-new", is_flag=True,
+              help="replace a different study that is already in --out")
+@_executor_options
+def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
+          no_retry_failed, quiet, as_json):
+    """Run every cell of SPEC that is not done yet into the study folder --out."""
+    from .runner import run_grid  # noqa: PLC0415
+
+    res = run_grid(spec, out, executor=executor, workers=workers, address=address,
+                   fail_fast=fail_fast, force_new=force_new, retry_failed=not no_retry_failed,
+                   threads=threads, progress=not quiet)
+    _summary(res, as_json)
+
+
+@group.command(context_settings=CTX)
+@click.argument("study", type=click.Path(file_okay=False))
+@_executor_options
+def resume(study, executor, workers, address, threads, fail_fast, no_retry_failed, quiet,
+           as_json):
+    """Run the cells of STUDY that are not done (queued, interrupted, failed)."""
+    from .runner import resume as do_resume  # noqa: PLC0415
+
+    res = do_resume(study, executor=executor, workers=workers, address=address,
+                    fail_fast=fail_fast, retry_failed=not no_retry_failed, threads=threads,
+                    progress=not quiet)
+    _summary(res, as_json)
+
+
+@group.command(context_settings=CTX)
+@click.argument("study", type=click.Path(file_okay=False))
+@click.option("--workers", "-j", type=int, default=1, show_default=True,
+              help="workers the ETA assumes")
+@click.option("--failed", "show_failed", is_flag=True, help="print each failed cell's error")
+@click.option("--json", "as_json", is_flag=True)
+def status(study, workers, show_failed, as_json):
+    """Counts of cells by status and an ETA for the rest."""
+    from .runner import Results, status as get_status  # noqa: PLC0415
+
+    st = get_status(study)
+    if workers < 1:
+        raise NesyError(f"--workers must be >= 1, got {workers}")
+    eta = st["eta_seconds_one_worker"]
+    st["eta_seconds"] = None if eta is None else eta / workers
+    if show_failed:
+        st["failures"] = [{"cell_id": c["cell_id"], "axes": c["axes"], "rep": c["rep"],
+                           "error": c["error"]} for c in Results(study).failures()]
+    if as_json:
+        click.echo(dumps(st), nl=False)
+        return
+    left = st["queued"] + st["running"] + st["failed"]
+    eta_txt = "unknown" if st["eta_seconds"] is None else f"{st['eta_seconds']:.0f} s"
+    click.echo(f"{st['study']}: {st['done']}/{st['total']} done, {st['failed']} failed, "
+               f"{st['queued']} queued, {st['running']} interrupted/running; "
+               f"{left} left, ETA {eta_txt} with {workers} worker(s)")
+    for f in st.get("failures", []):
+        last = (f["error"] or "").strip().splitlines()
+        click.echo(f"  {f['cell_id']} {json.dumps(f['axes'])} rep {f['rep']}: "
+                   f"{last[-1] if last else '?'}")
+
+
+def _split(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not parts:
+        raise NesyError(f"empty list {value!r}")
+    return parts
+
+
+@group.command(context_settings=CTX)
+@click.argument("study", type=click.Path(file_okay=False))
+@click.option("--group-by", "-g", default=None, metavar="AXIS,...",
+              help="axes to group by [default: every axis]; '' for one row")
+@click.option("--metric", "-m", default=None, metavar="NAME,...",
+              help="final metrics to show [default: all]")
+@click.option("--agg", default="mean,std", show_default=True,
+              help="aggregates: mean, std, sem, median, min, max, count")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV on stdout")
+@click.option("--json", "as_json", is_flag=True, help="JSON rows on stdout")
+def table(study, group_by, metric, agg, as_csv, as_json):
+    """Final metrics of STUDY aggregated over repetitions (and the axes not grouped by)."""
+    from .report import format_table, table as make_table  # noqa: PLC0415
+
+    gb = [] if group_by == "" else _split(group_by)
+    header, rows = make_table(study, group_by=gb, metrics=_split(metric), agg=_split(agg))
+    if as_json:
+        click.echo(dumps([dict(zip(header, r)) for r in rows]), nl=False)
+    elif as_csv:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(header)
+        w.writerows(rows)
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        click.echo(format_table(header, rows))
+
+
+@group.command(context_settings=CTX)
+@click.argument("study", type=click.Path(file_okay=False))
+@click.option("--x", "x", required=True, help="an axis, or 'step' for curves")
+@click.option("--y", "y", required=True, help="a metric")
+@click.option("--hue", default=None, help="an axis: one line per value")
+@click.option("--out", "-o", default=None, type=click.Path(dir_okay=False),
+              help="PNG/SVG/PDF file [default: STUDY/plots/<y>_vs_<x>.png]")
+def plot(study, x, y, hue, out):
+    """Plot metric Y against X with the mean and a 95% confidence band."""
+    from .report import plot as make_plot  # noqa: PLC0415
+
+    path = make_plot(study, x=x, y=y, hue=hue, out=out)
+    click.echo(f"wrote {path}")
+
+
+@group.command(context_settings=CTX)
+@click.argument("study", type=click.Path(file_okay=False))
+@click.option("--csv", "dest", required=True, type=click.Path(file_okay=False),
+              help="folder for cells.csv, metrics.csv, artifacts.csv, study.json")
+def export(study, dest):
+    """Export the results store of STUDY as CSV files."""
+    from .report import export as do_export  # noqa: PLC0415
+
+    paths = do_export(study, dest)
+    click.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(group())

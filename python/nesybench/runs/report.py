@@ -1,0 +1,235 @@
+"""Tables, plots and exports read from a study's results store.
+
+``table``: final metrics aggregated over repetitions (and every axis not grouped by).
+``plot``: a final metric against an axis, or a stepped metric against ``step`` (curves),
+one line per value of ``hue``, with the mean and a 95 % confidence band (Student t over
+the cells aggregated into each point).
+``export``: the store as CSV files (cells, metrics, artifacts) plus the study's spec.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import NesyError
+from ..io import dumps
+from .runner import Results
+from .store import Store
+
+AGGREGATES = ("mean", "std", "median", "min", "max", "count", "sem")
+
+
+def _agg(values: list[float], how: str) -> float:
+    v = np.asarray(values, dtype=float)
+    if how == "count":
+        return float(len(v))
+    if len(v) == 0:
+        return float("nan")
+    if how == "mean":
+        return float(v.mean())
+    if how == "std":
+        return float(v.std(ddof=1)) if len(v) > 1 else 0.0
+    if how == "sem":
+        return float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
+    if how == "median":
+        return float(np.median(v))
+    if how == "min":
+        return float(v.min())
+    if how == "max":
+        return float(v.max())
+    raise NesyError(f"unknown aggregate {how!r} (choose from {', '.join(AGGREGATES)})")
+
+
+def _axes_of(study: Results) -> list[str]:
+    return list(study.spec().get("axes", {}))
+
+
+def table(study_dir, *, group_by: list[str] | None = None, metrics: list[str] | None = None,
+          agg: list[str] = ("mean", "std")) -> tuple[list[str], list[list]]:
+    """Aggregate final metrics: one row per combination of ``group_by`` values (default:
+    every axis), columns ``<metric>_<agg>`` and the number of cells ``cells``."""
+    study = Results(study_dir)
+    rows = study.rows("done")
+    axes = _axes_of(study)
+    group_by = list(axes if group_by is None else group_by)
+    for g in group_by:
+        if g not in axes and g != "rep":
+            raise NesyError(f"unknown axis {g!r} to group by (axes: {', '.join(axes) or 'none'})",
+                            file=str(study_dir))
+    for a in agg:
+        if a not in AGGREGATES:
+            raise NesyError(f"unknown aggregate {a!r} (choose from {', '.join(AGGREGATES)})")
+    fixed = set(axes) | {"cell_id", "rep", "seed", "status", "seconds"}
+    found = sorted({k for r in rows for k in r if k not in fixed})
+    metrics = found if metrics is None else list(metrics)
+    for m in metrics:
+        if m not in found and m != "seconds":
+            raise NesyError(f"unknown metric {m!r} (metrics: {', '.join(found) or 'none yet'})",
+                            file=str(study_dir))
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    order: list[tuple] = []
+    for r in rows:
+        key = tuple(json.dumps(r.get(g), sort_keys=True) for g in group_by)
+        if key not in groups:
+            order.append(key)
+        groups[key].append(r)
+    header = group_by + ["cells"] + [f"{m}_{a}" for m in metrics for a in agg]
+    out = []
+    for key in order:
+        members = groups[key]
+        row = [members[0].get(g) for g in group_by] + [len(members)]
+        for m in metrics:
+            vals = [r[m] for r in members if r.get(m) is not None]
+            row += [_agg(vals, a) for a in agg]
+        out.append(row)
+    return header, out
+
+
+def format_table(header: list[str], rows: list[list], digits: int = 4) -> str:
+    """A plain-text table with aligned columns."""
+    def fmt(v):
+        if isinstance(v, float):
+            if math.isnan(v):
+                return "nan"
+            return f"{v:.{digits}g}" if abs(v) >= 1e5 or (v != 0 and abs(v) < 1e-3) \
+                else f"{v:.{digits}f}"
+        return str(v)
+    cells = [[fmt(v) for v in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
+    return "\n".join(lines)
+
+
+def _ci(values: np.ndarray) -> tuple[float, float]:
+    """Mean and half-width of the 95 % Student-t confidence interval."""
+    from scipy import stats  # noqa: PLC0415
+
+    n = len(values)
+    mean = float(values.mean())
+    if n < 2:
+        return mean, 0.0
+    half = float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / math.sqrt(n))
+    return mean, half
+
+
+def plot(study_dir, *, x: str, y: str, hue: str | None = None, out=None,
+         title: str | None = None) -> Path:
+    """Draw ``y`` against ``x`` (an axis, or ``step`` for curves) with 95 % CI bands.
+
+    Writes ``out`` (PNG or SVG by suffix; default ``<study>/plots/<y>_vs_<x>.png``)."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    study = Results(study_dir)
+    axes = _axes_of(study)
+    if x != "step" and x not in axes:
+        raise NesyError(f"unknown x axis {x!r} (axes: {', '.join(axes)}, or step)",
+                        file=str(study_dir))
+    if hue is not None and hue not in axes:
+        raise NesyError(f"unknown hue axis {hue!r} (axes: {', '.join(axes)})",
+                        file=str(study_dir))
+    out = Path(out) if out else Path(study_dir) / "plots" / f"{y}_vs_{x}.png"
+    if out.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise NesyError("the plot file must end in .png, .svg or .pdf", file=str(out))
+    if x == "step":
+        pts = [(r["step"], r.get(hue) if hue else None, r["value"])
+               for r in study.curves(y)]
+    else:
+        pts = [(r[x], r.get(hue) if hue else None, r[y]) for r in study.rows("done")
+               if r.get(y) is not None]
+    if not pts:
+        raise NesyError(f"no values of metric {y!r}" + (" with steps" if x == "step" else ""),
+                        file=str(study_dir))
+    series: dict = defaultdict(lambda: defaultdict(list))
+    for xv, hv, yv in pts:
+        series[json.dumps(hv)][json.dumps(xv)].append(yv)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    numeric_x = all(isinstance(p[0], (int, float)) and not isinstance(p[0], bool) for p in pts)
+    for hkey in sorted(series):
+        xs_keys = list(series[hkey])
+        xs = [json.loads(k) for k in xs_keys]
+        if numeric_x:
+            order = np.argsort(xs)
+            xs_keys = [xs_keys[i] for i in order]
+            xs = [xs[i] for i in order]
+        stats_ = [_ci(np.asarray(series[hkey][k], dtype=float)) for k in xs_keys]
+        means = np.array([s[0] for s in stats_])
+        half = np.array([s[1] for s in stats_])
+        xpos = np.asarray(xs, dtype=float) if numeric_x else np.arange(len(xs))
+        label = f"{hue} = {json.loads(hkey)}" if hue else None
+        line, = ax.plot(xpos, means, marker="o", ms=3, label=label)
+        ax.fill_between(xpos, means - half, means + half, alpha=0.2, color=line.get_color())
+        if not numeric_x:
+            ax.set_xticks(xpos, [str(v) for v in xs], rotation=30, ha="right")
+    if numeric_x and all(isinstance(p[0], int) for p in pts):
+        from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(title or f"{study.spec().get('study', '')}: {y} vs {x} (mean, 95% CI)")
+    ax.grid(alpha=0.3)
+    if hue:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def export(study_dir, dest) -> list[Path]:
+    """Write ``cells.csv``, ``metrics.csv``, ``artifacts.csv`` and ``study.json`` into
+    ``dest`` (created; existing files of those names are replaced)."""
+    store = Store.open(study_dir)
+    try:
+        study = store.study()
+        cells = store.cells()
+        metric_rows = store.metric_rows()
+        art = store.artifact_rows()
+    finally:
+        store.close()
+    dest = Path(dest)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NesyError(f"cannot create the export folder: {exc.strerror}",
+                        file=str(dest)) from None
+    axes = list(study["spec"].get("axes", {}))
+    written = []
+    by_id = {c["cell_id"]: c for c in cells}
+
+    def write(name, header, rows):
+        path = dest / name
+        tmp = path.with_name(path.name + ".part")
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(header)
+            w.writerows(rows)
+        tmp.replace(path)
+        written.append(path)
+
+    write("cells.csv", ["cell_id", *axes, "rep", "seed", "status", "seconds", "host", "error"],
+          [[c["cell_id"], *(_csv(c["axes"].get(a)) for a in axes), c["rep"], c["seed"],
+            c["status"], c["seconds"], c["host"], c["error"] or ""] for c in cells])
+    write("metrics.csv", ["cell_id", *axes, "rep", "name", "step", "value"],
+          [[cid, *(_csv(by_id[cid]["axes"].get(a)) for a in axes), by_id[cid]["rep"], n,
+            "" if s is None else s, v] for cid, n, s, v in metric_rows])
+    write("artifacts.csv", ["cell_id", "path", "sha256", "bytes"], [list(r) for r in art])
+    (dest / "study.json").write_text(dumps(study), encoding="utf-8")
+    written.append(dest / "study.json")
+    return written
+
+
+def _csv(v):
+    return json.dumps(v) if isinstance(v, (list, dict)) else v
