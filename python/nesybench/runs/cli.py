@@ -34,6 +34,15 @@ def _executor_options(f):
     return f
 
 
+def _interrupted(study) -> None:
+    """Ctrl-C / SIGTERM: finished cells are in the store; exit 130 / 143."""
+    from .runner import terminated  # noqa: PLC0415
+
+    click.echo(f"nesybench: interrupted; finished cells are saved, continue with "
+               f"`nesybench runs resume {study}`", err=True)
+    sys.exit(143 if terminated() else 130)
+
+
 def _summary(res, as_json: bool) -> None:
     s = res.summary
     obj = {"study": s.study, "path": s.path, "executor": s.executor, "cells": s.total,
@@ -75,9 +84,12 @@ def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
     """Run every cell of SPEC that is not done yet into the study folder --out."""
     from .runner import run_grid  # noqa: PLC0415
 
-    res = run_grid(spec, out, executor=executor, workers=workers, address=address,
-                   fail_fast=fail_fast, force_new=force_new, retry_failed=not no_retry_failed,
-                   threads=threads, progress=not quiet)
+    try:
+        res = run_grid(spec, out, executor=executor, workers=workers, address=address,
+                       fail_fast=fail_fast, force_new=force_new,
+                       retry_failed=not no_retry_failed, threads=threads, progress=not quiet)
+    except KeyboardInterrupt:
+        _interrupted(out)
     _summary(res, as_json)
 
 
@@ -89,9 +101,12 @@ def resume(study, executor, workers, address, threads, fail_fast, no_retry_faile
     """Run the cells of STUDY that are not done (queued, interrupted, failed)."""
     from .runner import resume as do_resume  # noqa: PLC0415
 
-    res = do_resume(study, executor=executor, workers=workers, address=address,
-                    fail_fast=fail_fast, retry_failed=not no_retry_failed, threads=threads,
-                    progress=not quiet)
+    try:
+        res = do_resume(study, executor=executor, workers=workers, address=address,
+                        fail_fast=fail_fast, retry_failed=not no_retry_failed,
+                        threads=threads, progress=not quiet)
+    except KeyboardInterrupt:
+        _interrupted(study)
     _summary(res, as_json)
 
 

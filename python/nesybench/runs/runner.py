@@ -139,6 +139,14 @@ def _study_lock(study_dir: Path):
         fh.close()
 
 
+_SIGNALS: list[int] = []
+
+
+def terminated() -> bool:
+    """Whether the last interrupt of a sweep in this process came from SIGTERM."""
+    return bool(_SIGNALS) and _SIGNALS[-1] == signal.SIGTERM
+
+
 @contextmanager
 def _sigterm_as_interrupt():
     """SIGTERM stops a sweep like Ctrl-C: running cells are dropped, finished ones kept."""
@@ -148,6 +156,7 @@ def _sigterm_as_interrupt():
         return
 
     def handler(signum, frame):
+        _SIGNALS.append(signum)
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, handler)
