@@ -52,6 +52,66 @@ def test_r_score_missing_head_predicate_counts_one():
     assert r_score(["p(X) :- q(X)", "r(X) :- q(X)"], ["p(Y) :- q(Y)"]) == pytest.approx(0.5)
 
 
+def _random_rule(rng: random.Random, max_body: int) -> str:
+    vs = ["X", "Y", "Z", "W"][: rng.randint(2, 4)]
+
+    def term():
+        return rng.choice(["c0", "c1"]) if rng.random() < 0.15 else rng.choice(vs)
+
+    preds = [("q", 2), ("r", 2), ("s", 1), ("t", 3)]
+    body = []
+    for _ in range(rng.randint(0, max_body)):
+        n, a = rng.choice(preds)
+        body.append(f"{n}({','.join(term() for _ in range(a))})")
+    head = "p(X,Y)"
+    # keep it a rule whose head variables occur (R-score does not need safety, but stay close)
+    return head + (" :- " + ", ".join(body) if body else "")
+
+
+def test_rule_distance_fast_equals_brute_force_on_random_small_rules():
+    """Regression oracle (issue 14.7): the branch-and-bound / Hungarian d_R equals the literal
+    definition (every renaming x every permutation) on 300 random pairs of rules with up to
+    three body atoms, constants, repeated variables and arities 1-3."""
+    rng = random.Random(14)
+    for _ in range(300):
+        a, b = _random_rule(rng, 3), _random_rule(rng, 3)
+        assert rule_distance(a, b) == pytest.approx(rule_distance(a, b, method="brute"),
+                                                    abs=1e-12), (a, b)
+
+
+def test_r_score_of_nine_atom_learned_bodies():
+    """Issue 14.7: 9-atom learned bodies (factorial for the old permutation search: 9! pairings
+    per renaming) against hand-computed distances."""
+    extra = ", ".join(f"s{i}(A,B)" for i in range(7))
+    learned = f"p(A,B) :- q(A,C), r(C,B), {extra}"
+    # original padded with 7 placeholders (1 each), n_a = 9 + 1; head, q and r match exactly
+    assert rule_distance("p(X,Y) :- q(X,Z), r(Z,Y)", learned) == pytest.approx(7 / 10)
+    nine = ", ".join(f"q{i}(X{i},X{i + 1})" for i in range(9))
+    renamed = ", ".join(f"q{i}(V{i},V{i + 1})" for i in reversed(range(9)))
+    assert rule_distance(f"p(X0,X9) :- {nine}", f"p(V0,V9) :- {renamed}") == 0
+    assert r_score([f"p(X0,X9) :- {nine}", "p(X,Y) :- q(X,Z), r(Z,Y)"],
+                   [f"p(V0,V9) :- {renamed}", learned]) == pytest.approx(1 - (0 + 0.7) / 2)
+
+
+def test_r_score_stops_at_its_time_limit():
+    """Issue 14.7: R-score is under a time budget; when it runs out the result is the best
+    bound found (a lower bound of the R-score) and flagged partial."""
+    from nesybench.logic import prolog
+    prolog.use("prolog/rudas/rudas.pl")
+    rng = random.Random(3)
+
+    def big():
+        vs = [f"V{i}" for i in range(12)]
+        atoms = [f"{rng.choice('qrs')}({rng.choice(vs)},{rng.choice(vs)})" for _ in range(12)]
+        return f"p(V0,V1) :- {', '.join(atoms)}"
+
+    a, b = big(), big()
+    res = prolog.once("rudas:text_rule(A, _R1), rudas:text_rule(B, _R2), "
+                      "rudas_metrics:r_score([_R1], [_R2], _{time_limit:0.05}, S, P)", A=a, B=b)
+    assert res["P"] in (True, "true")
+    assert 0.0 <= float(res["S"]) <= 1.0
+
+
 # --- §5.1-5.2 Herbrand and IR measures on a hand-made dataset ------------------------------
 
 def _hand_dataset(tmp: Path) -> Path:
@@ -97,6 +157,41 @@ def test_threshold_aux_and_budget(tmp_path):
     assert m["partial"] is True and "facts" in m["budget"] and m["n_learned"] == 2
     with pytest.raises(NesyError):
         evaluate(ds, big, max_derived=2, strict_budget=True)
+
+
+def test_learned_auxiliary_predicates_are_accepted_in_any_order(tmp_path):
+    """Issue 14.8: predicates the learned file defines are accepted (either clause order),
+    and their facts are left out of the metrics as auxiliaries (paper §6)."""
+    ds = _hand_dataset(tmp_path)
+    plain = tmp_path / "plain.pl"
+    plain.write_text("t(X,Y) :- e(X,Y).\n")
+    ref = evaluate(ds, plain)
+    for text in ("inv_e(X,Y) :- e(Y,X).\nt(X,Y) :- inv_e(Y,X).\n",
+                 "t(X,Y) :- inv_e(Y,X).\ninv_e(X,Y) :- e(Y,X).\n"):
+        lp = tmp_path / "aux.pl"
+        lp.write_text(text)
+        m = evaluate(ds, lp)
+        assert m["auxiliary"] == ["inv_e/2"]
+        for k in ("tp", "fp", "fn", "tn", "herbrand_base", "h_score", "f1"):
+            assert m[k] == ref[k], k
+    bad = tmp_path / "bad.pl"
+    bad.write_text("t(X,Y) :- nowhere(X,Y).\n")
+    with pytest.raises(NesyError, match="unknown predicate nowhere/2"):
+        evaluate(ds, bad)
+
+
+def test_every_predicate_of_relations_txt_is_accepted(tmp_path):
+    """Issue 14.9: relations.txt lists the signature, also predicates with no fact anywhere;
+    the evaluator accepts rules over every predicate it lists."""
+    ds = _hand_dataset(tmp_path)
+    (ds / "relations.txt").write_text("t\ne\nzz\n")
+    lp = tmp_path / "l.pl"
+    lp.write_text("t(X,Y) :- e(X,Y).\nt(X,Y) :- zz(X,Y).\n")
+    m = evaluate(ds, lp)
+    assert (m["tp"], m["fp"], m["fn"]) == (3, 0, 0) and m["auxiliary"] == []
+    (ds / "relations.txt").write_text("t\ne\n")
+    with pytest.raises(NesyError, match="zz/2"):
+        evaluate(ds, lp)
 
 
 # --- forward chaining == clingo's least model ----------------------------------------------
