@@ -316,7 +316,8 @@ rule_distance(rule(H1, B1), rule(H2, B2), Deadline, D, Complete) :-
         term_variables(rule(H2c, B2c), V2s),
         Ctx = ctx(H1c, H2c, P1, P2, V2s, Deadline),
         maplist(unmatched, V1s, W0),
-        node_bound(Ctx, W0, [], UB0),          % every variable unmatched: exact, an upper bound
+        node_bound(Ctx, W0, [], UBNone),       % every variable unmatched: exact, an upper bound
+        heuristic_bound(Ctx, V1s, UBNone, UB0),
         nb_setval('$rd_best', UB0), nb_setval('$rd_partial', false),
         bb(V1s, [], [], Ctx),
         nb_getval('$rd_best', Best), nb_getval('$rd_partial', Partial),
@@ -386,15 +387,76 @@ affinity(V, HeadPair, P1, P2, T, Score) :-
 
 %   Lower bound of the cost (head + best pairing of the padded bodies) under the partial
 %   renaming W (V1-T pairs, T a variable of rule 2 or '$none'; Used = the Ts taken).
-node_bound(ctx(H1, H2, P1, P2, _, _), W, Used, LB) :-
+node_bound(Ctx, W, Used, LB) :- node_bound(Ctx, W, Used, LB, _).
+
+node_bound(ctx(H1, H2, P1, P2, _, _), W, Used, LB, Pairing) :-
     atom_bound(W, Used, H1, H2, DH),
     length(P1, N),
     findall(Row, ( member(A1, P1),
                    findall(C, ( member(A2, P2), atom_bound(W, Used, A1, A2, C) ), Cs),
                    Row =.. [r|Cs] ), Rows),
     M =.. [m|Rows],
-    hungarian(M, N, DB),
+    hungarian(M, N, DB, Pairing),
     LB is DH + DB.
+
+%   A good first upper bound, so that branch and bound prunes from the start: alternate
+%   (at most 4 rounds) between the best pairing for a renaming (Hungarian on the atom
+%   costs) and the best renaming for a pairing (a maximum-weight matching of the variables,
+%   weight = positions where the two variables face each other in the head or in paired
+%   atoms; Hungarian again), starting from the pairing of the root's lower bound. Every
+%   renaming it tries is a complete one, so each cost is exact.
+heuristic_bound(Ctx, V1s, UB0, UB) :-
+    node_bound(Ctx, [], [], _, Pairing),
+    heuristic_rounds(4, Ctx, V1s, Pairing, UB0, UB).
+
+heuristic_rounds(0, _, _, _, UB, UB) :- !.
+heuristic_rounds(K, Ctx, V1s, Pairing, UB0, UB) :-
+    best_renaming(Ctx, V1s, Pairing, W, Used),
+    node_bound(Ctx, W, Used, Cost, Pairing1),
+    (   Cost < UB0 - 1.0e-12
+    ->  K1 is K - 1, heuristic_rounds(K1, Ctx, V1s, Pairing1, Cost, UB)
+    ;   UB = UB0
+    ).
+
+best_renaming(ctx(H1, H2, P1, P2, V2s, _), V1s, Pairing, W, Used) :-
+    findall(A1-A2, ( member(I-J, Pairing), nth1(I, P1, A1), nth1(J, P2, A2) ), Pairs0),
+    Faced = [H1-H2|Pairs0],
+    length(V1s, K1), length(V2s, K2), S is max(K1, K2),
+    length(Rows, S),
+    foldl(weight_row(Faced, V2s, S), Rows, V1sPadded, _),
+    pad_vars(V1s, S, V1sPadded),
+    M =.. [m|Rows],
+    hungarian(M, S, _, Match),
+    foldl(renaming_pair(V1s, V2s, M), Match, [], W0),
+    reverse(W0, W1),
+    include(mapped_pair, W1, Mapped), pairs_values(Mapped, Used),
+    maplist(fill_none(W1), V1s, W).
+
+pad_vars(Vs, S, Padded) :-
+    length(Vs, K), E is S - K, length(Ex, E), maplist(=('$pad'), Ex), append(Vs, Ex, Padded).
+
+weight_row(Faced, V2s, S, Row, V, _) :-
+    length(V2s, K2), E is S - K2, length(Ex, E), maplist(=(0), Ex),
+    maplist(neg_faced(Faced, V), V2s, Ws), append(Ws, Ex, Cs),
+    Row =.. [r|Cs].
+
+neg_faced(_, V, _, 0) :- V == '$pad', !.
+neg_faced(Faced, V, T, C) :-
+    aggregate_all(count, ( member(A1-A2, Faced), A1 \== (-), A2 \== (-),
+                           functor(A1, N, Ar), functor(A2, N, Ar),
+                           arg(I, A1, X), X == V, arg(I, A2, Y), Y == T ), Cnt),
+    C is -Cnt.
+
+renaming_pair(V1s, V2s, M, I-J, W0, W) :-
+    length(V1s, K1), length(V2s, K2),
+    (   I =< K1, J =< K2, cost(M, I, J, C), C < 0
+    ->  nth1(I, V1s, V), nth1(J, V2s, T), W = [V-T|W0]
+    ;   W = W0
+    ).
+
+mapped_pair(_-T) :- T \== '$none'.
+
+fill_none(W, V, V-T) :- ( member(X-T0, W), X == V -> T = T0 ; T = '$none' ).
 
 atom_bound(_, _, -, _, 1) :- !.
 atom_bound(_, _, _, -, 1) :- !.
@@ -420,13 +482,20 @@ pos_bound(W, Used, T1, T2, M0, M) :-
 %
 %   Minimum total cost of a perfect matching of the N x N matrix Cost = m(r(C11, ..., C1N),
 %   ...) (Kuhn-Munkres with potentials, O(N^3)); 0 for N = 0.
-hungarian(_, 0, 0) :- !.
-hungarian(A, N, Min) :-
+hungarian(A, N, Min) :- hungarian(A, N, Min, _).
+
+%!  hungarian(+Cost, +N:integer, -Min:number, -Assignment:list) is det.
+%
+%   As hungarian/3; Assignment is the optimal matching as Row-Column pairs (1-based).
+hungarian(_, 0, 0, []) :- !.
+hungarian(A, N, Min, Assignment) :-
     N1 is N + 1,
     functor(U, u, N1), fill(U, 0), functor(V, v, N1), fill(V, 0),
     functor(P, p, N1), fill(P, 0), functor(Way, w, N1), fill(Way, 0),
     forall(between(1, N, I), hung_row(A, N, U, V, P, Way, I)),
-    aget(V, 0, V0), Min is -V0.
+    aget(V, 0, V0), Min is -V0,
+    findall(I-J, ( between(1, N, J), aget(P, J, I) ), Assignment0),
+    msort(Assignment0, Assignment).
 
 fill(T, X) :- functor(T, _, K), forall(between(1, K, I), nb_setarg(I, T, X)).
 aget(T, I, X) :- I1 is I + 1, arg(I1, T, X).
