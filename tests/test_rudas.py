@@ -454,3 +454,81 @@ def test_cli_suite_small(tmp_path, capsys):
     assert main(["rudas", "table", str(out), str(learned), "--json"]) == 0
     t = json.loads(capsys.readouterr().out)
     assert t["rows"][0]["h_score"] == 1.0 and t["missing"] == 11
+
+
+# --- issue 14.10-14.11: productive recursion, every rule instantiated ----------------------
+
+def _atoms(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    import re
+    return [(n, tuple(a.strip() for a in args.split(",")))
+            for n, args in re.findall(r"(\w+)\(([^)]*)\)", text)]
+
+
+def _body_holds(body, facts: set) -> bool:
+    """Naive join (XS sizes): some grounding of the body's variables makes every atom a fact."""
+    by_pred = defaultdict(list)
+    for f in facts:
+        by_pred[f[0]].append(f[1])
+
+    def go(i, env):
+        if i == len(body):
+            return True
+        name, args = body[i]
+        for tup in by_pred[name]:
+            if len(tup) != len(args):
+                continue
+            env2, ok = dict(env), True
+            for a, c in zip(args, tup):
+                if a[0].isupper():
+                    if env2.setdefault(a, c) != c:
+                        ok = False
+                        break
+                elif a != c:
+                    ok = False
+                    break
+            if ok and go(i + 1, env2):
+                return True
+        return False
+
+    return go(0, {})
+
+
+def test_recursion_is_productive_and_drawn(tmp_path):
+    """Issue 14.10: with --p-recursion no rule has its head atom in its body (16 of 48
+    recursive rules did, e.g. `p3(X0,X1) :- p3(X0,X1).`), and the manifest and the DOT picture
+    carry the recursive edge."""
+    n_rec = 0
+    for seed in range(8):
+        res = generate(RudasParams(category="rdg", size="xs", p_recursion=1.0, seed=seed),
+                       tmp_path / f"d{seed}")
+        graph = res.manifest["rule_graph"]
+        rec_edges = {(e["child"], e["parent"]) for e in graph["edges"] if e.get("recursive")}
+        dot = (tmp_path / f"d{seed}" / "rule_graph.dot").read_text()
+        for node in graph["nodes"]:
+            head_text, _, body_text = node["rule"].rstrip(".").partition(" :- ")
+            head, body = _atoms(head_text)[0], _atoms(body_text)
+            assert head not in body, node["rule"]
+            if node["head"] in node["body"]:
+                n_rec += 1
+                assert (node["id"], node["id"]) in rec_edges
+                assert f'{node["id"]} -> {node["id"]} [style=dashed, label="rec"]' in dot \
+                    or f"or_rec_{node['id']}" in dot
+    assert n_rec >= 8
+
+
+def test_every_rule_has_an_instance_in_the_evaluation_set(tmp_path):
+    """Issue 14.11: every rule has an instantiation in S' ∪ C' (MIXED XS: 6 of 283 rules had
+    none); the manifest lists the rules without one in the training sets (none here in D)."""
+    for seed in range(6):
+        res = generate(RudasParams(category="mixed", size="xs", min_components=2,
+                                   max_components=2, seed=seed), tmp_path / f"m{seed}")
+        unc = res.manifest["uncovered_rules"]
+        assert unc["eval"] == [] and unc["train_cw"] == []
+        ds = tmp_path / f"m{seed}"
+        ecw = {a for line in (ds / "eval-cw.txt").read_text().splitlines()
+               for a in _atoms(line)}
+        train = {a for line in (ds / "train.txt").read_text().splitlines() for a in _atoms(line)}
+        for node in res.manifest["rule_graph"]["nodes"]:
+            body = _atoms(node["rule"].rstrip(".").partition(" :- ")[2])
+            assert _body_holds(body, ecw), (seed, node["rule"])
+            assert _body_holds(body, train) == (node["id"] not in unc["train"]), node["rule"]

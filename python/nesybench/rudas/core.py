@@ -99,10 +99,12 @@ def _generate_into(params: RudasParams, tmp: Path) -> dict:
         "format": "rudas", "format_version": FORMAT_VERSION, "generator": f"nesybench {__version__}",
         "params": summary["params"], "seed": params.seed,
         "counts": summary["counts"], "targets": summary["targets"],
+        "uncovered_rules": summary["uncovered"],
         "predicates": summary["predicates"], "components": summary["components"],
         "rule_graph": {"nodes": summary["nodes"],
                        "edges": [{"child": n["id"], "parent": n["parent"]}
-                                 for n in summary["nodes"] if n["parent"] != "none"]},
+                                 for n in summary["nodes"] if n["parent"] != "none"]
+                       + recursive_edges(summary["nodes"])},
     }
     (tmp / "rule_graph.dot").write_text(rule_graph_dot(summary["nodes"]), encoding="utf-8")
     if shutil.which("dot"):
@@ -131,9 +133,23 @@ def _plain(x):
     return str(x)
 
 
+def recursive_edges(nodes: list[dict]) -> list[dict]:
+    """Edges of recursion (``--p-recursion``): a rule whose body has an atom of its own head
+    predicate is a parent of every rule with that head (itself included; several of them form
+    an OR node), marked ``"recursive": true``."""
+    out = []
+    for n in nodes:
+        if n["head"] in n["body"]:
+            out += [{"child": m["id"], "parent": n["id"], "recursive": True}
+                    for m in nodes if m["head"] == n["head"]]
+    return out
+
+
 def rule_graph_dot(nodes: list[dict]) -> str:
     """Graphviz DOT of the rule graph: one box per rule, an edge child -> parent, an OR node
-    (a small circle) where several rules share the head predicate of one body atom."""
+    (a small circle) where several rules share the head predicate of one body atom; recursion
+    (a body atom of the rule's own head predicate) as dashed "rec" edges from every rule with
+    that head (a self-loop, or through an OR node)."""
     lines = ["digraph rudas {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
     comps = sorted({n["component"] for n in nodes})
     for c in comps:
@@ -156,6 +172,17 @@ def rule_graph_dot(nodes: list[dict]) -> str:
             lines.extend(f"  {k} -> {orid};" for k in kids)
         else:
             lines.append(f"  {kids[0]} -> {parent};")
+    rec: dict[str, list[str]] = {}
+    for e in recursive_edges(nodes):
+        rec.setdefault(e["parent"], []).append(e["child"])
+    for parent, kids in sorted(rec.items()):
+        if len(kids) > 1:
+            orid = f"or_rec_{parent}"
+            lines.append(f'  {orid} [shape=circle, label="OR", fontsize=8];')
+            lines.append(f'  {orid} -> {parent} [style=dashed, label="rec"];')
+            lines.extend(f"  {k} -> {orid} [style=dashed];" for k in kids)
+        else:
+            lines.append(f'  {kids[0]} -> {parent} [style=dashed, label="rec"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
