@@ -564,8 +564,9 @@ class IlpScore:
     ``task_samples`` samples of the task in all splits (train, val, test), and
     ``fresh_disagreements`` of ``fresh_samples`` samples drawn anew from the task's
     curriculum (``curriculum.yaml`` of the dataset) with labels given by the ground-truth
-    rule. ``correct_generalises``: ``correct`` and no disagreement in either check (None when
-    neither check could run).
+    rule. ``correct_generalises``: ``correct`` and no disagreement in either check (the fresh
+    check is skipped, ``fresh_disagreements`` None, without ``curriculum.yaml``, rule or
+    ``fresh``).
     """
 
     task: int
