@@ -6,7 +6,7 @@
           ]).
 /** <module> Evaluating learned ILP theories on KANDY samples
 
-The ILP background knowledge files in kb/kandy/ilp/ (natural/pointer encoding x minimal/mid
+The ILP background knowledge files in kb/kandy/ilp/ (natural/pointer encoding x minimal/mid/large
 KB) are plain Prolog, written to be pasted into Aleph .b files. For evaluation each one is
 loaded once into a module of its own, kandy_ilp_bk_<Encoding>_<Kb>; a learned theory (untrusted)
 is then loaded with safe_load into a fresh module that imports it, and every example of a split
@@ -33,7 +33,7 @@ inference_limit(5 000 000).
 %   Module holds kb/kandy/ilp/<Encoding>_<Kb>.pl (loaded on first use).
 ilp_bk_module(Encoding, Kb, Module) :-
     must_be(oneof([natural, pointer]), Encoding),
-    must_be(oneof([minimal, mid]), Kb),
+    must_be(oneof([minimal, mid, large]), Kb),
     atomic_list_concat([kandy_ilp_bk, Encoding, Kb], '_', Module),
     (   current_predicate(Module:contains/2)
     ->  true

@@ -51,7 +51,7 @@ def test_every_sample_agrees_with_its_rule_and_splits_are_disjoint(tmp_path):
 def test_manifest_checksums_and_stats(tmp_path):
     generate(REF, tmp_path / "out", seed=7, images=False)
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert man["format"] == "nesybench-kandy" and man["version"] == "1.0" and man["seed"] == 7
+    assert man["format"] == "nesybench-kandy" and man["version"] == "1.1" and man["seed"] == 7
     from nesybench.io import sha256_file
     for rel, digest in man["files"].items():
         assert sha256_file(tmp_path / "out" / rel) == digest

@@ -52,6 +52,66 @@ def test_r_score_missing_head_predicate_counts_one():
     assert r_score(["p(X) :- q(X)", "r(X) :- q(X)"], ["p(Y) :- q(Y)"]) == pytest.approx(0.5)
 
 
+def _random_rule(rng: random.Random, max_body: int) -> str:
+    vs = ["X", "Y", "Z", "W"][: rng.randint(2, 4)]
+
+    def term():
+        return rng.choice(["c0", "c1"]) if rng.random() < 0.15 else rng.choice(vs)
+
+    preds = [("q", 2), ("r", 2), ("s", 1), ("t", 3)]
+    body = []
+    for _ in range(rng.randint(0, max_body)):
+        n, a = rng.choice(preds)
+        body.append(f"{n}({','.join(term() for _ in range(a))})")
+    head = "p(X,Y)"
+    # keep it a rule whose head variables occur (R-score does not need safety, but stay close)
+    return head + (" :- " + ", ".join(body) if body else "")
+
+
+def test_rule_distance_fast_equals_brute_force_on_random_small_rules():
+    """Regression oracle (issue 14.7): the branch-and-bound / Hungarian d_R equals the literal
+    definition (every renaming x every permutation) on 300 random pairs of rules with up to
+    three body atoms, constants, repeated variables and arities 1-3."""
+    rng = random.Random(14)
+    for _ in range(300):
+        a, b = _random_rule(rng, 3), _random_rule(rng, 3)
+        assert rule_distance(a, b) == pytest.approx(rule_distance(a, b, method="brute"),
+                                                    abs=1e-12), (a, b)
+
+
+def test_r_score_of_nine_atom_learned_bodies():
+    """Issue 14.7: 9-atom learned bodies (factorial for the old permutation search: 9! pairings
+    per renaming) against hand-computed distances."""
+    extra = ", ".join(f"s{i}(A,B)" for i in range(7))
+    learned = f"p(A,B) :- q(A,C), r(C,B), {extra}"
+    # original padded with 7 placeholders (1 each), n_a = 9 + 1; head, q and r match exactly
+    assert rule_distance("p(X,Y) :- q(X,Z), r(Z,Y)", learned) == pytest.approx(7 / 10)
+    nine = ", ".join(f"q{i}(X{i},X{i + 1})" for i in range(9))
+    renamed = ", ".join(f"q{i}(V{i},V{i + 1})" for i in reversed(range(9)))
+    assert rule_distance(f"p(X0,X9) :- {nine}", f"p(V0,V9) :- {renamed}") == 0
+    assert r_score([f"p(X0,X9) :- {nine}", "p(X,Y) :- q(X,Z), r(Z,Y)"],
+                   [f"p(V0,V9) :- {renamed}", learned]) == pytest.approx(1 - (0 + 0.7) / 2)
+
+
+def test_r_score_stops_at_its_time_limit():
+    """Issue 14.7: R-score is under a time budget; when it runs out the result is the best
+    bound found (a lower bound of the R-score) and flagged partial."""
+    from nesybench.logic import prolog
+    prolog.use("prolog/rudas/rudas.pl")
+    rng = random.Random(3)
+
+    def big():
+        vs = [f"V{i}" for i in range(12)]
+        atoms = [f"{rng.choice('qrs')}({rng.choice(vs)},{rng.choice(vs)})" for _ in range(12)]
+        return f"p(V0,V1) :- {', '.join(atoms)}"
+
+    a, b = big(), big()
+    res = prolog.once("rudas:text_rule(A, _R1), rudas:text_rule(B, _R2), "
+                      "rudas_metrics:r_score([_R1], [_R2], _{time_limit:0.05}, S, P)", A=a, B=b)
+    assert res["P"] in (True, "true")
+    assert 0.0 <= float(res["S"]) <= 1.0
+
+
 # --- §5.1-5.2 Herbrand and IR measures on a hand-made dataset ------------------------------
 
 def _hand_dataset(tmp: Path) -> Path:
@@ -97,6 +157,41 @@ def test_threshold_aux_and_budget(tmp_path):
     assert m["partial"] is True and "facts" in m["budget"] and m["n_learned"] == 2
     with pytest.raises(NesyError):
         evaluate(ds, big, max_derived=2, strict_budget=True)
+
+
+def test_learned_auxiliary_predicates_are_accepted_in_any_order(tmp_path):
+    """Issue 14.8: predicates the learned file defines are accepted (either clause order),
+    and their facts are left out of the metrics as auxiliaries (paper §6)."""
+    ds = _hand_dataset(tmp_path)
+    plain = tmp_path / "plain.pl"
+    plain.write_text("t(X,Y) :- e(X,Y).\n")
+    ref = evaluate(ds, plain)
+    for text in ("inv_e(X,Y) :- e(Y,X).\nt(X,Y) :- inv_e(Y,X).\n",
+                 "t(X,Y) :- inv_e(Y,X).\ninv_e(X,Y) :- e(Y,X).\n"):
+        lp = tmp_path / "aux.pl"
+        lp.write_text(text)
+        m = evaluate(ds, lp)
+        assert m["auxiliary"] == ["inv_e/2"]
+        for k in ("tp", "fp", "fn", "tn", "herbrand_base", "h_score", "f1"):
+            assert m[k] == ref[k], k
+    bad = tmp_path / "bad.pl"
+    bad.write_text("t(X,Y) :- nowhere(X,Y).\n")
+    with pytest.raises(NesyError, match="unknown predicate nowhere/2"):
+        evaluate(ds, bad)
+
+
+def test_every_predicate_of_relations_txt_is_accepted(tmp_path):
+    """Issue 14.9: relations.txt lists the signature, also predicates with no fact anywhere;
+    the evaluator accepts rules over every predicate it lists."""
+    ds = _hand_dataset(tmp_path)
+    (ds / "relations.txt").write_text("t\ne\nzz\n")
+    lp = tmp_path / "l.pl"
+    lp.write_text("t(X,Y) :- e(X,Y).\nt(X,Y) :- zz(X,Y).\n")
+    m = evaluate(ds, lp)
+    assert (m["tp"], m["fp"], m["fn"]) == (3, 0, 0) and m["auxiliary"] == []
+    (ds / "relations.txt").write_text("t\ne\n")
+    with pytest.raises(NesyError, match="zz/2"):
+        evaluate(ds, lp)
 
 
 # --- forward chaining == clingo's least model ----------------------------------------------
@@ -359,3 +454,81 @@ def test_cli_suite_small(tmp_path, capsys):
     assert main(["rudas", "table", str(out), str(learned), "--json"]) == 0
     t = json.loads(capsys.readouterr().out)
     assert t["rows"][0]["h_score"] == 1.0 and t["missing"] == 11
+
+
+# --- issue 14.10-14.11: productive recursion, every rule instantiated ----------------------
+
+def _atoms(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    import re
+    return [(n, tuple(a.strip() for a in args.split(",")))
+            for n, args in re.findall(r"(\w+)\(([^)]*)\)", text)]
+
+
+def _body_holds(body, facts: set) -> bool:
+    """Naive join (XS sizes): some grounding of the body's variables makes every atom a fact."""
+    by_pred = defaultdict(list)
+    for f in facts:
+        by_pred[f[0]].append(f[1])
+
+    def go(i, env):
+        if i == len(body):
+            return True
+        name, args = body[i]
+        for tup in by_pred[name]:
+            if len(tup) != len(args):
+                continue
+            env2, ok = dict(env), True
+            for a, c in zip(args, tup):
+                if a[0].isupper():
+                    if env2.setdefault(a, c) != c:
+                        ok = False
+                        break
+                elif a != c:
+                    ok = False
+                    break
+            if ok and go(i + 1, env2):
+                return True
+        return False
+
+    return go(0, {})
+
+
+def test_recursion_is_productive_and_drawn(tmp_path):
+    """Issue 14.10: with --p-recursion no rule has its head atom in its body (16 of 48
+    recursive rules did, e.g. `p3(X0,X1) :- p3(X0,X1).`), and the manifest and the DOT picture
+    carry the recursive edge."""
+    n_rec = 0
+    for seed in range(8):
+        res = generate(RudasParams(category="rdg", size="xs", p_recursion=1.0, seed=seed),
+                       tmp_path / f"d{seed}")
+        graph = res.manifest["rule_graph"]
+        rec_edges = {(e["child"], e["parent"]) for e in graph["edges"] if e.get("recursive")}
+        dot = (tmp_path / f"d{seed}" / "rule_graph.dot").read_text()
+        for node in graph["nodes"]:
+            head_text, _, body_text = node["rule"].rstrip(".").partition(" :- ")
+            head, body = _atoms(head_text)[0], _atoms(body_text)
+            assert head not in body, node["rule"]
+            if node["head"] in node["body"]:
+                n_rec += 1
+                assert (node["id"], node["id"]) in rec_edges
+                assert f'{node["id"]} -> {node["id"]} [style=dashed, label="rec"]' in dot \
+                    or f"or_rec_{node['id']}" in dot
+    assert n_rec >= 8
+
+
+def test_every_rule_has_an_instance_in_the_evaluation_set(tmp_path):
+    """Issue 14.11: every rule has an instantiation in S' ∪ C' (MIXED XS: 6 of 283 rules had
+    none); the manifest lists the rules without one in the training sets (none here in D)."""
+    for seed in range(6):
+        res = generate(RudasParams(category="mixed", size="xs", min_components=2,
+                                   max_components=2, seed=seed), tmp_path / f"m{seed}")
+        unc = res.manifest["uncovered_rules"]
+        assert unc["eval"] == [] and unc["train_cw"] == []
+        ds = tmp_path / f"m{seed}"
+        ecw = {a for line in (ds / "eval-cw.txt").read_text().splitlines()
+               for a in _atoms(line)}
+        train = {a for line in (ds / "train.txt").read_text().splitlines() for a in _atoms(line)}
+        for node in res.manifest["rule_graph"]["nodes"]:
+            body = _atoms(node["rule"].rstrip(".").partition(" :- ")[2])
+            assert _body_holds(body, ecw), (seed, node["rule"])
+            assert _body_holds(body, train) == (node["id"] not in unc["train"]), node["rule"]

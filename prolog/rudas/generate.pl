@@ -192,9 +192,10 @@ generate(Params, Dir, Summary) :-
     generate_rules(P, Graph, Rules),
     Graph = graph(Comps, Nodes, Preds, Targets),
     constants(P, Consts),
-    facts_attempts(P, 1, Nodes, Comps, Rules, Consts, Targets, Preds, Sets),
+    facts_attempts(P, 1, none, Nodes, Comps, Rules, Consts, Targets, Preds, Sets-Uncovered),
     write_dataset(Dir, P, Rules, Preds, Targets, Sets),
-    summary(P, Graph, Rules, Sets, Summary).
+    summary(P, Graph, Rules, Sets, Summary0),
+    Summary = Summary0.put(uncovered, Uncovered).
 
 constants(P, Consts) :-
     N is P.n_constants - 1,
@@ -361,7 +362,7 @@ build_node(P, HeadPreds, BasePreds, C, Level, Parent, Head, t(_, Slots), [Node|N
     functor(Head, HN, HA),
     % body atoms: expanded slots take a fresh head predicate, base ones a base predicate
     maplist(slot_atom(HeadPreds, BasePreds, HN/HA), Slots, Atoms, Kids),
-    fill_terms(P, Head, Atoms),
+    fill_productive(P, Head, Atoms),
     Body = Atoms,
     Level1 is Level + 1,
     foldl(build_kids(P, HeadPreds, BasePreds, C, Level1, Id0), Kids, Ns0, Ns).
@@ -378,6 +379,20 @@ build_kids(P, HP, BP, C, Level, Parent, kids(Atom, Alts), Ns0, Ns) :-
 
 build_alt(N, A, P, HP, BP, C, Level, Parent, T, L0, L) :-
     functor(H, N, A), build_node(P, HP, BP, C, Level, Parent, H, T, L0, L).
+
+%   fill_terms/3, redrawn (up to 50 times, then the whole rule graph is redrawn) while a
+%   body atom equals the head: a recursive atom must differ from the head, so that
+%   recursion is productive (`p3(X0,X1) :- p3(X0,X1)` derives nothing). Without a recursive
+%   slot no body atom can equal the head (the head predicate is fresh), so the first draw is
+%   kept and the random stream is the one of earlier versions.
+fill_productive(P, Head, Atoms) :-
+    between(1, 50, _),
+    copy_term(Head-Atoms, H1-A1),
+    fill_terms(P, H1, A1),
+    \+ ( member(B, A1), B == H1 ),
+    !,
+    Head = H1, Atoms = A1.
+fill_productive(_, _, _) :- throw(rudas_retry).
 
 %   Head variables at distinct random positions of the body, then the other positions by
 %   the probabilities p_h, p_v, p_c, p_f of §4.
@@ -412,18 +427,61 @@ fill_pos(P, Atoms, HVs, HPairs, K-I, Seen0, Seen) :-
 %   variables join widely), so a training set may miss its size class; then the facts are
 %   drawn again, up to 20 times, and if no draw fits the generator fails with an error
 %   (it never writes a dataset outside its size class).
-facts_attempts(P, K, Nodes, Comps, Rules, Consts, Targets, Preds, Sets) :-
+%
+%   For S' every component's first instantiation is a full one (every OR alternative;
+%   grow_loop), so every rule has an instance in S' ∪ C'. The training sets (D = S ∪ C, and
+%   D with n_OW and noise applied) are grown to their size class first and can miss a rule
+%   (an OR alternative never chosen, an instance removed by noise); a draw inside the size class is redrawn
+%   (within the first 10 attempts) while a rule has no instantiation (its body true for some
+%   grounding) in S' ∪ C', D or the training set. If no such draw comes, the first draw
+%   inside the size class is kept and Uncovered = _{eval:Ids, train_cw:Ids, train:Ids} names
+%   the rules without an instance (written to the manifest as uncovered_rules).
+facts_attempts(P, K, First, Nodes, Comps, Rules, Consts, Targets, Preds, Result) :-
     facts_phase(P, Nodes, Comps, Rules, Consts, Targets, Preds, Sets0),
     length(Sets0.train, N),
     (   N >= P.size_min, N =< P.size_max
-    ->  Sets = Sets0
+    ->  uncovered_rules(Nodes, Sets0, Unc),
+        (   Unc == _{eval:[], train_cw:[], train:[]}
+        ->  Result = Sets0-Unc
+        ;   ( First == none -> First1 = Sets0-Unc ; First1 = First ),
+            (   K >= 10
+            ->  Result = First1
+            ;   K1 is K + 1,
+                facts_attempts(P, K1, First1, Nodes, Comps, Rules, Consts, Targets, Preds, Result)
+            )
+        )
+    ;   First \== none, K >= 10
+    ->  Result = First
     ;   K >= 20
     ->  length(Rules, NR),
         err("could not draw a training set inside size class ~w (~w..~w facts) in 20 attempts (the last had ~w): one instantiation of the ~w rules adds too many facts; use a larger size class, fewer components or a smaller depth, or set n_facts",
             [P.size, P.size_min, P.size_max, N, NR])
     ;   K1 is K + 1,
-        facts_attempts(P, K1, Nodes, Comps, Rules, Consts, Targets, Preds, Sets)
+        facts_attempts(P, K1, First, Nodes, Comps, Rules, Consts, Targets, Preds, Result)
     ).
+
+%!  uncovered_rules(+Nodes, +Sets, -Uncovered:dict) is det.
+%
+%   Ids of the rules whose body holds for no grounding in S' ∪ C' (eval) and in the
+%   training set (train).
+uncovered_rules(Nodes, Sets, _{eval:E, train_cw:D, train:T}) :-
+    uncovered_in(Nodes, Sets.eval_cw, E),
+    uncovered_in(Nodes, Sets.cw, D),
+    uncovered_in(Nodes, Sets.train, T).
+
+uncovered_in(Nodes, Facts, Ids) :-
+    M = rudas_cover_db,
+    forall(member(node(_, _, _, _, rule(_, B)), Nodes),
+           forall(member(A, B), ( functor(A, N, Ar), dynamic(M:N/Ar) ))),
+    forall(member(F, Facts), ( functor(F, N, Ar), dynamic(M:N/Ar), assertz(M:F) )),
+    findall(Id, ( member(node(Id, _, _, _, rule(_, B)), Nodes),
+                  \+ body_holds(M, B) ), Ids),
+    forall(( current_predicate(M:N/Ar), functor(H, N, Ar),
+             \+ predicate_property(M:H, imported_from(_)) ),
+           retractall(M:H)).
+
+body_holds(M, B) :- copy_term(B, B1), once(maplist(call_in(M), B1)).
+call_in(M, A) :- call(M:A).
 
 facts_phase(P, Nodes, Comps, Rules, Consts, Targets, Preds, Sets) :-
     make_index(Nodes, Index),
@@ -464,16 +522,24 @@ grow(P, Index, _NComps, Rules, Consts, Goal, Phase, S, C) :-
         store_free(Store)).
 
 grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, SAcc, CAcc, S, C) :-
-    grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, 1, 0, SAcc, CAcc, S, C).
+    grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, 1, 0, [], SAcc, CAcc,
+              S, C).
 
 %   B: the batch size (instantiation rounds before the next saturation); Yield: facts per
 %   step in the last batch. Batches double while far from the goal, and shrink to single
 %   rounds near it; when one round (every component once) would add more than the room
 %   left, B becomes 0: from then on one random component is instantiated per step, so
 %   the size class is not overshot by more than one component instantiation.
-grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yield, SAcc, CAcc, S, C) :-
+%   Done lists the components instantiated so far. For S' (Phase eval, no size class) the
+%   loop does not stop before every component has been instantiated once, and single steps
+%   take a component not yet done first, fully (every OR alternative): every rule then has
+%   an instance in S' ∪ C' (issue 14.11). The training phase keeps its size class first;
+%   its coverage is checked by facts_attempts/10.
+grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yield, Done,
+          SAcc, CAcc, S, C) :-
     estimate(P, Phase, NS, NC, Est),
-    (   Est >= Goal
+    length(Index, NAll), length(Done, NDone),
+    (   Est >= Goal, ( Phase == train -> true ; NDone >= NAll )
     ->  append(SAcc, S), append(CAcc, C)
     ;   Stall > 200
     ->  err("could not reach ~w facts (size class ~w): only ~w distinct facts after ~w rounds; use more constants (n_constants=~w) or a smaller size",
@@ -494,9 +560,15 @@ grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yie
         ),
         ignore(Hi = Hi),
         (   B1 =:= 0
-        ->  random_member(Comp, Index),
-            batch(P, [Comp], Iter, 1, Consts, [], Support), Steps = 1, Rounds = 1 / NComps
-        ;   batch(P, Index, Iter, B1, Consts, [], Support), Steps = B1, Rounds = B1
+        ->  (   Phase == eval, member(Comp, Index), Comp = K-_, \+ memberchk(K, Done)
+            ->  IterB = 0                       % its first instantiation: full (every OR
+            ;   random_member(Comp, Index),     % alternative), so every rule has an instance
+                IterB = Iter
+            ),
+            Comp = CK-_, ( memberchk(CK, Done) -> Done1 = Done ; Done1 = [CK|Done] ),
+            batch(P, [Comp], IterB, 1, Consts, [], Support), Steps = 1, Rounds = 1 / NComps
+        ;   batch(P, Index, Iter, B1, Consts, [], Support), Steps = B1, Rounds = B1,
+            pairs_keys(Index, Done1)
         ),
         store_add(Store, Support, New),
         store_saturate(Store, New, [], Derived, _),
@@ -508,7 +580,7 @@ grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yie
         (   B1 =:= 0, Iter =:= 0, Yield1 * 2 =< Goal - Est1 -> BNext = 1 ; BNext = B1 ),
         ( N1 + N2 =:= 0 -> Stall1 is Stall + 1 ; Stall1 = 0 ),
         grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter1, Stall1, NS1, NC1, BNext, Yield1,
-                  [New|SAcc], [Derived|CAcc], S, C)
+                  Done1, [New|SAcc], [Derived|CAcc], S, C)
     ).
 
 estimate(_, eval, NS, NC, Est) :- !, Est is NS + NC.

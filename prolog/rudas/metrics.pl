@@ -6,7 +6,11 @@
             counts_metrics/3,        % +Counts:dict, +U, -Metrics:dict
             atom_distance/4,         % +Atom1, +Atom2, +Renaming, -D
             rule_distance/3,         % +Rule1, +Rule2, -D
-            r_score/3                % +Original, +Learned, -Score
+            rule_distance/5,         % +Rule1, +Rule2, +Deadline, -D, -Complete
+            rule_distance_brute/3,   % +Rule1, +Rule2, -D (test oracle)
+            hungarian/3,             % +CostMatrix, +N, -MinCost
+            r_score/3,               % +Original, +Learned, -Score
+            r_score/5                % +Original, +Learned, +Options, -Score, -Partial
           ]).
 /** <module> RuDaS evaluation measures (paper §5)
 
@@ -26,12 +30,16 @@ With I(R,F) the facts derived from F by R, excluding F (rudas_chase:chase/5):
     and over pairings of body atoms (the shorter body padded with placeholders, distance 1).
     d_A(a1, a2, ω) = 1 for different predicates/arities, else the number of argument
     positions that do not match under ω divided by 2·arity (1/4 per position for binary
-    atoms, as in the paper). Constants match only the same constant.
+    atoms, as in the paper). Constants match only the same constant. Computed by branch and
+    bound over renamings with the best pairing per (partial) renaming as an assignment
+    problem (Hungarian algorithm), not by trying every permutation: see rule_distance/5.
 */
 :- use_module(library(lists)).
 :- use_module(library(apply)).
 :- use_module(library(pairs)).
 :- use_module(library(ordsets)).
+:- use_module(library(yall)).
+:- use_module(library(aggregate)).
 :- use_module(chase).
 
 %!  evaluate_safe(+Dir, +LearnedFile, +Options:dict, -Result:dict, -Error:dict) is det.
@@ -61,11 +69,29 @@ evaluate(Dir, File, Options, Result) :-
     include(above(Th), Learned0, Kept),
     pairs_values(Kept, Learned),
     length(Learned0, NAll), length(Learned, NKept),
+    learned_auxiliaries(Learned0, Known, AutoAux),
     opt(Options, max_derived, 5000000, Max),
     opt(Options, time_limit, 600, TL),
-    herbrand_metrics(Orig, Learned, Support, _{aux:Aux, max_derived:Max, time_limit:TL}, HM),
-    r_score(Orig, Learned, RS),
-    Result = HM.put(_{r_score:RS, rules_learned:NAll, rules_used:NKept}).
+    get_time(T0),
+    herbrand_metrics(Orig, Learned, Support,
+                     _{aux:Aux, aux_pis:AutoAux, max_derived:Max, time_limit:TL}, HM),
+    %   R-score gets what is left of the time budget (at least 1 s): on time-out it is the
+    %   best bound found so far (a lower bound on the true R-score) and r_score_partial is true.
+    get_time(T1),
+    (   TL == inf -> RTL = inf ; RTL is max(1.0, TL - (T1 - T0)) ),
+    r_score(Orig, Learned, _{time_limit:RTL}, RS, RPartial),
+    maplist([N/A, S]>>format(string(S), "~w/~w", [N, A]), AutoAux, AuxS),
+    Result = HM.put(_{r_score:RS, r_score_partial:RPartial, rules_learned:NAll,
+                      rules_used:NKept, auxiliary:AuxS}).
+
+%!  learned_auxiliaries(+Learned:list, +Known:list, -Aux:list) is det.
+%
+%   Name/Arity of the predicates the learned rules define that are not predicates of the
+%   dataset (paper §6: auxiliary predicates; their facts are left out of the metrics).
+learned_auxiliaries(Learned, Known, Aux) :-
+    findall(N/A, ( member(_-rule(H, _), Learned), functor(H, N, A),
+                   \+ memberchk(N/A, Known), \+ memberchk(name(N), Known) ), Aux0),
+    sort(Aux0, Aux).
 
 to_atom(X, A) :- ( atom(X) -> A = X ; atom_string(A, X) ).
 opt(D, K, Def, V) :- ( get_dict(K, D, V0), V0 \== null -> V = V0 ; V = Def ).
@@ -78,9 +104,21 @@ known_preds(Orig, Support, Dir, Known) :-
     dir_file(Dir, 'train.txt', TF),
     (   exists_file(TF) -> read_facts(TF, Tr), findall(N/A, ( member(F, Tr), functor(F, N, A) ), K3)
     ;   K3 = [] ),
+    append([K1, K2, K3], K0), sort(K0, Known0),
+    %   relations.txt lists the signature by name, including predicates that occur in no
+    %   other file (the generator draws n_predicates names, not all of them used): a learned
+    %   rule may use those with any arity (name(N) entries); a name that does occur keeps its
+    %   arity.
     dir_file(Dir, 'relations.txt', RelF),
-    (   exists_file(RelF) -> true ; true ),
-    append([K1, K2, K3], K0), sort(K0, Known).
+    (   exists_file(RelF)
+    ->  read_file_to_string(RelF, RelS, []),
+        split_string(RelS, "\n", " \t\r", Lines),
+        findall(name(N), ( member(L, Lines), L \== "", atom_string(N, L),
+                           \+ memberchk(N/_, Known0) ), Ns)
+    ;   Ns = [] ),
+    append(Known0, Ns, Known).
+
+known_pred(Known, N/A) :- ( memberchk(N/A, Known) -> true ; memberchk(name(N), Known) ).
 
 %!  read_learned(+File, +Known:list, +Aux:list, -Outcome) is det.
 %
@@ -125,8 +163,18 @@ bind_name(N = V) :- ( var(V) -> V = '$VAR'(N) ; true ).
 clause_text(Line, T, Txt) :-
     (   recorded('$rudas_clause_text', Line-Txt0) -> Txt = Txt0 ; format(string(Txt), "~q", [T]) ).
 
-check_learned([], _, _, ok([])).
-check_learned([Line-T|Ts], Known, Aux, Outcome) :-
+%   Every predicate that a learned clause defines (its head) is accepted in every body, in
+%   any order of the clauses: learned auxiliary predicates (predicate invention, e.g.
+%   `inv_p2(X,Y) :- p2(Y,X).`) need no --aux. Which of them are auxiliaries (defined by the
+%   learned file but not a predicate of the dataset) is decided by learned_auxiliaries/3.
+check_learned(Cls, Known, Aux, Outcome) :-
+    findall(N/A, ( member(_-T, Cls), learned_rule(T, _, rule(H, _), ok), functor(H, N, A) ),
+            Defined),
+    append(Known, Defined, Known1),
+    check_learned_(Cls, Known1, Aux, Outcome).
+
+check_learned_([], _, _, ok([])).
+check_learned_([Line-T|Ts], Known, Aux, Outcome) :-
     (   learned_rule(T, Conf, Rule, Why)
     ->  (   Why \== ok
         ->  Outcome = error(bad_rule, Line, Why)
@@ -137,12 +185,10 @@ check_learned([Line-T|Ts], Known, Aux, Outcome) :-
                 format(string(M), "unsafe rule: a head variable does not occur in the body of ~w", [Txt]),
                 Outcome = error(unsafe, Line, M)
             ;   findall(N/A, ( member(X, [H|B]), functor(X, N, A) ), PIs),
-                member(N/A, PIs), \+ memberchk(N/A, Known), \+ memberchk(N, Aux),
-                \+ ( member(_-T2, Ts), learned_rule(T2, _, rule(H2, _), _), functor(H2, N, A) ),
-                \+ ( functor(H, N, A), fail )
-            ->  format(string(M), "unknown predicate ~w/~w (not in the dataset; list auxiliary predicates with --aux)", [N, A]),
+                member(N/A, PIs), \+ known_pred(Known, N/A), \+ memberchk(N, Aux)
+            ->  format(string(M), "unknown predicate ~w/~w (not in the dataset and defined by no learned rule)", [N, A]),
                 Outcome = error(unknown_predicate, Line, M)
-            ;   check_learned(Ts, Known, Aux, O1),
+            ;   check_learned_(Ts, Known, Aux, O1),
                 (   O1 = ok(Rs) -> Outcome = ok([Conf-Rule|Rs]) ; Outcome = O1 )
             )
         )
@@ -172,8 +218,8 @@ herbrand_metrics(Orig, Learned, Support, Options, M) :-
     chase(Orig, Support, I, _, []),
     opt(Options, max_derived, inf, Max), opt(Options, time_limit, inf, TL),
     chase(Learned, Support, I1, Status, [max_derived(Max), time_limit(TL)]),
-    opt(Options, aux, [], Aux),
-    exclude(aux_fact(Aux), I1, I2),
+    opt(Options, aux, [], Aux), opt(Options, aux_pis, [], AuxPIs),
+    exclude(aux_fact(Aux, AuxPIs), I1, I2),
     sort(I, IS), sort(I2, IS2),
     ord_intersection(IS, IS2, TPs), ord_union(IS, IS2, Us),
     ord_subtract(IS2, IS, FPs), ord_subtract(IS, IS2, FNs),
@@ -185,7 +231,7 @@ herbrand_metrics(Orig, Learned, Support, Options, M) :-
     ( Status == complete -> Partial = false, Reason = "" ; Partial = true, term_string(Status, Reason) ),
     M = M0.put(_{herbrand_base:U, n_original:NI, n_learned:NI2, partial:Partial, budget:Reason}).
 
-aux_fact(Aux, F) :- functor(F, N, _), memberchk(N, Aux).
+aux_fact(Aux, AuxPIs, F) :- functor(F, N, A), ( memberchk(N, Aux) -> true ; memberchk(N/A, AuxPIs) ).
 
 %!  counts_metrics(+Counts:dict, +U:integer, -Metrics:dict) is det.
 %
@@ -243,37 +289,278 @@ term_match(W, T1, T2) :-
 %!  rule_distance(+Rule1, +Rule2, -D:number) is det.
 %
 %   d_R of §5.3 for rule(Head, Body) terms; rules with different head predicates have
-%   distance 1. Example 5.3 of the paper gives 0.5625.
-rule_distance(rule(H1, B1), rule(H2, B2), D) :-
+%   distance 1. Example 5.3 of the paper gives 0.5625. Exact; see rule_distance/5.
+rule_distance(R1, R2, D) :- rule_distance(R1, R2, inf, D, _).
+
+%!  rule_distance(+Rule1, +Rule2, +Deadline, -D:number, -Complete:boolean) is det.
+%
+%   d_R by branch and bound over the injective variable renamings (each variable of rule 1
+%   to a distinct variable of rule 2 or to none), variables taken most frequent first. At
+%   a node the partial renaming gives, for every pair of body atoms, a lower bound on their
+%   d_A (positions that mismatch whatever the still-free variables become); the best body
+%   pairing under these bounds is an assignment problem, solved exactly by the Hungarian
+%   algorithm (hungarian/3, O(n^3)), and together with the head's bound it prunes the
+%   subtree when it cannot beat the best complete renaming found so far. At a leaf the
+%   bounds are exact, so the result equals rule_distance_brute/3 (tests cross-check them).
+%   Deadline is a get_time/1 stamp or `inf`: past it the search stops with the best
+%   renaming found so far (an upper bound on d_R) and Complete = false.
+rule_distance(rule(H1, B1), rule(H2, B2), Deadline, D, Complete) :-
+    copy_term(rule(H1, B1)-rule(H2, B2), rule(H1c, B1c)-rule(H2c, B2c)),
+    functor(H1c, N1, A1), functor(H2c, N2, A2),
+    (   N1/A1 \== N2/A2
+    ->  D = 1, Complete = true
+    ;   length(B1c, L1), length(B2c, L2), NA is max(L1, L2) + 1,
+        pad(B1c, L2, P1), pad(B2c, L1, P2),
+        term_variables(rule(H1c, B1c), V1s0),
+        order_vars(V1s0, [H1c|B1c], V1s),
+        term_variables(rule(H2c, B2c), V2s),
+        Ctx = ctx(H1c, H2c, P1, P2, V2s, Deadline),
+        maplist(unmatched, V1s, W0),
+        node_bound(Ctx, W0, [], UBNone),       % every variable unmatched: exact, an upper bound
+        heuristic_bound(Ctx, V1s, UBNone, UB0),
+        nb_setval('$rd_best', UB0), nb_setval('$rd_partial', false),
+        bb(V1s, [], [], Ctx),
+        nb_getval('$rd_best', Best), nb_getval('$rd_partial', Partial),
+        ( Partial == true -> Complete = false ; Complete = true ),
+        D is Best / NA
+    ).
+
+unmatched(V, V-'$none').
+
+%   Variables of rule 1, most occurrences first (ties: first occurrence first).
+order_vars(Vs, Atoms, Sorted) :-
+    maplist(occ_count(Atoms), Vs, Counts),
+    pairs_keys_values(Pairs, Counts, Vs),
+    length(Vs, N), length(Is, N), foldl(succ_index, Is, 1, _),
+    maplist(neg_key, Pairs, Is, Keyed),
+    keysort(Keyed, SortedK), pairs_values(SortedK, Sorted).
+
+occ_count(Atoms, V, C) :-
+    aggregate_all(count, ( member(At, Atoms), At \== (-), arg(_, At, X), X == V ), C).
+
+neg_key(C-V, I, (NC-I)-V) :- NC is -C.
+succ_index(I, I, I1) :- I1 is I + 1.
+
+bb(Vars, W, Used, Ctx) :-
+    node_bound(Ctx, W, Used, LB),
+    nb_getval('$rd_best', Best),
+    (   LB >= Best - 1.0e-9
+    ->  true
+    ;   Vars == []
+    ->  nb_setval('$rd_best', LB)
+    ;   Ctx = ctx(_, _, _, _, _, Deadline), Deadline \== inf, get_time(Now), Now > Deadline
+    ->  nb_setval('$rd_partial', true)
+    ;   Vars = [V|Vs],
+        candidates(V, W, Used, Ctx, Cands),
+        bb_children(Cands, V, Vs, W, Used, Ctx)
+    ).
+
+bb_children([], _, _, _, _, _).
+bb_children([C|Cs], V, Vs, W, Used, Ctx) :-
+    ( C == '$none' -> U1 = Used ; U1 = [C|Used] ),
+    bb(Vs, [V-C|W], U1, Ctx),
+    nb_getval('$rd_best', B),
+    (   B =< 1.0e-12 -> true
+    ;   nb_getval('$rd_partial', true) -> true
+    ;   bb_children(Cs, V, Vs, W, Used, Ctx)
+    ).
+
+in_vars(Vs, T) :- member(U, Vs), U == T, !.
+
+%   Free variables of rule 2 for V, those aligned with V most often first, then none.
+candidates(V, _W, Used, ctx(H1, H2, P1, P2, V2s, _), Cands) :-
+    exclude(in_vars(Used), V2s, Free),     % (findall/3 would copy the variables)
+    maplist(affinity(V, [H1-H2], P1, P2), Free, Scores),
+    pairs_keys_values(Pairs, Scores, Free),
+    length(Free, N), length(Is, N), foldl(succ_index, Is, 1, _),
+    maplist(neg_key, Pairs, Is, Keyed),
+    keysort(Keyed, SK), pairs_values(SK, Ordered),
+    append(Ordered, ['$none'], Cands).
+
+affinity(V, HeadPair, P1, P2, T, Score) :-
+    aggregate_all(count,
+        ( ( member(A1-A2, HeadPair) ; member(A1, P1), member(A2, P2) ),
+          A1 \== (-), A2 \== (-),
+          functor(A1, N, Ar), functor(A2, N, Ar),
+          arg(I, A1, X), X == V, arg(I, A2, Y), Y == T ),
+        Score).
+
+%   Lower bound of the cost (head + best pairing of the padded bodies) under the partial
+%   renaming W (V1-T pairs, T a variable of rule 2 or '$none'; Used = the Ts taken).
+node_bound(Ctx, W, Used, LB) :- node_bound(Ctx, W, Used, LB, _).
+
+node_bound(ctx(H1, H2, P1, P2, _, _), W, Used, LB, Pairing) :-
+    atom_bound(W, Used, H1, H2, DH),
+    length(P1, N),
+    findall(Row, ( member(A1, P1),
+                   findall(C, ( member(A2, P2), atom_bound(W, Used, A1, A2, C) ), Cs),
+                   Row =.. [r|Cs] ), Rows),
+    M =.. [m|Rows],
+    hungarian(M, N, DB, Pairing),
+    LB is DH + DB.
+
+%   A good first upper bound, so that branch and bound prunes from the start: alternate
+%   (at most 4 rounds) between the best pairing for a renaming (Hungarian on the atom
+%   costs) and the best renaming for a pairing (a maximum-weight matching of the variables,
+%   weight = positions where the two variables face each other in the head or in paired
+%   atoms; Hungarian again), starting from the pairing of the root's lower bound. Every
+%   renaming it tries is a complete one, so each cost is exact.
+heuristic_bound(Ctx, V1s, UB0, UB) :-
+    node_bound(Ctx, [], [], _, Pairing),
+    heuristic_rounds(4, Ctx, V1s, Pairing, UB0, UB).
+
+heuristic_rounds(0, _, _, _, UB, UB) :- !.
+heuristic_rounds(K, Ctx, V1s, Pairing, UB0, UB) :-
+    best_renaming(Ctx, V1s, Pairing, W, Used),
+    node_bound(Ctx, W, Used, Cost, Pairing1),
+    (   Cost < UB0 - 1.0e-12
+    ->  K1 is K - 1, heuristic_rounds(K1, Ctx, V1s, Pairing1, Cost, UB)
+    ;   UB = UB0
+    ).
+
+best_renaming(ctx(H1, H2, P1, P2, V2s, _), V1s, Pairing, W, Used) :-
+    findall(A1-A2, ( member(I-J, Pairing), nth1(I, P1, A1), nth1(J, P2, A2) ), Pairs0),
+    Faced = [H1-H2|Pairs0],
+    length(V1s, K1), length(V2s, K2), S is max(K1, K2),
+    length(Rows, S),
+    foldl(weight_row(Faced, V2s, S), Rows, V1sPadded, _),
+    pad_vars(V1s, S, V1sPadded),
+    M =.. [m|Rows],
+    hungarian(M, S, _, Match),
+    foldl(renaming_pair(V1s, V2s, M), Match, [], W0),
+    reverse(W0, W1),
+    include(mapped_pair, W1, Mapped), pairs_values(Mapped, Used),
+    maplist(fill_none(W1), V1s, W).
+
+pad_vars(Vs, S, Padded) :-
+    length(Vs, K), E is S - K, length(Ex, E), maplist(=('$pad'), Ex), append(Vs, Ex, Padded).
+
+weight_row(Faced, V2s, S, Row, V, _) :-
+    length(V2s, K2), E is S - K2, length(Ex, E), maplist(=(0), Ex),
+    maplist(neg_faced(Faced, V), V2s, Ws), append(Ws, Ex, Cs),
+    Row =.. [r|Cs].
+
+neg_faced(_, V, _, 0) :- V == '$pad', !.
+neg_faced(Faced, V, T, C) :-
+    aggregate_all(count, ( member(A1-A2, Faced), A1 \== (-), A2 \== (-),
+                           functor(A1, N, Ar), functor(A2, N, Ar),
+                           arg(I, A1, X), X == V, arg(I, A2, Y), Y == T ), Cnt),
+    C is -Cnt.
+
+renaming_pair(V1s, V2s, M, I-J, W0, W) :-
+    length(V1s, K1), length(V2s, K2),
+    (   I =< K1, J =< K2, cost(M, I, J, C), C < 0
+    ->  nth1(I, V1s, V), nth1(J, V2s, T), W = [V-T|W0]
+    ;   W = W0
+    ).
+
+mapped_pair(_-T) :- T \== '$none'.
+
+fill_none(W, V, V-T) :- ( member(X-T0, W), X == V -> T = T0 ; T = '$none' ).
+
+atom_bound(_, _, -, _, 1) :- !.
+atom_bound(_, _, _, -, 1) :- !.
+atom_bound(W, Used, A1, A2, D) :-
+    functor(A1, N, Ar), functor(A2, N2, Ar2),
+    (   N/Ar \== N2/Ar2 -> D = 1
+    ;   Ar =:= 0 -> D = 0
+    ;   A1 =.. [_|X1], A2 =.. [_|X2],
+        foldl(pos_bound(W, Used), X1, X2, 0, Mis),
+        D is Mis / (2 * Ar)
+    ).
+
+pos_bound(W, Used, T1, T2, M0, M) :-
+    (   var(T1)
+    ->  (   member(V-X, W), V == T1
+        ->  ( X \== '$none', var(T2), X == T2 -> M = M0 ; M is M0 + 1 )
+        ;   ( var(T2), \+ ( member(U, Used), U == T2 ) -> M = M0 ; M is M0 + 1 )
+        )
+    ;   ( nonvar(T2), T1 == T2 -> M = M0 ; M is M0 + 1 )
+    ).
+
+%!  hungarian(+Cost, +N:integer, -Min:number) is det.
+%
+%   Minimum total cost of a perfect matching of the N x N matrix Cost = m(r(C11, ..., C1N),
+%   ...) (Kuhn-Munkres with potentials, O(N^3)); 0 for N = 0.
+hungarian(A, N, Min) :- hungarian(A, N, Min, _).
+
+%!  hungarian(+Cost, +N:integer, -Min:number, -Assignment:list) is det.
+%
+%   As hungarian/3; Assignment is the optimal matching as Row-Column pairs (1-based).
+hungarian(_, 0, 0, []) :- !.
+hungarian(A, N, Min, Assignment) :-
+    N1 is N + 1,
+    functor(U, u, N1), fill(U, 0), functor(V, v, N1), fill(V, 0),
+    functor(P, p, N1), fill(P, 0), functor(Way, w, N1), fill(Way, 0),
+    forall(between(1, N, I), hung_row(A, N, U, V, P, Way, I)),
+    aget(V, 0, V0), Min is -V0,
+    findall(I-J, ( between(1, N, J), aget(P, J, I) ), Assignment0),
+    msort(Assignment0, Assignment).
+
+fill(T, X) :- functor(T, _, K), forall(between(1, K, I), nb_setarg(I, T, X)).
+aget(T, I, X) :- I1 is I + 1, arg(I1, T, X).
+aset(T, I, X) :- I1 is I + 1, nb_setarg(I1, T, X).
+cost(A, I, J, C) :- arg(I, A, Row), arg(J, Row, C).
+
+hung_row(A, N, U, V, P, Way, I) :-
+    aset(P, 0, I),
+    N1 is N + 1,
+    functor(MinV, mv, N1), fill(MinV, 1.0e300),
+    functor(UsedC, uc, N1), fill(UsedC, false),
+    hung_loop(A, N, U, V, P, Way, MinV, UsedC, 0, JEnd),
+    hung_augment(P, Way, JEnd).
+
+hung_loop(A, N, U, V, P, Way, MinV, UsedC, J0, JEnd) :-
+    aset(UsedC, J0, true),
+    aget(P, J0, I0), aget(U, I0, UI0),
+    hung_scan(1, N, A, I0, UI0, V, Way, MinV, UsedC, J0, 1.0e300, 0, Delta, J1),
+    forall(between(0, N, J),
+           (   aget(UsedC, J, true)
+           ->  aget(P, J, PJ), aget(U, PJ, UPJ), UPJ1 is UPJ + Delta, aset(U, PJ, UPJ1),
+               aget(V, J, VJ), VJ1 is VJ - Delta, aset(V, J, VJ1)
+           ;   aget(MinV, J, MJ), MJ1 is MJ - Delta, aset(MinV, J, MJ1)
+           )),
+    aget(P, J1, PJ1),
+    (   PJ1 =:= 0 -> JEnd = J1
+    ;   hung_loop(A, N, U, V, P, Way, MinV, UsedC, J1, JEnd)
+    ).
+
+hung_scan(J, N, _, _, _, _, _, _, _, _, D, J1, D, J1) :- J > N, !.
+hung_scan(J, N, A, I0, UI0, V, Way, MinV, UsedC, J0, D0, J10, D, J1) :-
+    (   aget(UsedC, J, false)
+    ->  cost(A, I0, J, C), aget(V, J, VJ), Cur is C - UI0 - VJ,
+        aget(MinV, J, MJ),
+        ( Cur < MJ -> aset(MinV, J, Cur), aset(Way, J, J0), MJ1 = Cur ; MJ1 = MJ ),
+        ( MJ1 < D0 -> D1 = MJ1, J11 = J ; D1 = D0, J11 = J10 )
+    ;   D1 = D0, J11 = J10
+    ),
+    Jn is J + 1,
+    hung_scan(Jn, N, A, I0, UI0, V, Way, MinV, UsedC, J0, D1, J11, D, J1).
+
+hung_augment(P, Way, J0) :-
+    aget(Way, J0, J1), aget(P, J1, PJ1), aset(P, J0, PJ1),
+    ( J1 =:= 0 -> true ; hung_augment(P, Way, J1) ).
+
+%!  rule_distance_brute(+Rule1, +Rule2, -D:number) is det.
+%
+%   The definition of d_R taken literally: every injective renaming x every permutation of
+%   the padded second body. Factorial in the body length; the test oracle for
+%   rule_distance/3 on small rules.
+rule_distance_brute(rule(H1, B1), rule(H2, B2), D) :-
     copy_term(rule(H1, B1)-rule(H2, B2), rule(H1c, B1c)-rule(H2c, B2c)),
     functor(H1c, N1, A1), functor(H2c, N2, A2),
     (   N1/A1 \== N2/A2 -> D = 1
     ;   length(B1c, L1), length(B2c, L2), NA is max(L1, L2) + 1,
         pad(B1c, L2, P1), pad(B2c, L1, P2),
         term_variables(rule(H1c, B1c), V1s), term_variables(rule(H2c, B2c), V2s),
-        aggregate_min_renaming(V1s, V2s, H1c, H2c, P1, P2, Best),
+        aggregate_all(min(S), ( renaming(V1s, V2s, W),
+                                atom_distance(H1c, H2c, W, DH),
+                                best_pairing(P1, P2, W, DB),
+                                S is DH + DB ), Best),
         D is Best / NA
     ).
 
 pad(B, Other, P) :- length(B, L), ( L >= Other -> P = B ; K is Other - L, length(Ph, K), maplist(=(-), Ph), append(B, Ph, P) ).
-
-%   Branch and bound over injective renamings (each variable of rule 1 to a distinct
-%   variable of rule 2 or to none); for each renaming the best pairing is found by
-%   trying the permutations of the second body (bodies are short).
-aggregate_min_renaming(V1s, V2s, H1, H2, P1, P2, Best) :-
-    nb_setval('$rudas_best', inf),
-    (   renaming(V1s, V2s, W),
-        atom_distance(H1, H2, W, DH),
-        best_pairing(P1, P2, W, DB),
-        S is DH + DB,
-        nb_getval('$rudas_best', B0),
-        ( B0 == inf ; S < B0 ),
-        nb_setval('$rudas_best', S),
-        S =:= 0
-    ->  true
-    ;   true
-    ),
-    nb_getval('$rudas_best', Best).
 
 renaming([], _, []).
 renaming([V|Vs], Avail, W) :-
@@ -290,17 +577,29 @@ pair_cost(W, A1, A2, S0, S) :- atom_distance(A1, A2, W, D), S is S0 + D.
 %
 %   R-score = 1 - (1/|R|) Σ_{r ∈ R} min_{r' ∈ R'[hp(r)]} d_R(r, r'); a rule of R without a
 %   learned rule for its head predicate contributes 1. 1 when R is empty.
-r_score([], _, 1.0) :- !.
-r_score(Orig, Learned, Score) :-
-    foldl(best_match(Learned), Orig, 0, Sum),
-    length(Orig, N),
-    Score is 1 - Sum / N.
+r_score(Orig, Learned, Score) :- r_score(Orig, Learned, _{}, Score, _).
 
-best_match(Learned, R, S0, S) :-
+%!  r_score(+Original, +Learned, +Options:dict, -Score, -Partial:boolean) is det.
+%
+%   Options: time_limit (seconds, default inf) for the whole score. When it runs out, the
+%   remaining distances are the best found so far (upper bounds), so Score is a lower bound
+%   of the R-score, and Partial = true.
+r_score([], _, _, 1.0, false) :- !.
+r_score(Orig, Learned, Options, Score, Partial) :-
+    opt(Options, time_limit, inf, TL),
+    ( TL == inf -> Deadline = inf ; get_time(T0), Deadline is T0 + TL ),
+    foldl(best_match(Learned, Deadline), Orig, 0-true, Sum-Complete),
+    length(Orig, N),
+    Score is 1 - Sum / N,
+    ( Complete == true -> Partial = false ; Partial = true ).
+
+best_match(Learned, Deadline, R, S0-C0, S-C) :-
     R = rule(H, _), functor(H, N, A),
-    (   aggregate_all(min(D), ( member(L, Learned), L = rule(H2, _), functor(H2, N, A),
-                                rule_distance(R, L, D) ), Min)
-    ->  true
-    ;   Min = 1
+    findall(D-Cm, ( member(L, Learned), L = rule(H2, _), functor(H2, N, A),
+                    rule_distance(R, L, Deadline, D, Cm) ), DCs),
+    (   DCs == [] -> Min = 1, C1 = true
+    ;   pairs_keys(DCs, Ds), min_list(Ds, Min),
+        ( memberchk(_-false, DCs) -> C1 = false ; C1 = true )
     ),
-    S is S0 + Min.
+    S is S0 + Min,
+    ( C0 == true, C1 == true -> C = true ; C = false ).

@@ -6,6 +6,7 @@
             chase_strings/6,         % +RulesFile, +FactsFile, +MaxDerived, +TimeLimit, -Facts, -Status
             chase_strings/8,         % +RulesFile, +FactsFile, +MaxDerived, +TimeLimit, +Plan, +MinWork, -Facts, -Status
             rule_distance_text/3,    % +Rule1:text, +Rule2:text, -D
+            rule_distance_text/4,    % +Method, +Rule1:text, +Rule2:text, -D
             r_score_text/3           % +Original:list(text), +Learned:list(text), -Score
           ]).
 /** <module> RuDaS from the SWI-Prolog top level
@@ -69,6 +70,14 @@ text_rule(Text, Rule) :- term_string(T, Text), rule_term(Rule, T).
 %!  rule_distance_text(+Rule1, +Rule2, -D) is det.
 rule_distance_text(A, B, D) :-
     text_rule(A, R1), text_rule(B, R2), rule_distance(R1, R2, D).
+
+%!  rule_distance_text(+Method, +Rule1, +Rule2, -D) is det.
+%
+%   Method `fast` (branch and bound + Hungarian, rule_distance/3) or `brute` (every
+%   renaming x every permutation, rule_distance_brute/3: the test oracle).
+rule_distance_text(fast, A, B, D) :- rule_distance_text(A, B, D).
+rule_distance_text(brute, A, B, D) :-
+    text_rule(A, R1), text_rule(B, R2), rule_distance_brute(R1, R2, D).
 
 %!  r_score_text(+Original:list, +Learned:list, -Score) is det.
 r_score_text(As, Bs, S) :-

@@ -7,8 +7,10 @@ Paper, main text §4 "Symbolic models" and supplementary §2-§4.5.3. Two encodi
   ``defined_as(c000001, stack, [triangle_red_small, c000002])``; the example is
   ``valid(sNNNNN)`` and ``sample_is(sNNNNN, c000000)`` links it to its root object.
 
-and two background-knowledge sizes, ``minimal`` (§4.5.1) and ``mid`` (§4.5 without the
-domain-definition predicates as learnable literals), in ``kb/kandy/ilp/<encoding>_<kb>.pl``.
+and three background-knowledge sizes, ``minimal`` (§4.5.1), ``mid`` (the paper's 39 predicates of
+§4.5: without the domain definitions and without the named objects) and ``large`` (``mid`` + the
+"cheat" predicates of footnote 9 / §4.5.2: named objects, symmetric_list/1, forall_shared_*/2,
+pseudo_palindrome*/1), in ``kb/kandy/ilp/<encoding>_<kb>.pl``.
 
 Pointer constants are deterministic: within a task, samples are numbered over the splits in the
 order train, val, test (rows in ``annotations.csv`` order), ``s00001`` first, and objects in
@@ -35,7 +37,7 @@ from ..logic import prolog
 from .symbols import Composite, Shape, Symbol, from_prolog
 
 ENCODINGS = ("natural", "pointer")
-KBS = ("minimal", "mid")
+KBS = ("minimal", "mid", "large")
 SPLITS = ("train", "val", "test")
 
 #: Aleph settings written into every .b file (supplementary Table 2 constants; clauselength is
@@ -49,6 +51,11 @@ DEFAULT_SETTINGS: dict[str, object] = {
     "depth": 15,
     "nodes": 20000,
 }
+
+#: Aleph ``newvars`` (the paper's ``max_vars``, the largest number of new variables in a clause)
+#: per encoding: the best Easy values of supplementary Table 4 (NAT 12, PTR 6). Written after
+#: :data:`DEFAULT_SETTINGS`; ``settings={"newvars": N}`` overrides it, ``None`` drops it.
+DEFAULT_NEWVARS: dict[str, int] = {"natural": 12, "pointer": 6}
 
 # Mode declarations (recall, template). Types: sample (pointer example constant), obj (an atomic
 # shape, a composition term or a pointer constant), list (of obj), int, and the constants shape,
@@ -84,12 +91,6 @@ _MODES_BUILTIN_MIN = [
     (1, "length(+list, #int)"),
 ]
 _MODES_MID = [
-    (1, "house(+obj)"),
-    (1, "car(+obj)"),
-    (1, "tower(+obj)"),
-    (1, "wagon(+obj)"),
-    (1, "traffic_light(+obj)"),
-    ("*", "is_named_object(+obj, #name)"),
     ("*", "recursive_contains2(+obj, -obj, -int)"),
     ("*", "contains_composition(+obj, #op)"),
     ("*", "contains_composition_depth(+obj, #op, -int)"),
@@ -118,6 +119,21 @@ _MODES_MID = [
     ("*", "nth0(-int, +list, -obj)"),
     ("*", "member(-obj, +list)"),
 ]
+# The LARGE KB's "cheat" predicates (paper footnote 9, supplementary §4.5.2).
+_MODES_LARGE = [
+    (1, "house(+obj)"),
+    (1, "car(+obj)"),
+    (1, "tower(+obj)"),
+    (1, "wagon(+obj)"),
+    (1, "traffic_light(+obj)"),
+    ("*", "is_named_object(+obj, #name)"),
+    (1, "symmetric_list(+list)"),
+    ("*", "forall_shared_shape(+obj, #shape)"),
+    ("*", "forall_shared_color(+obj, #color)"),
+    ("*", "forall_shared_named_obj(+obj, #name)"),
+    (1, "pseudo_palindrome(+list)"),
+    (1, "pseudo_palindrome2(+list)"),
+]
 
 
 def mode_declarations(encoding: str, kb: str) -> list[tuple[object, str]]:
@@ -125,9 +141,23 @@ def mode_declarations(encoding: str, kb: str) -> list[tuple[object, str]]:
     _check_choice("encoding", encoding, ENCODINGS)
     _check_choice("kb", kb, KBS)
     modes = _MODES_MIN_COMMON + _MODES_STRUCT[encoding] + _MODES_BUILTIN_MIN
-    if kb == "mid":
+    if kb in ("mid", "large"):
         modes = modes + _MODES_MID
+    if kb == "large":
+        modes = modes + _MODES_LARGE
     return modes
+
+
+def determinations(encoding: str, kb: str) -> list[str]:
+    """The ``Name/Arity`` of every body predicate the learner may use (one
+    ``determination(valid/1, Name/Arity)`` each), in mode order without repeats."""
+    seen: list[str] = []
+    for _, t in mode_declarations(encoding, kb):
+        name = t.split("(", 1)[0]
+        pi = f"{name}/{t.count(',') + 1}"
+        if pi not in seen:
+            seen.append(pi)
+    return seen
 
 
 def bk_file(encoding: str, kb: str) -> Path:
@@ -286,7 +316,8 @@ def _rule_path(dataset_dir: Path, task_id: int, meta: dict) -> Path | None:
 
 # --------------------------------------------------------------------------- pointer encoding
 
-def pointer_facts(symbol: Symbol, sample_id: str, counter: "itertools.count") -> list[str]:
+def pointer_facts(symbol: Symbol, sample_id: str, counter: "itertools.count",
+                  prefix: str = "c") -> list[str]:
     """``sample_is/2`` + ``defined_as/3`` facts (text, no final dot) for one sample.
 
     Objects take the numbers ``next(counter)`` in depth-first pre-order (``c%06d``); an
@@ -297,7 +328,7 @@ def pointer_facts(symbol: Symbol, sample_id: str, counter: "itertools.count") ->
     def name(sym: Symbol) -> str:
         if isinstance(sym, Shape):
             return sym.to_prolog()
-        me = f"c{next(counter):06d}"
+        me = f"{prefix}{next(counter):06d}"
         slot = len(facts)
         facts.append("")  # reserve: parents before children
         kids = [name(k) for k in sym.children]
@@ -379,14 +410,7 @@ def _bias_text(encoding: str, kb: str, settings: dict) -> str:
     modes = mode_declarations(encoding, kb)
     lines += [f":- modeb({r}, {t})." for r, t in modes]
     lines += ["", "% Determinations."]
-    seen: list[str] = []
-    for _, t in modes:
-        name = t.split("(", 1)[0]
-        arity = t.count(",") + 1
-        pi = f"{name}/{arity}"
-        if pi not in seen:
-            seen.append(pi)
-    lines += [f":- determination(valid/1, {pi})." for pi in seen]
+    lines += [f":- determination(valid/1, {pi})." for pi in determinations(encoding, kb)]
     return "\n".join(lines) + "\n"
 
 
@@ -461,19 +485,22 @@ def export_task(dataset_dir: str | os.PathLike, task_id: int, out_dir: str | os.
     for the pointer encoding, the ``defined_as/3``/``sample_is/2`` facts of the exported
     samples), ``tNN.f`` / ``tNN.n`` (positive / negative ``valid/1`` examples of ``split``),
     ``tNN_test.pl`` (the test split as ``pos/1`` / ``neg/1`` facts, plus its pointer facts).
-    ``settings`` override :data:`DEFAULT_SETTINGS` (``None`` values remove one);
+    ``settings`` override :data:`DEFAULT_SETTINGS` and the encoding's ``newvars``
+    (:data:`DEFAULT_NEWVARS`; ``None`` values remove one);
     ``supervised_only`` keeps only rows with ``supervised == 1``.
     """
     d, tid, meta, splits = _load_task(dataset_dir, task_id)
-    sett = _settings(settings)
+    _check_choice("encoding", encoding, ENCODINGS)
+    sett = _settings(settings, encoding)
     with atomic_output_dir(out_dir, overwrite=overwrite) as tmp:
         _write_task_files(tmp, _stem(tid), tid, meta, splits, encoding, kb, split, sett,
                           supervised_only)
     return Path(out_dir).resolve() / _stem(tid)
 
 
-def _settings(settings: dict | None) -> dict:
+def _settings(settings: dict | None, encoding: str) -> dict:
     sett = dict(DEFAULT_SETTINGS)
+    sett["newvars"] = DEFAULT_NEWVARS[encoding]
     for k, v in (settings or {}).items():
         if v is None:
             sett.pop(k, None)
@@ -484,14 +511,14 @@ def _settings(settings: dict | None) -> dict:
 
 def export_all(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                encodings: tuple[str, ...] | list[str] = ENCODINGS,
-               kbs: tuple[str, ...] | list[str] = KBS,
+               kbs: tuple[str, ...] | list[str] = ("minimal", "mid"),
                tasks: list[int] | None = None, split: str = "train",
                settings: dict | None = None, supervised_only: bool = True,
                overwrite: bool = False) -> Path:
     """Export every task (or ``tasks``) in every ``encodings`` x ``kbs`` combination.
 
     Layout: ``out_dir/<encoding>-<kb>/tNN.{b,f,n}`` + ``tNN_test.pl``, and ``out_dir/index.json``
-    listing every stem written (with its example counts). The whole folder appears atomically.
+    listing every stem written (with its example counts) and the Aleph settings per encoding. The whole folder appears atomically.
     Returns ``out_dir`` (resolved).
     """
     d = _dataset_dir(dataset_dir)
@@ -500,7 +527,7 @@ def export_all(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     for k in kbs:
         _check_choice("kb", k, KBS)
     ids = list(tasks) if tasks is not None else _task_ids(d)
-    sett = _settings(settings)
+    sett = {e: _settings(settings, e) for e in encodings}
     loaded = [_load_task(d, t) for t in ids]
     index = []
     with atomic_output_dir(out_dir, overwrite=overwrite) as tmp:
@@ -510,7 +537,7 @@ def export_all(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                 sub.mkdir()
                 for _, tid, meta, splits in loaded:
                     index.append(_write_task_files(sub, _stem(tid), tid, meta, splits, e, k,
-                                                   split, sett, supervised_only))
+                                                   split, sett[e], supervised_only))
                     index[-1]["stem"] = f"{e}-{k}/{_stem(tid)}"
         (tmp / "index.json").write_text(dumps({"dataset": str(d), "settings": sett,
                                                "exports": index}), encoding="utf-8")
@@ -532,6 +559,14 @@ class IlpScore:
     ``correct``: the theory agrees with the labels (which the ground-truth rule confirms) on
     every sample of the split. ``errors``: samples whose proof raised an error or ran out of
     inferences (counted as not covered).
+
+    The check against the ground truth beyond the split: ``task_disagreements`` of the
+    ``task_samples`` samples of the task in all splits (train, val, test), and
+    ``fresh_disagreements`` of ``fresh_samples`` samples drawn anew from the task's
+    curriculum (``curriculum.yaml`` of the dataset) with labels given by the ground-truth
+    rule. ``correct_generalises``: ``correct`` and no disagreement in either check (the fresh
+    check is skipped, ``fresh_disagreements`` None, without ``curriculum.yaml``, rule or
+    ``fresh``).
     """
 
     task: int
@@ -554,7 +589,12 @@ class IlpScore:
     l_ratio: float | None = None
     correct: bool = False
     theory: str = ""
-    kb: str = "mid"
+    kb: str = "large"
+    task_samples: int = 0
+    task_disagreements: int | None = None
+    fresh_samples: int = 0
+    fresh_disagreements: int | None = None
+    correct_generalises: bool | None = None
     predictions: list[int] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
@@ -581,17 +621,86 @@ def theory_size(text: str, *, source: str | None = None) -> tuple[int, int, int]
 
 _eval_counter = itertools.count()
 
+#: Fresh samples drawn per evaluated theory for the generalisation check (``fresh=``).
+DEFAULT_FRESH = 1000
+
+
+class _LoadedTheory:
+    """A learned theory loaded (sandboxed) into a fresh module over the ``kb`` BK module."""
+
+    def __init__(self, text: str, source: str, tid: int, encoding: str, kb: str):
+        prolog.use("prolog/kandy_ilp.pl")
+        self.encoding = encoding
+        self.bk = prolog.once("kandy_ilp:ilp_bk_module(E, K, M)", E=encoding, K=kb)["M"]
+        self.module = f"kandy_ilp_theory_{os.getpid()}_{next(_eval_counter)}"
+        try:
+            # load_rules (text) rather than load_rules_file: the latter loses the line of a
+            # syntax error (safe_load.pl only decodes stream(...) error contexts).
+            preds = prolog.load_rules(self.module, text, [self.bk], source=source, task=str(tid))
+        except NesyError as exc:
+            raise exc.where(file=source, task=str(tid))
+        if "valid/1" not in preds:
+            prolog.once("dynamic(M:valid/1)", M=self.module)   # an empty theory covers nothing
+
+    def flags(self, args: list[str], pointer: list[str] | None = None) -> list[int]:
+        """1 covered, 0 not, -1 error / out of inferences, for each ``valid/1`` argument."""
+        if self.encoding == "pointer":
+            prolog.once("kandy_ilp:set_pointer_facts(B, Fs)", B=self.bk, Fs=pointer or [])
+        try:
+            return prolog.once("kandy_ilp:check_examples(M, Ts, Fs)", M=self.module,
+                               Ts=args)["Fs"]
+        finally:
+            if self.encoding == "pointer":
+                prolog.once("kandy_ilp:set_pointer_facts(B, [])", B=self.bk)
+
+    def close(self) -> None:
+        prolog.once("safe_load:unload_rules(M)", M=self.module)
+
+
+def _fresh_samples(d: Path, tid: int, meta: dict, n: int) -> list[tuple[Symbol, int]]:
+    """``n`` samples of task ``tid`` drawn anew from the dataset's ``curriculum.yaml`` (seed
+    derived from the task's seed and "ilp-fresh"), labelled by the ground-truth rule; [] when
+    the dataset has no curriculum copy or no rule."""
+    from ..io import derive_seed
+    from .language import load_curriculum
+    from .rules import TaskRule
+    from .sampler import draw_symbols
+    import dataclasses
+
+    man = _manifest(d) or {}
+    cur_file = d / "curriculum.yaml"
+    rule = _rule_path(d, tid, meta)
+    if n <= 0 or not cur_file.is_file() or rule is None:
+        return []
+    cur = load_curriculum(cur_file)
+    spec = next((t for t in cur.tasks if t.index == tid), None)
+    if spec is None:
+        return []
+    spec = dataclasses.replace(spec, samples=n, patience=max(spec.patience, 10 * n))
+    seed = derive_seed(int(meta.get("seed", man.get("seed", 0)) or 0), "ilp-fresh")
+    checker = TaskRule(rule.read_text(encoding="utf-8"), source=str(rule), task=str(tid),
+                       field="rule_file")
+    try:
+        accepted, _ = draw_symbols(spec, cur.domain, seed, checker)
+    finally:
+        checker.close()
+    return [(sym, label) for sym, label, _ in accepted]
+
 
 def evaluate_theory(dataset_dir: str | os.PathLike, task_id: int,
                     theory_file: str | os.PathLike, encoding: str = "natural", *,
-                    split: str = "test", kb: str = "mid") -> IlpScore:
+                    split: str = "test", kb: str = "large",
+                    fresh: int = DEFAULT_FRESH) -> IlpScore:
     """Score the learned theory in ``theory_file`` on ``split`` of task ``task_id``.
 
     The theory (untrusted Prolog text defining ``valid/1``) is loaded with
-    :func:`nesybench.logic.prolog.load_rules` (sandboxed, line-accurate) into a fresh module that sees the ``kb``
-    background knowledge of ``encoding`` (``mid`` is a superset of ``minimal``); every sample of
-    the split is checked in one Prolog call. Raises :class:`NesyError` (with file and line) on a
-    syntax error, a directive or an unsafe call, and for a missing dataset / unknown task.
+    :func:`nesybench.logic.prolog.load_rules` (sandboxed, line-accurate) into a fresh module
+    that sees the ``kb`` background knowledge of ``encoding`` (``large`` ⊇ ``mid`` ⊇
+    ``minimal``, so the default scores a theory learned with any KB); every sample of the split
+    is checked in one Prolog call. The theory is also checked against the ground truth on all
+    samples of the task and on ``fresh`` newly drawn samples (0 skips that draw); see
+    :class:`IlpScore`. Raises :class:`NesyError` (with file and line) on a syntax error, a
+    directive or an unsafe call, and for a missing dataset / unknown task.
     """
     _check_choice("encoding", encoding, ENCODINGS)
     _check_choice("kb", kb, KBS)
@@ -605,32 +714,34 @@ def evaluate_theory(dataset_dir: str | os.PathLike, task_id: int,
     if not theory_path.is_file():
         raise NesyError("theory file not found", file=str(theory_path), task=str(tid))
     text = theory_path.read_text(encoding="utf-8")
+    fresh_set = _fresh_samples(d, tid, meta, fresh)
 
-    prolog.use("prolog/kandy_ilp.pl")
-    bk = prolog.once("kandy_ilp:ilp_bk_module(E, K, M)", E=encoding, K=kb)["M"]
-    module = f"kandy_ilp_theory_{os.getpid()}_{next(_eval_counter)}"
+    theory = _LoadedTheory(text, str(theory_path), tid, encoding, kb)
     try:
-        # load_rules (text) rather than load_rules_file: the latter loses the line of a
-        # syntax error (safe_load.pl only decodes stream(...) error contexts, not file(...)).
-        preds = prolog.load_rules(module, text, [bk], source=str(theory_path), task=str(tid))
-    except NesyError as exc:
-        raise exc.where(file=str(theory_path), task=str(tid))
-    try:
-        if "valid/1" not in preds:
-            prolog.once("dynamic(M:valid/1)", M=module)   # an empty theory covers nothing
-        if encoding == "pointer":
-            ptr = _pointer_encode(splits)
-            keys = [(split, i) for i in range(len(samples))]
-            facts = [f for k in keys for f in ptr[k][1]]
-            args = [ptr[k][0] for k in keys]
-            prolog.once("kandy_ilp:set_pointer_facts(B, Fs)", B=bk, Fs=facts)
-        else:
-            args = [s.text for s in samples]
-        flags = prolog.once("kandy_ilp:check_examples(M, Ts, Fs)", M=module, Ts=args)["Fs"]
+        ptr = _pointer_encode(splits) if encoding == "pointer" else {}
+
+        def split_flags(sp: str) -> list[int]:
+            rows = splits.get(sp, [])
+            if encoding == "pointer":
+                keys = [(sp, i) for i in range(len(rows))]
+                return theory.flags([ptr[k][0] for k in keys],
+                                    [f for k in keys for f in ptr[k][1]])
+            return theory.flags([s.text for s in rows])
+
+        all_flags = {sp: split_flags(sp) for sp in SPLITS if splits.get(sp)}
+        flags = all_flags[split]
+        fresh_flags: list[int] = []
+        if fresh_set:
+            if encoding == "pointer":
+                objs = itertools.count(0)
+                ids = [f"f{i + 1:05d}" for i in range(len(fresh_set))]
+                facts = [f for (sym, _), sid in zip(fresh_set, ids)
+                         for f in pointer_facts(sym, sid, objs, prefix="g")]
+                fresh_flags = theory.flags(ids, facts)
+            else:
+                fresh_flags = theory.flags([sym.to_prolog() for sym, _ in fresh_set])
     finally:
-        if encoding == "pointer":
-            prolog.once("kandy_ilp:set_pointer_facts(B, [])", B=bk)
-        prolog.once("safe_load:unload_rules(M)", M=module)
+        theory.close()
 
     pred = [1 if f == 1 else 0 for f in flags]
     labels = [s.label for s in samples]
@@ -652,6 +763,15 @@ def evaluate_theory(dataset_dir: str | os.PathLike, task_id: int,
         recall=tp / (tp + fn) if tp + fn else 0.0,
         clauses_lt=c_lt, literals_lt=l_lt, literals_lt_total=l_tot,
         correct=(fp == 0 and fn == 0), theory=str(theory_path), predictions=pred)
+    every = [(f, s.label) for sp, fl in all_flags.items() for f, s in zip(fl, splits[sp])]
+    score.task_samples = len(every)
+    score.task_disagreements = sum((f == 1) != (y == 1) for f, y in every)
+    if fresh_set:
+        score.fresh_samples = len(fresh_set)
+        score.fresh_disagreements = sum((f == 1) != (y == 1)
+                                        for f, (_, y) in zip(fresh_flags, fresh_set))
+    score.correct_generalises = (score.correct and score.task_disagreements == 0
+                                 and not score.fresh_disagreements)
     rule = _rule_path(d, tid, meta)
     if rule is not None:
         c_gt, l_gt, _ = theory_size(rule.read_text(encoding="utf-8"), source=str(rule))

@@ -45,6 +45,13 @@ Operator layouts inside a box ``(x, y, w, h)`` with ``n`` children (child ``i`` 
 ========================  =============================================================
 
 The drawable area is the canvas minus ``padding`` pixels on every side.
+
+No shape leaves the canvas (format 1.1): after a child is laid out in its slot, its shapes are
+translated as one group the least distance that brings them inside the *operator's* box
+(:func:`_fit_into`; centred when they are larger than it), and the whole picture likewise into
+the drawable area. Only children larger than their slot move; crowded compositions (more
+shape than room) overlap, as the paper's footnote 4 allows, but never leave the canvas. Format
+1.0 centred every shape in its slot and clipped 394 of 1,800 Hard samples at the border.
 """
 from __future__ import annotations
 
@@ -321,7 +328,38 @@ def _layout(sym: Symbol, box, cfg: RenderConfig, rng, noisy_size: bool, out: lis
     else:  # pragma: no cover - COMPOSITIONS is exhaustive above
         raise NesyError(f"unknown operator {op!r}")
     for kid, kbox in zip(kids, boxes):
-        _layout(kid, kbox, cfg, rng, noisy_size, out)
+        sub: list = []
+        _layout(kid, kbox, cfg, rng, noisy_size, sub)
+        out.extend(_fit_into(sub, box))
+
+
+def _fit_into(items: list, box) -> list:
+    """Translate a child's placed shapes, as one rigid group, the least distance that brings
+    their extent inside ``box = (x, y, w, h)`` (per axis; centred on the box when the extent
+    is larger than the box). A child whose shapes already lie inside is unchanged. Applied at
+    every composition, this keeps every shape inside the drawable area whenever the picture
+    fits at all: a shape larger than its slot (e.g. 25 px in a 20 px row at the canvas edge)
+    moves inward instead of leaving the canvas, and a group moves whole, so its inner layout
+    (e.g. a tower's squares) is kept (format 1.1)."""
+    if not items:
+        return items
+    x, y, w, h = box
+    ex0, ey0, ex1, ey1 = _extent(items)
+
+    def shift(lo, hi, b0, b1):
+        if hi - lo > b1 - b0:
+            return (b0 + b1) / 2 - (lo + hi) / 2
+        if lo < b0:
+            return b0 - lo
+        if hi > b1:
+            return b1 - hi
+        return 0.0
+
+    dx = shift(ex0, ex1, x, x + w)
+    dy = shift(ey0, ey1, y, y + h)
+    if dx == 0.0 and dy == 0.0:
+        return items
+    return [(s, cx + dx, cy + dy, sz) for s, cx, cy, sz in items]
 
 
 def _layout_random(kids, box, cfg, rng, noisy_size, out) -> None:
@@ -371,8 +409,9 @@ def layout(symbol, config: RenderConfig | None = None, rng: np.random.Generator 
     p = cfg.padding
     W, H = cfg.canvas
     out: list = []
-    _layout(as_symbol(symbol), (float(p), float(p), float(W - 2 * p), float(H - 2 * p)),
-            cfg, rng, ns, out)
+    area = (float(p), float(p), float(W - 2 * p), float(H - 2 * p))
+    _layout(as_symbol(symbol), area, cfg, rng, ns, out)
+    out = _fit_into(out, area)
     return [(s, (cx, cy, sz)) for s, cx, cy, sz in out]
 
 

@@ -87,11 +87,13 @@ def suite(out, seed, per_cell, workers, overwrite, as_json):
 def _eval_opts(f):
     f = click.option("--threshold", default=0.0, show_default=True, type=float,
                      help="keep learned rules with confidence >= threshold (Conf::Rule)")(f)
-    f = click.option("--aux", multiple=True, help="auxiliary predicate to ignore (repeatable)")(f)
+    f = click.option("--aux", multiple=True,
+                     help="further predicate name whose facts are ignored (repeatable); "
+                          "predicates the learned file defines are auxiliaries already")(f)
     f = click.option("--max-derived", default=5_000_000, show_default=True, type=int,
                      help="budget: facts the learned rules may derive")(f)
     f = click.option("--time-limit", default=600.0, show_default=True, type=float,
-                     help="budget: seconds of forward chaining")(f)
+                     help="budget: seconds of forward chaining, then of the R-score")(f)
     f = click.option("--strict-budget", is_flag=True, help="a hit budget is an error (exit 2)")(f)
     return f
 
@@ -108,12 +110,16 @@ def evaluate(dataset, learned, threshold, aux, max_derived, time_limit, strict_b
            time_limit=time_limit, strict_budget=strict_budget)
     if m["partial"]:
         click.echo(f"nesybench: warning: budget hit ({m['budget']}); metrics are partial", err=True)
+    if m.get("r_score_partial"):
+        click.echo("nesybench: warning: the R-score ran out of time; it is a lower bound", err=True)
     if as_json:
         click.echo(dumps(m), nl=False)
     else:
         for k in ("tp", "fp", "fn", "tn", "herbrand_base") + _METRICS:
             v = m[k]
             click.echo(f"{k:18s} {v:.4f}" if isinstance(v, float) else f"{k:18s} {v}")
+        if m.get("auxiliary"):
+            click.echo(f"{'auxiliary':18s} {', '.join(m['auxiliary'])}")
 
 
 @group.command()

@@ -99,10 +99,12 @@ def _generate_into(params: RudasParams, tmp: Path) -> dict:
         "format": "rudas", "format_version": FORMAT_VERSION, "generator": f"nesybench {__version__}",
         "params": summary["params"], "seed": params.seed,
         "counts": summary["counts"], "targets": summary["targets"],
+        "uncovered_rules": summary["uncovered"],
         "predicates": summary["predicates"], "components": summary["components"],
         "rule_graph": {"nodes": summary["nodes"],
                        "edges": [{"child": n["id"], "parent": n["parent"]}
-                                 for n in summary["nodes"] if n["parent"] != "none"]},
+                                 for n in summary["nodes"] if n["parent"] != "none"]
+                       + recursive_edges(summary["nodes"])},
     }
     (tmp / "rule_graph.dot").write_text(rule_graph_dot(summary["nodes"]), encoding="utf-8")
     if shutil.which("dot"):
@@ -131,9 +133,23 @@ def _plain(x):
     return str(x)
 
 
+def recursive_edges(nodes: list[dict]) -> list[dict]:
+    """Edges of recursion (``--p-recursion``): a rule whose body has an atom of its own head
+    predicate is a parent of every rule with that head (itself included; several of them form
+    an OR node), marked ``"recursive": true``."""
+    out = []
+    for n in nodes:
+        if n["head"] in n["body"]:
+            out += [{"child": m["id"], "parent": n["id"], "recursive": True}
+                    for m in nodes if m["head"] == n["head"]]
+    return out
+
+
 def rule_graph_dot(nodes: list[dict]) -> str:
     """Graphviz DOT of the rule graph: one box per rule, an edge child -> parent, an OR node
-    (a small circle) where several rules share the head predicate of one body atom."""
+    (a small circle) where several rules share the head predicate of one body atom; recursion
+    (a body atom of the rule's own head predicate) as dashed "rec" edges from every rule with
+    that head (a self-loop, or through an OR node)."""
     lines = ["digraph rudas {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
     comps = sorted({n["component"] for n in nodes})
     for c in comps:
@@ -156,6 +172,17 @@ def rule_graph_dot(nodes: list[dict]) -> str:
             lines.extend(f"  {k} -> {orid};" for k in kids)
         else:
             lines.append(f"  {kids[0]} -> {parent};")
+    rec: dict[str, list[str]] = {}
+    for e in recursive_edges(nodes):
+        rec.setdefault(e["parent"], []).append(e["child"])
+    for parent, kids in sorted(rec.items()):
+        if len(kids) > 1:
+            orid = f"or_rec_{parent}"
+            lines.append(f'  {orid} [shape=circle, label="OR", fontsize=8];')
+            lines.append(f'  {orid} -> {parent} [style=dashed, label="rec"];')
+            lines.extend(f"  {k} -> {orid} [style=dashed];" for k in kids)
+        else:
+            lines.append(f'  {kids[0]} -> {parent} [style=dashed, label="rec"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -258,7 +285,15 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
 
     Returns a dict: tp, fp, fn, tn (standard meaning: FP = derived but not in I(R,S')),
     herbrand_distance, herbrand_accuracy, herbrand_base (u), h_score, accuracy, precision,
-    recall, f1, r_score, n_original, n_learned, rules_learned, rules_used, partial, budget.
+    recall, f1, r_score, r_score_partial, n_original, n_learned, rules_learned, rules_used,
+    auxiliary, partial, budget.
+
+    Predicates that the learned file defines but the dataset does not (learned auxiliaries,
+    e.g. an invented ``inv_p2/2``) are accepted without ``aux`` and their facts left out of
+    the metrics (paper §6); ``auxiliary`` lists them as ``"name/arity"``. ``aux`` names further
+    predicates to ignore. ``time_limit`` bounds the chase and then the R-score (which gets
+    what is left, at least 1 s): a R-score cut short is the best bound found (a lower bound
+    of the true R-score) and ``r_score_partial`` is True (``strict_budget`` then raises).
     """
     ds = Path(dataset)
     for name in ("rules.txt", "eval-support.txt"):
@@ -279,16 +314,28 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
     for k in ("herbrand_accuracy", "h_score", "accuracy", "precision", "recall", "f1", "r_score"):
         out[k] = float(out[k])
     out["partial"] = out["partial"] in (True, "true")
+    out["r_score_partial"] = out["r_score_partial"] in (True, "true")
+    out["auxiliary"] = [str(a) for a in out.get("auxiliary", [])]
     if out["partial"] and strict_budget:
         raise BudgetExceeded(f"forward chaining of the learned rules stopped: {out['budget']}",
+                             file=str(lp))
+    if out["r_score_partial"] and strict_budget:
+        raise BudgetExceeded(f"the R-score ran out of time (time_limit {time_limit} s)",
                              file=str(lp))
     return out
 
 
-def rule_distance(rule1: str, rule2: str) -> float:
-    """d_R (§5.3) of two rules given as Prolog clause text (``"p(X,Y) :- q(X,Y)"``)."""
+def rule_distance(rule1: str, rule2: str, *, method: str = "fast") -> float:
+    """d_R (§5.3) of two rules given as Prolog clause text (``"p(X,Y) :- q(X,Y)"``).
+
+    ``method="fast"``: branch and bound over variable renamings, the best body pairing of each
+    (partial) renaming solved as an assignment problem (Hungarian algorithm) — milliseconds for
+    5-atom bodies, well under a second for 9. ``method="brute"``: every renaming x every
+    permutation of the padded body (factorial; the oracle the tests compare against)."""
+    if method not in ("fast", "brute"):
+        raise NesyError(f"unknown method {method!r} (expected fast or brute)", field="method")
     prolog.use(PL)
-    res = prolog.once("rudas:rule_distance_text(A, B, D)", A=rule1, B=rule2)
+    res = prolog.once("rudas:rule_distance_text(M, A, B, D)", M=method, A=rule1, B=rule2)
     return float(res["D"])
 
 
