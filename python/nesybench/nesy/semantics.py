@@ -317,5 +317,5 @@ def build_semantics(kind: str, task, **kw) -> LabelSemantics:
             raise NesyError("the compiled-circuit engine (nesybench.nesy.circuit) is not "
                             f"available here ({exc}); use --semantics worlds",
                             task=task.name) from None
-        return circuit.CompiledProgram.from_task(task)
+        return circuit.CompiledProgram.from_task(task)  # engine options: its own defaults
     raise NesyError(f"unknown semantics {kind!r} (worlds, circuit)", field="semantics")

