@@ -81,10 +81,12 @@ def _common(f):
         click.option("--concept-weight", default=1.0, show_default=True, type=float),
         click.option("--tnorm", default="product", show_default=True,
                      help="fuzzy model: product (T = ab, S = a + b - ab) | godel (min, max)"),
-        click.option("--epochs", default=10, show_default=True, type=int),
-        click.option("--batch", default=64, show_default=True, type=int),
-        click.option("--lr", default=1e-3, show_default=True, type=float),
+        click.option("--epochs", default=40, show_default=True, type=int),
+        click.option("--batch", default=32, show_default=True, type=int),
+        click.option("--lr", default=3e-3, show_default=True, type=float),
         click.option("--device", default="cpu", show_default=True, help="cpu | cuda"),
+        click.option("--threads", default=0, show_default=True, type=int,
+                     help="torch CPU threads (0: torch's default)"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -100,16 +102,23 @@ def _common(f):
 @click.option("--overwrite", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_sup, concept_vars,
-              concept_weight, tnorm, epochs, batch, lr, device, seed, out, overwrite, as_json):
+              concept_weight, tnorm, epochs, batch, lr, device, threads, seed, out, overwrite,
+              as_json):
     """Train a model on TASK (a curricula/rs/*.yaml file) and evaluate it on val/test/OOD.
 
     Writes OUT/config.json, best.pt/last.pt checkpoints, history in metrics.json,
     predictions_{split}.csv (the `rs metrics` format) and plots/.
     """
-    from .train import RunConfig, run_experiment  # noqa: PLC0415
+    from .train import RunConfig, run_experiment, set_threads  # noqa: PLC0415
+    set_threads(threads)
     if model not in MODELS:
         raise NesyError(f"unknown model {model!r} (choose from {', '.join(MODELS)})",
                         field="model")
+    if not 0.0 <= concept_sup <= 1.0:
+        raise NesyError(f"--concept-sup must be a fraction in [0, 1], not {concept_sup}",
+                        field="concept_sup")
+    if semantics not in ("worlds", "circuit"):
+        raise NesyError(f"unknown semantics {semantics!r} (worlds, circuit)", field="semantics")
     cfg = RunConfig(task=str(task), model=model, semantics=semantics, data=data, mnist=mnist,
                     samples=_samples(samples), data_seed=data_seed, concept_sup=concept_sup,
                     concept_vars=_names(concept_vars), concept_weight=concept_weight, tnorm=tnorm,
@@ -140,8 +149,9 @@ def _fix_data_path(tmp: Path, final: Path) -> None:
 @click.option("--split", "splits", default="test,ood", show_default=True)
 @click.option("--checkpoint", default="best.pt", show_default=True)
 @click.option("--device", default="cpu", show_default=True)
+@click.option("--threads", default=0, show_default=True, type=int)
 @click.option("--json", "as_json", is_flag=True)
-def eval_cmd(run, data, splits, checkpoint, device, as_json):
+def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
     """Evaluate a trained RUN folder (from `nesy train`) on splits of its data set."""
     from ..shortcuts.task import load_task  # noqa: PLC0415
     from .data import NesyData  # noqa: PLC0415
@@ -149,7 +159,8 @@ def eval_cmd(run, data, splits, checkpoint, device, as_json):
     from .models import build_model  # noqa: PLC0415
     from .nets import layout_of  # noqa: PLC0415
     from .semantics import build_semantics  # noqa: PLC0415
-    from .train import evaluate, load_checkpoint, summary_row  # noqa: PLC0415
+    from .train import evaluate, load_checkpoint, set_threads, summary_row  # noqa: PLC0415
+    set_threads(threads)
 
     run = Path(run)
     cfg_path = run / "config.json"
@@ -201,9 +212,9 @@ def eval_cmd(run, data, splits, checkpoint, device, as_json):
               help="a generated data set (default: generate one into OUT/data)")
 @click.option("--mnist", default=None, help="when generating: IDX/PNG folder or 'hub'")
 @click.option("--samples", default=None, help="when generating: train=N,val=N,...")
-@click.option("--epochs", default=10, show_default=True, type=int)
-@click.option("--batch", default=64, show_default=True, type=int)
-@click.option("--lr", default=1e-3, show_default=True, type=float)
+@click.option("--epochs", default=40, show_default=True, type=int)
+@click.option("--batch", default=32, show_default=True, type=int)
+@click.option("--lr", default=3e-3, show_default=True, type=float)
 @click.option("--semantics", default="worlds", show_default=True)
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--executor", default="local", show_default=True, help="local | ray | inline")
@@ -229,6 +240,10 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
                         f"{', '.join(MODELS)})", field="models")
     if seeds < 1:
         raise NesyError("--seeds must be >= 1", field="seeds")
+    sup_values = _floats(sups, "concept_sup")
+    if not sup_values or any(not 0.0 <= v <= 1.0 for v in sup_values):
+        raise NesyError(f"--concept-sup takes fractions in [0, 1], not {sups!r}",
+                        field="concept_sup")
     t = load_task(task)
     out = Path(out or f"out/nesy-sweep/{t.name}")
     if data is None:
@@ -244,7 +259,7 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
                     params={"task": str(Path(task).resolve()), "data": str(Path(data).resolve()),
                             "epochs": epochs, "batch": batch, "lr": lr, "semantics": semantics,
                             "device": device},
-                    axes={"model": ms, "concept_sup": _floats(sups, "concept_sup")},
+                    axes={"model": ms, "concept_sup": sup_values},
                     repetitions=seeds, seed=seed)
     res = run_grid(spec, out, executor=executor, workers=workers, progress=not as_json)
     rows = res.rows()

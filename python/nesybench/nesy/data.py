@@ -42,15 +42,18 @@ datafiles.register(datafiles.WheelFile(
 # -- restricted unpickling ------------------------------------------------------------------
 def _allowed() -> dict[tuple[str, str], object]:
     from numpy.core import multiarray as _ma  # noqa: PLC0415 - numpy 2 aliases numpy._core
+    from numpy.core import numeric as _nu  # noqa: PLC0415
     allowed = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
-    for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
-        allowed[(mod, "_reconstruct")] = _ma._reconstruct
+    for pkg in ("numpy.core", "numpy._core"):
+        allowed[(f"{pkg}.multiarray", "_reconstruct")] = _ma._reconstruct   # protocols 0-4
+        allowed[(f"{pkg}.numeric", "_frombuffer")] = _nu._frombuffer        # protocol 5
     return allowed
 
 
 class NumpyOnlyUnpickler(pickle.Unpickler):
-    """Unpickler that resolves only ``numpy.ndarray``, ``numpy.dtype`` and
-    ``numpy.core.multiarray._reconstruct``; any other global is a :class:`NesyError`."""
+    """Unpickler that resolves only ``numpy.ndarray``, ``numpy.dtype`` and numpy's two array
+    constructors (``numpy[._]core.multiarray._reconstruct``, ``numpy[._]core.numeric._frombuffer``);
+    any other global — a function, a class, ``_codecs.encode`` — is a :class:`NesyError`."""
 
     def find_class(self, module: str, name: str):
         try:

@@ -52,6 +52,15 @@ class EvalResult:
         return asdict(self)
 
 
+def set_threads(n: int) -> None:
+    """``torch.set_num_threads(n)`` for n >= 1 (on a busy 2-core machine one thread trained
+    the MNAdd-EvenOdd DPL 6x faster than torch's default); 0 leaves torch's default."""
+    if n < 0:
+        raise NesyError("--threads must be >= 0", field="threads")
+    if n:
+        torch.set_num_threads(n)
+
+
 def _device(device: str) -> torch.device:
     if device == "cuda" and not torch.cuda.is_available():
         raise NesyError("--device cuda: no CUDA device is available here", field="device")
@@ -262,9 +271,9 @@ class RunConfig:
     concept_vars: list[str] | None = None
     concept_weight: float = 1.0
     tnorm: str = "product"
-    epochs: int = 10
-    batch: int = 64
-    lr: float = 1e-3
+    epochs: int = 40
+    batch: int = 32
+    lr: float = 3e-3
     seed: int = 0
     device: str = "cpu"
     splits: list[str] = field(default_factory=lambda: ["test", "ood"])
