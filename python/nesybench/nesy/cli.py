@@ -275,3 +275,35 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
         click.echo(f"{r.get('model', ''):6s} {r.get('concept_sup', 0):5.2f} {r.get('rep', 0):3d} "
                    f"{r.get('status', ''):8s} {vals}")
     click.echo(f"study: {out}")
+
+
+@group.command("report")
+@click.argument("study", type=click.Path())
+@click.option("--json", "as_json", is_flag=True)
+def report_cmd(study, as_json):
+    """Summarise a `nesy sweep` STUDY: mean ± sd over seeds per model and supervision, the
+    shortcut verdicts on the test split and the learned concept maps that were shortcuts."""
+    from .report import summarise  # noqa: PLC0415
+    rows, maps = summarise(study)
+    if as_json:
+        click.echo(dumps({"study": str(study), "rows": rows, "shortcut_maps": maps}))
+        return
+    cols = [("test_label_accuracy", "label acc"), ("test_concept_accuracy", "concept acc"),
+            ("ood_label_accuracy", "OOD label acc"), ("ood_concept_accuracy", "OOD concept acc")]
+    click.echo(f"| model | concept sup | runs | " + " | ".join(c[1] for c in cols) +
+               " | identity / shortcut / not optimal |")
+    click.echo("|---|---|---|" + "---|" * len(cols) + "---|")
+    for r in rows:
+        cells = []
+        for key, _ in cols:
+            m = r.get(key)
+            cells.append("-" if m is None else f"{m[0]:.2f} ± {m[1]:.2f}")
+        v = r["verdicts"]
+        ver = "-" if not any(v.values()) else \
+            f"{v['identity']} / {v['shortcut']} / {v['not_optimal']}"
+        click.echo(f"| {r['model']} | {r['concept_sup']:g} | {r['runs']} | " + " | ".join(cells) +
+                   f" | {ver} |")
+    for m in maps:
+        click.echo(f"shortcut ({m['model']}, sup {m['concept_sup']:g}, seed {m['seed']}): "
+                   + "; ".join(f"{g}: " + ", ".join(f"{a}->{b}" for a, b in ch.items())
+                               for g, ch in m["changed"].items()))

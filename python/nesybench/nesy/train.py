@@ -299,14 +299,9 @@ def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: boo
         sem = build_semantics(cfg.semantics, task, progress=progress)
     elif cfg.model == "fuzzy":
         sem = build_semantics("worlds", task, progress=progress)
-    if sem is not None:
-        label_domains = [list(d) for d in sem.label_domains]
-    else:
-        try:
-            from .semantics import WorldEnumeration  # noqa: PLC0415
-            label_domains = WorldEnumeration(task, progress=progress).label_domains
-        except NesyError:
-            label_domains = None
+    # dpl/fuzzy: every value the knowledge can produce; cbm/nn: the values in the data set
+    # (no knowledge evaluation, so they also run where world enumeration would not)
+    label_domains = [list(d) for d in sem.label_domains] if sem is not None else None
     data = cfg.data
     if data is None:
         if data_dir is None:
@@ -324,7 +319,7 @@ def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: boo
 
 
 def _label_domains_of(root: Path, task) -> list[list]:
-    """Label values seen in a data set's splits (for cbm/nn beyond the world budget)."""
+    """Label values seen in any split of a data set (cbm/nn), sorted (numbers numerically)."""
     names = task.label_names()
     seen = [set() for _ in names]
     for split in ("train", "val", "test", "ood"):
@@ -334,7 +329,8 @@ def _label_domains_of(root: Path, task) -> list[list]:
                 for row in list(csv.reader(fh))[1:]:
                     for j in range(len(names)):
                         seen[j].add(row[1 + j])
-    return [sorted(s, key=lambda v: (0, int(v), "") if v.lstrip("-").isdigit() else (1, 0, v))
+    return [[int(v) if v.lstrip("-").isdigit() else v for v in
+             sorted(s, key=lambda v: (0, int(v), "") if v.lstrip("-").isdigit() else (1, 0, v))]
             for s in seen]
 
 
