@@ -99,3 +99,19 @@ def test_bad_task_file_and_data(root, data, tmp_path, capsys):
         assert "circuit" in capsys.readouterr().err
     finally:
         del sys.modules["nesybench.nesy.circuit"]
+
+
+def test_sweep_inline_and_report(root, data, tmp_path, capsys):
+    study = tmp_path / "study"
+    rc = main(["nesy", "sweep", str(root / "curricula/rs/xor.yaml"), "--models", "dpl,nn",
+               "--seeds", "1", "--concept-sup", "0", "--data", str(data), "--epochs", "1",
+               "--batch", "8", "--executor", "inline", "--out", str(study), "--json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert sorted(r["model"] for r in rows) == ["dpl", "nn"]
+    assert all(r["status"] == "done" and "test_label_accuracy" in r for r in rows)
+    assert main(["nesy", "report", str(study), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    dpl = next(r for r in rep["rows"] if r["model"] == "dpl")
+    assert dpl["runs"] == 1 and sum(dpl["verdicts"].values()) == 1
+    assert main(["nesy", "report", str(tmp_path)]) == 2

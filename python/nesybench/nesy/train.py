@@ -53,8 +53,9 @@ class EvalResult:
 
 
 def set_threads(n: int) -> None:
-    """``torch.set_num_threads(n)`` for n >= 1 (on a busy 2-core machine one thread trained
-    the MNAdd-EvenOdd DPL 6x faster than torch's default); 0 leaves torch's default."""
+    """``torch.set_num_threads(n)`` for n >= 1 (on a busy shared 2-core machine one thread
+    trained the small MNAdd-EvenOdd DPL far faster than torch's default: thread
+    oversubscription); 0 leaves torch's default."""
     if n < 0:
         raise NesyError("--threads must be >= 0", field="threads")
     if n:
