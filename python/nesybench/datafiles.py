@@ -146,10 +146,15 @@ def _load_registrations() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
+    # run as ``python -m nesybench.datafiles`` this module is ``__main__``; the capability
+    # modules registered into the importable ``nesybench.datafiles``: take their entries
+    canonical = sys.modules.get("nesybench.datafiles")
+    if canonical is not None and canonical.DATA_FILES is not DATA_FILES:
+        DATA_FILES.update(canonical.DATA_FILES)
 
 
 #: modules whose import registers their data files (each calls :func:`register`)
-REGISTRY_MODULES: list[str] = []
+REGISTRY_MODULES: list[str] = ["nesybench.nesy.data"]
 
 
 def main(argv=None) -> int:

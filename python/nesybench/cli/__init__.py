@@ -20,6 +20,7 @@ CAPABILITIES = {
     "rudas": "nesybench.rudas.cli",
     "rs": "nesybench.shortcuts.cli",
     "runs": "nesybench.runs.cli",
+    "nesy": "nesybench.nesy.cli",
 }
 
 
@@ -51,6 +52,7 @@ def cli():
     rudas  RuDaS rule-learning datasets (generate, suite, evaluate)
     rs     reasoning shortcuts (generate, count, severity, metrics)
     runs   sweeps and results (start, resume, status, table, plot, export)
+    nesy   neuro-symbolic learning: DPL, fuzzy, CBM, NN on the RS tasks (train, eval, sweep)
     """
 
 

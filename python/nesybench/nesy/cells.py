@@ -1,0 +1,44 @@
+"""The sweep cell of ``nesybench nesy sweep``: one training run inside the runs store.
+
+Registered as ``nesy.train`` in :mod:`nesybench.runs.registry`. ``params``: ``task`` (YAML
+path) and ``data`` (a generated data set folder, shared by every cell) are required; the
+other keys are :class:`~nesybench.nesy.train.RunConfig` fields (``model``, ``concept_sup``,
+``epochs`` ...). The cell's seed seeds the networks and the batch order. Per-epoch curves go
+to ``ctx.log``; the test (and OOD) figures are the final metrics (``test_label_accuracy``,
+``test_concept_accuracy``, ``test_is_shortcut`` ...); ``metrics.json`` is kept as an artifact.
+"""
+from __future__ import annotations
+
+import torch  # noqa: F401 - the runner seeds torch when the cell module imports it
+
+from .. import ROOT
+from ..io import write_json
+from .train import EvalResult, RunConfig, run_experiment, summary_row
+
+
+def nesy_train_cell(params: dict, seed: int, ctx) -> dict[str, float]:
+    """Train and evaluate one model (module docstring)."""
+    p = dict(params)
+    task = str(p.pop("task"))
+    if not task.startswith("/"):
+        task = str(ROOT / task)
+    cfg = RunConfig(task=task, seed=seed, **p)
+    summary = run_experiment(cfg, None, progress=False, log=ctx.log)
+    path = ctx.artifact_dir / "metrics.json"
+    write_json(path, summary)
+    ctx.add_artifact(path)
+    out: dict[str, float] = {"best_epoch": float(summary["fit"]["best_epoch"]),
+                             "train_seconds": float(summary["fit"]["seconds"])}
+    for split, res in summary["results"].items():
+        row = summary_row(EvalResult(**res))
+        out.update({f"{split}_{k}": v for k, v in row.items()})
+    return out
+
+
+nesy_train_cell.params_schema = {
+    "task": str, "data": str, "model": str, "semantics": str, "concept_sup": (int, float),
+    "concept_vars": (list, type(None)), "concept_weight": (int, float), "tnorm": str,
+    "epochs": int, "batch": int, "lr": (int, float), "device": str, "splits": list,
+    "mnist": (str, type(None)), "data_seed": int, "samples": (dict, type(None)),
+}
+nesy_train_cell.params_required = ("task", "data")

