@@ -41,6 +41,9 @@ ilp_bk_module(Encoding, Kb, Module) :-
         file_directory_name(Here, Dir),
         atomic_list_concat([Dir, '/../kb/kandy/ilp/', Encoding, '_', Kb, '.pl'], File0),
         absolute_file_name(File0, File, [access(read)]),
+        %   Only system below the KB: a predicate loaded into `user` elsewhere in the
+        %   process (e.g. kb/kandy/bk.pl's house/1) must not leak into a smaller KB.
+        set_module(Module:base(system)),
         load_files(Module:File, [silent(true)])
     ).
 

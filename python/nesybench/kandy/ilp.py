@@ -633,6 +633,9 @@ class _LoadedTheory:
         self.encoding = encoding
         self.bk = prolog.once("kandy_ilp:ilp_bk_module(E, K, M)", E=encoding, K=kb)["M"]
         self.module = f"kandy_ilp_theory_{os.getpid()}_{next(_eval_counter)}"
+        # the theory sees its BK and system only, never what another part of the process
+        # loaded into `user` (e.g. the generator's kb/kandy/bk.pl with the named objects)
+        prolog.once("set_module(M:base(system))", M=self.module)
         try:
             # load_rules (text) rather than load_rules_file: the latter loses the line of a
             # syntax error (safe_load.pl only decodes stream(...) error contexts).
