@@ -16,6 +16,8 @@ CELLS: dict[str, str] = {
     "demo.toy": "nesybench.runs.demo:toy_cell",
     "demo.sleep": "nesybench.runs.demo:sleep_cell",
     "rs.count": "nesybench.runs.demo:rs_count_cell",
+    "kandy.train": "nesybench.kandy.learn.cells:train_cell",
+    "kandy.aleph": "nesybench.kandy.learn.cells:aleph_cell",
 }
 
 
