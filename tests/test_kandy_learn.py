@@ -292,9 +292,11 @@ def test_bad_input(tiny, tmp_path, capsys):
 
 @pytest.mark.skipif(not os.environ.get("NESYBENCH_ALEPH"),
                     reason="set NESYBENCH_ALEPH to Aleph 5's aleph.pl to run Aleph for real")
-def test_aleph_one_easy_task(tiny, tmp_path, capsys):
+def test_aleph_one_easy_task(tmp_path, capsys):
+    data = tmp_path / "easy0"
+    generate(ROOT / "curricula/kandy/easy.yaml", data, tasks=[0], images=False)
     study = tmp_path / "aleph"
-    rc = cli_main(["kandy", "ilp-run", str(tiny), "--tasks", "0", "--timeout", "120",
+    rc = cli_main(["kandy", "ilp-run", str(data), "--tasks", "0", "--timeout", "120",
                    "--out", str(study), "--workers", "0", "-q", "--json"])
     assert rc == 0
     data = json.loads(capsys.readouterr().out)

@@ -346,9 +346,7 @@ def ilp_run_cmd(dataset, aleph, encoding, bk, timeout, tasks, out, workers, as_j
     root = Path(dataset).resolve()
     aleph_path = check_aleph(aleph)
     find_swipl()
-    man = read_manifest(root) if (root / "manifest.json").exists() else None
-    if man is None:
-        raise NesyError("not a generated KANDY curriculum (no manifest.json)", file=str(root))
+    man = read_manifest(root, images=False)
     ids = [int(t["id"]) for t in select_tasks(man, _tasks_option(tasks), source=str(root))]
     encs = _names(encoding, "encoding", None)
     bks = _names(bk, "bk", None)

@@ -77,7 +77,8 @@ def aleph_cell(params: dict, seed: int, ctx) -> dict:
     path.write_text(json.dumps(row, indent=1, default=str), encoding="utf-8")
     ctx.add_artifact(path)
     return {k: float(v) for k, v in row.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None} | {
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None
+            and k != "task"} | {
         "correct": float(bool(row.get("correct"))), "timed_out": float(bool(row.get("timed_out"))),
         "crashed": float(bool(row.get("crashed")))}
 

@@ -123,8 +123,9 @@ class KandyDataset(torch.utils.data.Dataset):
                 bool(s.supervised[j]))
 
 
-def read_manifest(folder: str | os.PathLike) -> dict:
-    """The manifest of a generated curriculum, checked (format and major version)."""
+def read_manifest(folder: str | os.PathLike, *, images: bool = True) -> dict:
+    """The manifest of a generated curriculum, checked (format and major version; with
+    ``images``, that the pictures were rendered)."""
     root = Path(folder)
     if not root.is_dir():
         raise NesyError("dataset folder not found", file=str(root))
@@ -146,7 +147,7 @@ def read_manifest(folder: str | os.PathLike) -> dict:
                         field="version")
     if not man.get("tasks"):
         raise NesyError("the manifest lists no tasks", file=str(path), field="tasks")
-    if not man.get("config", {}).get("images", True):
+    if images and not man.get("config", {}).get("images", True):
         raise NesyError("the curriculum was generated without images (--no-images); "
                         "regenerate it with images to train neural models", file=str(path))
     return man
