@@ -303,3 +303,22 @@ def test_aleph_one_easy_task(tmp_path, capsys):
     (row,) = data["tasks"]
     assert row["task"] == 0 and not row["timed_out"] and not row["crashed"]
     assert row["balanced_accuracy"] == 1.0 and row["correct"] == 1.0
+
+
+def test_aleph_crash_and_timeout_are_recorded(tiny, tmp_path):
+    """A crashing or endless 'Aleph' is a row of its task (scored as the empty theory)."""
+    from nesybench.kandy.learn.aleph import run_aleph_task
+
+    crash = tmp_path / "crash.pl"
+    crash.write_text("read_all(_) :- throw(boom).\ninduce.\nwrite_rules(_).\n")
+    row = run_aleph_task(tiny, 0, crash, timeout=60, workdir=tmp_path / "w1")
+    assert row["crashed"] and not row["timed_out"] and row["theory"] == ""
+    assert row["recall"] == 0.0 and row["balanced_accuracy"] == 0.5
+    loop = tmp_path / "loop.pl"
+    loop.write_text("read_all(_).\ninduce :- repeat, fail.\nwrite_rules(_).\n")
+    row = run_aleph_task(tiny, 0, loop, timeout=1.5, workdir=tmp_path / "w2")
+    assert row["timed_out"] and not row["crashed"]
+    with pytest.raises(NesyError, match="SWI pack version"):
+        mod = tmp_path / "mod.pl"
+        mod.write_text(":- module(aleph, [induce/1]).\nread_all(_).\ninduce.\n")
+        run_aleph_task(tiny, 0, mod, timeout=5)
