@@ -235,6 +235,9 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
 @click.option("--buffer", type=int, default=None,
               help="Replay buffer |R| (continual settings; default 200 or 0 per the paper).")
 @click.option("--replay-weight", type=float, default=None, help="λ_r (default 1).")
+@click.option("--thresholds", type=click.Choice(["all", "seen"]), default="all",
+              show_default=True, help="Tune τ_j on validation for every task at every time "
+              "step (as the paper's code), or only for tasks trained so far.")
 @click.option("--seeds", type=int, default=3, show_default=True, help="Runs per cell.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the sweep.")
 @click.option("--size", type=int, default=64, show_default=True,
@@ -250,7 +253,7 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def train_cmd(dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
-              replay_weight, seeds, seed, size, tasks, device, weights, out, workers, as_json,
+              replay_weight, thresholds, seeds, seed, size, tasks, device, weights, out, workers, as_json,
               quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
     settings × seeds through the sweep runner) and print Table 1's rows."""
@@ -275,6 +278,7 @@ def train_cmd(dataset, model, setting, hparams, epochs, batch, lr, optim, buffer
     if "resnet50_h" in models:
         build_model("resnet50_h", size=size or 64, heads=len(entries), weights=weights)
     params = {"dataset": str(root), "size": size or None, "hparams": hparams,
+              "thresholds": thresholds,
               "tasks": task_list, "device": device, "progress": (workers == 0 and not quiet)}
     for k, v in (("epochs", epochs), ("batch", batch), ("lr", lr), ("optim", optim),
                  ("buffer", buffer), ("replay_weight", replay_weight),

@@ -33,7 +33,8 @@ def _data(dataset: str, size, tasks):
 def train_cell(params: dict, seed: int, ctx) -> dict:
     """One training run; ``params``: dataset (folder), model, setting, and optional size
     (default 64; None keeps the PNG size), tasks, hparams (easy|hard table), lr, optim, batch,
-    epochs, buffer, replay_weight, dropout, device, weights, progress."""
+    epochs, buffer, replay_weight, dropout, device, weights, thresholds (all|seen),
+    progress."""
     from .settings import resolve_config, train  # noqa: PLC0415
 
     data = _data(str(params["dataset"]), params.get("size", 64), params.get("tasks"))
@@ -41,7 +42,7 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
                          hparams=params.get("hparams", "easy"),
                          **{k: params.get(k) for k in ("lr", "optim", "batch", "epochs",
                                                        "buffer", "replay_weight", "dropout",
-                                                       "device", "weights")})
+                                                       "device", "weights", "thresholds")})
     res = train(data, cfg, seed, progress=bool(params.get("progress", False)), log=ctx.log)
     path = ctx.artifact_dir / "result.json"
     out = res.to_json()
@@ -60,7 +61,7 @@ train_cell.params_schema = {
     "optim": (str, type(None)), "batch": (int, type(None)), "epochs": (int, type(None)),
     "buffer": (int, type(None)), "replay_weight": (float, type(None)),
     "dropout": (float, type(None)), "device": (str, type(None)),
-    "weights": (str, type(None)), "progress": bool}
+    "weights": (str, type(None)), "thresholds": (str, type(None)), "progress": bool}
 train_cell.params_required = ("dataset", "model", "setting")
 
 

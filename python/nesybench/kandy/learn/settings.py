@@ -5,7 +5,9 @@
   class-balanced epoch, shuffled (mini-batches mix tasks; each sample's loss uses its task's
   head).
 * ``task_incremental``: the joint model sees the tasks one after the other, ``epochs`` each.
-* ``continual_online``: the same with a single pass (``epochs`` is forced to 1).
+* ``continual_online``: the same with a single pass (``epochs`` is forced to 1; each
+  supervised sample once, in random order, no class re-balancing of the stream — the replay
+  buffer is what balances).
 
 The continual settings replay experiences from a class-balanced reservoir
 (:class:`.replay.ClassBalancedReservoir`, classes = (task, label), ``buffer`` items); each
@@ -24,8 +26,9 @@ for γ < 1.
 
 Evaluation: after each time step ``z`` (continual) or once at the end (other settings), every
 task's decision threshold τ_j is tuned on the supervised samples of its validation split
-(:func:`.metrics.tune_threshold`, maximising balanced accuracy; τ_j = 0.5 for tasks not yet
-trained), then the test split gives ``A[z, j]`` (balanced) and ``A_micro[z, j]`` (plain).
+(:func:`.metrics.tune_threshold`, maximising balanced accuracy; with ``thresholds="seen"``
+τ_j = 0.5 for tasks not yet trained), then the test split gives ``A[z, j]`` (balanced) and
+``A_micro[z, j]`` (plain).
 """
 from __future__ import annotations
 
@@ -105,7 +108,10 @@ class TrainConfig:
     lr: learning rate; optim: ``sgd`` | ``adam``; batch: mini-batch size b; epochs: per task
     (independent, task_incremental) or overall (joint); buffer: replay memory |R| (continual
     settings only); replay_weight: λ_r; device: ``cpu`` | ``cuda``; weights: ResNet-50
-    state_dict for ``resnet50_h``; eval_batch: inference batch size.
+    state_dict for ``resnet50_h``; eval_batch: inference batch size; thresholds: ``all`` tunes
+    τ_j of every task at every time step on its validation split (as the reference code does,
+    which is what gives forward transfer a meaning), ``seen`` only those of tasks trained so
+    far (0.5 for the others: no peeking at future tasks' labels).
     """
 
     model: str = "cnn"
@@ -121,6 +127,7 @@ class TrainConfig:
     weights: str | None = None
     eval_batch: int = 256
     hparams: str = "easy"
+    thresholds: str = "all"
 
     def validate(self) -> "TrainConfig":
         if self.model not in MODELS:
@@ -133,6 +140,9 @@ class TrainConfig:
         for name in ("batch", "epochs", "eval_batch"):
             if int(getattr(self, name)) < 1:
                 raise NesyError(f"{name} must be >= 1", field=name)
+        if self.thresholds not in ("all", "seen"):
+            raise NesyError(f"thresholds must be 'all' or 'seen', got {self.thresholds!r}",
+                            field="thresholds")
         if self.buffer < 0 or self.replay_weight < 0 or not self.lr > 0:
             raise NesyError("buffer and replay_weight must be >= 0 and lr > 0", field="buffer")
         if self.setting == "continual_online":
@@ -278,10 +288,13 @@ class _Trainer:
 
     # -- batches -----------------------------------------------------------------------
     def task_epoch(self, task: int) -> torch.Tensor:
-        """One class-balanced epoch (sample indices) of ``task``'s supervised samples."""
+        """One class-balanced epoch (sample indices) of ``task``'s supervised samples; in
+        ``continual_online`` a single pass: each supervised sample once, in random order."""
         sup = self.train_split.supervised_indices(task)
         if len(sup) == 0:
             return sup
+        if self.cfg.setting == "continual_online":
+            return sup[torch.randperm(len(sup), generator=self.gen)]
         return sup[balanced_order(self.train_split.labels[sup], self.gen)]
 
     def steps_per_epoch(self, task: int) -> int:
@@ -291,6 +304,8 @@ class _Trainer:
         lab = self.train_split.labels[sup]
         npos = int(lab.sum())
         n = 2 * max(npos, len(lab) - npos) if 0 < npos < len(lab) else len(lab)
+        if self.cfg.setting == "continual_online":
+            n = len(lab)
         return -(-n // self.cfg.batch)
 
     def _bar(self, total: int, desc: str):
@@ -348,7 +363,7 @@ class _Trainer:
         model.eval()
         val, test = self.data.splits["val"], self.data.splits["test"]
         tau = 0.5
-        if trained:
+        if trained or self.cfg.thresholds == "all":
             s, y, sup = _scores(model, val, t, head, self.cfg.device, self.cfg.eval_batch)
             tau = tune_threshold(s[sup], y[sup])
             self.eval_samples += len(s)
