@@ -5,8 +5,9 @@ Generates KANDY-Easy (small: 20 tasks × 100 samples, 224×224 PNGs) into a temp
 
 * decoding: PNGs decoded + resized per second (done once; tensors stay in memory),
 * per model (MLP, the paper's CNN; --resnet adds ResNet-50) and device (cpu, and cuda when
-  torch sees one): training samples/s (forward + backward + optimiser step, Adam, batch
-  --batch) and evaluation samples/s (inference, batch 256), with --threads torch threads.
+  torch sees one): training samples/s (forward + backward + optimiser step: Adam as the
+  trainers make it, fused where torch has it; batch --batch) and evaluation samples/s
+  (inference, batch 256), with --threads torch threads.
 
     .venv/bin/python benchmarks/kandy_train.py [--size 64] [--batch 16] [--steps 30]
         [--threads 1] [--dataset DIR] [--resnet]
@@ -42,6 +43,7 @@ def main() -> None:
     from nesybench.kandy.generate import generate
     from nesybench.kandy.learn.data import load_data
     from nesybench.kandy.learn.models import build_model
+    from nesybench.kandy.learn.settings import TrainConfig, _optimizer
 
     torch.set_num_threads(args.threads)
     tmp = None
@@ -70,7 +72,8 @@ def main() -> None:
         for name in models:
             torch.manual_seed(0)
             model = build_model(name, size=data.size, heads=data.n_tasks).to(dev)
-            opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+            cfg = TrainConfig(model=name, lr=1e-4, optim="adam", batch=args.batch)
+            opt = _optimizer(model, cfg)
             model.train()
             n, t_fetch, t_total = 0, 0.0, 0.0
             for step in range(args.warmup + args.steps):
