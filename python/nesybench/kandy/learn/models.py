@@ -29,6 +29,8 @@ from ...errors import NesyError
 MODELS = ("mlp", "cnn", "resnet50", "resnet50_h")
 #: smallest input side for which the CNN's last conv still has a 3×3 map to read
 CNN_MIN_SIZE = 30
+#: smallest input side for which ResNet-50's last stage keeps a 2×2 map
+RESNET_MIN_SIZE = 33
 
 
 class MLP(nn.Module):
@@ -208,6 +210,11 @@ def build_model(name: str, *, size: int, heads: int, weights: str | None = None,
                             f"pixels (its third conv has nothing left to convolve), got {size}",
                             field="size")
         return CNN(heads, dropout=dropout)
+    if name == "resnet50" and size < RESNET_MIN_SIZE:
+        raise NesyError(f"ResNet-50 trained from scratch needs inputs of at least "
+                        f"{RESNET_MIN_SIZE}×{RESNET_MIN_SIZE} pixels (smaller ones leave a 1×1 "
+                        f"map whose batch norm cannot train on one sample), got {size}",
+                        field="size")
     model = ResNet50(heads, frozen=(name == "resnet50_h"))
     if weights:
         load_trunk_weights(model.trunk, weights)
