@@ -48,7 +48,8 @@ def cli():
     """nesybench: logic-programming-centric neuro-symbolic benchmarks.
 
     \b
-    kandy  KANDY curricula of Kandinsky-pattern tasks (generate, show, browse, ilp-export, ilp-eval)
+    kandy  KANDY curricula of Kandinsky-pattern tasks (generate, show, browse, ilp-export, ilp-eval,
+           ilp-run, train, table, plot)
     rudas  RuDaS rule-learning datasets (generate, suite, evaluate)
     rs     reasoning shortcuts (generate, count, severity, metrics)
     runs   sweeps and results (start, resume, status, table, plot, export)

@@ -196,3 +196,193 @@ def ilp_eval_cmd(dataset, task, theory, encoding, split, kb, fresh, as_json):
     else:
         for k, v in data.items():
             click.echo(f"{k:>22s}: {v}")
+
+
+# --------------------------------------------------------------------------- learning (issue 10)
+
+def _names(value: str, what: str, choices) -> list[str]:
+    out = [v.strip() for v in value.split(",") if v.strip()]
+    if not out:
+        raise NesyError(f"--{what} needs at least one name")
+    return out
+
+
+def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
+    from .learn import report
+
+    kind, study = report.open_study(study_dir)
+    if kind == "train":
+        rows = report.table1(study)
+        if as_json:
+            click.echo(json.dumps(rows, indent=2, default=str))
+        else:
+            click.echo(report.format_table1(rows))
+    else:
+        rows = report.table2(study)
+        tasks = report.aleph_task_rows(study) if (per_task or as_json) else None
+        if as_json:
+            click.echo(json.dumps({"table": rows, "tasks": tasks}, indent=2, default=str))
+        else:
+            click.echo(report.format_table2(rows, tasks))
+    if not rows:
+        click.echo("(no finished cells yet)", err=True)
+
+
+@group.command("train")
+@click.argument("dataset", type=click.Path(file_okay=False))
+@click.option("--model", default="cnn", show_default=True,
+              help="Model(s), comma-separated: mlp, cnn, resnet50, resnet50_h.")
+@click.option("--setting", default="joint", show_default=True,
+              help="Setting(s), comma-separated: independent, joint, task-incremental, "
+                   "continual-online.")
+@click.option("--hparams", type=click.Choice(["easy", "hard"]), default="easy",
+              show_default=True, help="The supplementary's optimal hyper-parameter table "
+                                       "(per model and setting) used for options not given.")
+@click.option("--epochs", type=int, default=None, help="Epochs (per task where the setting "
+              "says so). Default: the paper's table.")
+@click.option("--batch", type=int, default=None, help="Mini-batch size b.")
+@click.option("--lr", type=float, default=None, help="Learning rate.")
+@click.option("--optim", type=click.Choice(["sgd", "adam"]), default=None)
+@click.option("--buffer", type=int, default=None,
+              help="Replay buffer |R| (continual settings; default 200 or 0 per the paper).")
+@click.option("--replay-weight", type=float, default=None, help="λ_r (default 1).")
+@click.option("--thresholds", type=click.Choice(["all", "seen"]), default="all",
+              show_default=True, help="Tune τ_j on validation for every task at every time "
+              "step (as the paper's code), or only for tasks trained so far.")
+@click.option("--seeds", type=int, default=3, show_default=True, help="Runs per cell.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the sweep.")
+@click.option("--size", type=int, default=64, show_default=True,
+              help="Resize images to SIZE×SIZE (0: keep the PNG size).")
+@click.option("--tasks", "tasks", default=None, help="Only these task indices, e.g. 0-4.")
+@click.option("--device", default="cpu", show_default=True, help="cpu or cuda.")
+@click.option("--weights", type=click.Path(dir_okay=False), default=None,
+              help="ResNet-50 state_dict for resnet50_h (never downloaded).")
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
+              help="Study folder (default studies/kandy-<dataset>); re-running resumes it.")
+@click.option("--workers", "-j", type=int, default=1, show_default=True,
+              help="Cells run in parallel (0: in this process, with per-epoch bars).")
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+def train_cmd(dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
+              replay_weight, thresholds, seeds, seed, size, tasks, device, weights, out, workers, as_json,
+              quiet):
+    """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
+    settings × seeds through the sweep runner) and print Table 1's rows."""
+    from ..runs import GridSpec, run_grid
+    from .learn.data import read_manifest, select_tasks
+    from .learn.models import build_model
+    from .learn.settings import normalise_setting, resolve_config
+
+    root = Path(dataset).resolve()
+    man = read_manifest(root)
+    task_list = _tasks_option(tasks)
+    entries = select_tasks(man, task_list, source=str(root))
+    models = _names(model, "model", None)
+    settings = [normalise_setting(s) for s in _names(setting, "setting", None)]
+    if seeds < 1:
+        raise NesyError("--seeds must be >= 1", field="seeds")
+    for m in models:
+        for s in settings:
+            resolve_config(m, s, hparams=hparams, epochs=epochs, batch=batch, lr=lr,
+                           optim=optim, buffer=buffer, replay_weight=replay_weight,
+                           device=device, weights=weights if m == "resnet50_h" else None)
+    if "resnet50_h" in models:
+        build_model("resnet50_h", size=size or 64, heads=len(entries), weights=weights)
+    params = {"dataset": str(root), "size": size or None, "hparams": hparams,
+              "thresholds": thresholds,
+              "tasks": task_list, "device": device, "progress": (workers == 0 and not quiet)}
+    for k, v in (("epochs", epochs), ("batch", batch), ("lr", lr), ("optim", optim),
+                 ("buffer", buffer), ("replay_weight", replay_weight),
+                 ("weights", str(Path(weights).resolve()) if weights else None)):
+        if v is not None:
+            params[k] = v
+    spec = GridSpec(study=f"kandy-train-{root.name}", function="kandy.train", params=params,
+                    axes={"model": models, "setting": settings}, repetitions=seeds, seed=seed)
+    out = out or str(Path("studies") / f"kandy-{root.name}")
+    res = run_grid(spec, out, executor="inline" if workers == 0 else "local",
+                   workers=max(workers, 1), progress=not quiet)
+    fails = res.failures()
+    for f in fails:
+        click.echo(f"cell {f['cell_id']} failed: {(f['error'] or '').strip().splitlines()[-1]}",
+                   err=True)
+    _print_table(out, as_json)
+    if not as_json:
+        click.echo(f"study: {out}")
+
+
+@group.command("table")
+@click.argument("study", type=click.Path(file_okay=False))
+@click.option("--per-task", is_flag=True, help="Aleph studies: one row per task as well.")
+@click.option("--json", "as_json", is_flag=True)
+def table_cmd(study, per_task, as_json):
+    """Print Table 1 (a `kandy train` study: model × setting, mean ± sd over seeds) or
+    Table 2 (a `kandy ilp-run` study: Aleph per encoding and background knowledge)."""
+    _print_table(study, as_json, per_task)
+
+
+@group.command("plot")
+@click.argument("study", type=click.Path(file_okay=False))
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
+              help="Folder for the PNGs (default STUDY/plots).")
+def plot_cmd(study, out):
+    """Figures 2-6 of a `kandy train` study: accuracy over time, per-task accuracy,
+    forgetting/BWT/FWT over time, accuracy matrices."""
+    from .learn import report
+
+    kind, st = report.open_study(study)
+    if kind != "train":
+        raise NesyError("plots are for `kandy train` studies; use `kandy table` for Aleph",
+                        file=study)
+    for f in report.plot_study(st, out or Path(study) / "plots"):
+        click.echo(str(f))
+
+
+@group.command("ilp-run")
+@click.argument("dataset", type=click.Path(file_okay=False))
+@click.option("--aleph", "aleph", envvar="NESYBENCH_ALEPH", default=None,
+              help="Path of Aleph 5's aleph.pl (or NESYBENCH_ALEPH).")
+@click.option("--encoding", default="nat", show_default=True, help="nat, ptr or nat,ptr.")
+@click.option("--bk", default="mid", show_default=True, help="min, mid or min,mid.")
+@click.option("--timeout", type=float, default=1800, show_default=True,
+              help="Seconds per task (the paper: 1800 Easy, 3600 Hard); Aleph is killed then.")
+@click.option("--tasks", "tasks", default=None, help="Only these task indices, e.g. 0-4.")
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
+              help="Study folder (default studies/kandy-<dataset>-aleph).")
+@click.option("--workers", "-j", type=int, default=1, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", "-q", is_flag=True)
+def ilp_run_cmd(dataset, aleph, encoding, bk, timeout, tasks, out, workers, as_json, quiet):
+    """Run Aleph on every task of DATASET (one swipl process per task, hard time limit),
+    score each theory on the test split and print Table 2."""
+    from ..runs import GridSpec, run_grid
+    from .learn.aleph import BKS, ENCODINGS, check_aleph, find_swipl
+    from .learn.data import read_manifest, select_tasks
+
+    root = Path(dataset).resolve()
+    aleph_path = check_aleph(aleph)
+    find_swipl()
+    man = read_manifest(root, images=False)
+    ids = [int(t["id"]) for t in select_tasks(man, _tasks_option(tasks), source=str(root))]
+    encs = _names(encoding, "encoding", None)
+    bks = _names(bk, "bk", None)
+    for e in encs:
+        if e not in ENCODINGS:
+            raise NesyError(f"unknown encoding {e!r} (nat or ptr)", field="encoding")
+    for b in bks:
+        if b not in BKS:
+            raise NesyError(f"unknown background knowledge {b!r} (min or mid)", field="bk")
+    if not timeout > 0:
+        raise NesyError("--timeout must be > 0", field="timeout")
+    spec = GridSpec(study=f"kandy-aleph-{root.name}", function="kandy.aleph",
+                    params={"dataset": str(root), "aleph": str(aleph_path),
+                            "timeout": float(timeout)},
+                    axes={"encoding": encs, "bk": bks, "task": ids}, repetitions=1, seed=0)
+    out = out or str(Path("studies") / f"kandy-{root.name}-aleph")
+    res = run_grid(spec, out, executor="inline" if workers == 0 else "local",
+                   workers=max(workers, 1), progress=not quiet)
+    for f in res.failures():
+        click.echo(f"cell {f['cell_id']} failed: {(f['error'] or '').strip().splitlines()[-1]}",
+                   err=True)
+    _print_table(out, as_json, per_task=True)
+    if not as_json:
+        click.echo(f"study: {out}")

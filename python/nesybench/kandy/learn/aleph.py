@@ -1,0 +1,139 @@
+"""The symbolic baseline: Aleph per task in its own ``swipl`` process with a hard time limit.
+
+For one task: export the Aleph files (:func:`nesybench.kandy.ilp.export_task`: ``tNN.b``,
+``.f``, ``.n`` with the supplementary's constant hyper-parameters, :data:`ALEPH_SETTINGS`),
+write a small driver that consults the user's Aleph (classic Aleph 5 ``aleph.pl``, e.g.
+friguzzi/aleph's ``prolog/aleph_orig.pl``), runs ``read_all/1``, ``induce/0`` and
+``write_rules/1``, start ``swipl`` on it (killed, with its process group, after ``timeout``
+seconds), then score the written theory on the test split with
+:func:`nesybench.kandy.ilp.evaluate_theory` (balanced accuracy, precision, recall, C_gt/C_lt,
+L_gt/L_lt, equals-the-ground-truth). A timeout or a crash of Aleph is recorded in the task's
+row (``timed_out`` / ``crashed``, scored as the empty theory), never an exception.
+
+Aleph is not shipped (it is not on a package registry): the user passes its path.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from ... import ROOT
+from ...errors import NesyError
+
+ENCODINGS = {"nat": "natural", "ptr": "pointer", "natural": "natural", "pointer": "pointer"}
+BKS = {"min": "minimal", "mid": "mid", "minimal": "minimal"}
+
+#: supp. Tables 2-3 (Easy): i, minacc, noise, minpos, depth, nodes; clauselength = max_size 6
+ALEPH_SETTINGS = {"i": 5, "minacc": 0.5, "noise": 5, "minpos": 2, "depth": 15,
+                  "nodes": 20000, "clauselength": 6}
+
+
+def find_swipl() -> Path:
+    """The ``swipl`` executable: the project's ``.deps/swipl/bin/swipl``, then PATH."""
+    cand = ROOT / ".deps" / "swipl" / "bin" / "swipl"
+    if cand.exists():
+        return cand
+    found = shutil.which("swipl")
+    if found:
+        return Path(found)
+    raise NesyError("swipl not found (run `make setup`, or put swipl on PATH)")
+
+
+def check_aleph(path) -> Path:
+    """The user's Aleph file, checked: exists, and is the classic (non-module) Aleph 5."""
+    if not path:
+        raise NesyError("give the path of Aleph's aleph.pl with --aleph PATH (or set "
+                        "NESYBENCH_ALEPH); Aleph is not shipped with nesybench", field="aleph")
+    p = Path(path).expanduser().resolve()
+    if not p.is_file():
+        raise NesyError("Aleph not found (expected the file aleph.pl of Aleph 5)", file=str(p),
+                        field="aleph")
+    head = p.read_text(encoding="utf-8", errors="replace")
+    if "induce" not in head or "read_all" not in head:
+        raise NesyError("this file does not look like Aleph (no induce/read_all)", file=str(p),
+                        field="aleph")
+    if ":- module(aleph" in head:
+        raise NesyError("this is the SWI pack version of Aleph (a module); give the classic "
+                        "Aleph 5 file instead (friguzzi/aleph: prolog/aleph_orig.pl, or "
+                        "Oxford's aleph.pl)", file=str(p), field="aleph")
+    return p
+
+
+def _q(path: Path) -> str:
+    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+_DRIVER = """\
+:- set_prolog_flag(verbose, silent).
+:- style_check(-singleton).
+:- style_check(-discontiguous).
+main :-
+    catch(( consult({aleph}),
+            read_all({stem}),
+            induce,
+            write_rules({theory}) ),
+          E, (print_message(error, E), halt(3))),
+    halt(0).
+"""
+
+
+def run_aleph_task(dataset, task: int, aleph, *, encoding: str = "nat", bk: str = "mid",
+                   timeout: float = 1800.0, settings: dict | None = None,
+                   workdir=None) -> dict:
+    """Learn task ``task`` with Aleph and score it on the test split (see module docstring).
+
+    Returns a dict: task, encoding, bk, seconds, timed_out, crashed, returncode, theory (text),
+    and the :class:`nesybench.kandy.ilp.IlpScore` fields (balanced_accuracy, precision, recall,
+    clauses_lt, literals_lt, clauses_gt, literals_gt, c_ratio, l_ratio, correct ...).
+    """
+    from ..ilp import evaluate_theory, export_task  # noqa: PLC0415
+
+    if encoding not in ENCODINGS:
+        raise NesyError(f"unknown encoding {encoding!r} (nat or ptr)", field="encoding")
+    if bk not in BKS:
+        raise NesyError(f"unknown background knowledge {bk!r} (min or mid)", field="bk")
+    if not timeout > 0:
+        raise NesyError("timeout must be > 0 seconds", field="timeout")
+    enc, kb = ENCODINGS[encoding], BKS[bk]
+    aleph_path = check_aleph(aleph)
+    swipl = find_swipl()
+    import tempfile  # noqa: PLC0415
+
+    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="nesybench-aleph-"))
+    work.mkdir(parents=True, exist_ok=True)
+    sett = dict(ALEPH_SETTINGS)
+    sett.update(settings or {})
+    stem = export_task(dataset, task, work / f"export-t{task:02d}", encoding=enc, kb=kb,
+                       settings=sett, overwrite=True)
+    theory = work / f"t{task:02d}_theory.pl"
+    driver = work / f"t{task:02d}_driver.pl"
+    driver.write_text(_DRIVER.format(aleph=_q(aleph_path), stem=_q(stem), theory=_q(theory)),
+                      encoding="utf-8")
+    log = work / f"t{task:02d}_aleph.log"
+    t0 = time.perf_counter()
+    timed_out = False
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([str(swipl), "-q", "-g", "main", "-t", "halt(1)", str(driver)],
+                                stdout=fh, stderr=subprocess.STDOUT, cwd=str(stem.parent),
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+    seconds = time.perf_counter() - t0
+    crashed = (not timed_out) and (rc != 0 or not theory.exists())
+    if timed_out or crashed or not theory.exists():
+        theory.write_text("", encoding="utf-8")     # scored as the empty theory
+    score = evaluate_theory(dataset, task, theory, enc, split="test", kb=kb)
+    row = {"task": task, "encoding": encoding, "bk": bk, "seconds": seconds,
+           "timed_out": timed_out, "crashed": crashed, "returncode": rc,
+           "log_tail": log.read_text(encoding="utf-8", errors="replace")[-2000:]}
+    row.update(score.to_dict())
+    row["theory"] = theory.read_text(encoding="utf-8")
+    return row

@@ -1,0 +1,285 @@
+"""A generated KANDY curriculum as tensors: decode every PNG once, keep uint8 in memory.
+
+``load_data(folder, size=64)`` reads ``manifest.json`` (format ``nesybench-kandy``, version
+1.x) and ``<split>/annotations.csv`` of ``train``/``val``/``test``, decodes each picture once
+(Pillow; optional square resize with an antialiasing box filter) and returns a
+:class:`KandyData`: per split a :class:`SplitTensors` with
+
+* ``images``: uint8 ``[N, 3, S, S]`` (channels first),
+* ``tasks``, ``labels``: int64 ``[N]``, ``supervised``: bool ``[N]``.
+
+Supervision (γ, β of the curriculum): a sample with ``supervised == 0`` is kept (it is still
+evaluated on val/test with its ground-truth label) but its label never reaches a loss nor a
+threshold: the learners in :mod:`.settings` implement the **ignore** option (no unsupervised
+objective); :meth:`SplitTensors.supervised_indices` is what they draw from.
+
+Class balance: :func:`balanced_order` is the per-task class-balanced epoch the paper trains
+with (supp. §2: "sampling positive/negative training data in a class-balanced manner").
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ...errors import NesyError
+
+SPLITS = ("train", "val", "test")
+FORMAT = "nesybench-kandy"
+SUPPORTED_MAJOR = "1"
+
+
+@dataclass
+class SplitTensors:
+    """One split of a curriculum, decoded.
+
+    images: uint8 [N, 3, S, S]; tasks, labels: int64 [N]; supervised: bool [N];
+    files: the N relative PNG paths (annotation order).
+    """
+
+    images: torch.Tensor
+    tasks: torch.Tensor
+    labels: torch.Tensor
+    supervised: torch.Tensor
+    files: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def task_indices(self, task: int) -> torch.Tensor:
+        """Indices (int64) of the samples of ``task``."""
+        return torch.nonzero(self.tasks == task).flatten()
+
+    def supervised_indices(self, task: int) -> torch.Tensor:
+        """Indices of the samples of ``task`` whose label may be used for learning."""
+        return torch.nonzero((self.tasks == task) & self.supervised).flatten()
+
+    def batch(self, idx: torch.Tensor, device: str = "cpu") -> torch.Tensor:
+        """Float images in [0, 1], shape [len(idx), 3, S, S], on ``device``."""
+        return self.images[idx].to(device=device, dtype=torch.float32).div_(255.0)
+
+
+@dataclass
+class KandyData:
+    """A decoded curriculum: ``tasks`` = manifest entries (id, name, ...) in curriculum order,
+    ``size`` = side of the (square) input in pixels, ``original_size`` = the PNGs' side."""
+
+    root: Path
+    tasks: list[dict]
+    size: int
+    original_size: int
+    splits: dict[str, SplitTensors]
+    manifest: dict
+    decode_seconds: float = 0.0
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def task_ids(self) -> list[int]:
+        return [int(t["id"]) for t in self.tasks]
+
+    def describe(self) -> dict:
+        """JSON-able summary recorded with results (input size, counts, supervision)."""
+        out = {"dataset": str(self.root), "size": self.size,
+               "original_size": self.original_size, "tasks": self.task_ids}
+        for s, t in self.splits.items():
+            out[f"{s}_samples"] = len(t)
+            out[f"{s}_supervised"] = int(t.supervised.sum())
+        return out
+
+
+class KandyDataset(torch.utils.data.Dataset):
+    """A ``torch`` Dataset over one decoded split (optionally restricted to some tasks).
+
+    Item ``i`` = ``(image float [3, S, S] in [0, 1], task int, label int, supervised bool)``.
+    The learners index :class:`SplitTensors` in whole batches instead (no per-item Python
+    overhead); this class is for users plugging KANDY into their own loops.
+    """
+
+    def __init__(self, split: SplitTensors, tasks: list[int] | None = None,
+                 supervised_only: bool = False):
+        self.split = split
+        mask = torch.ones(len(split), dtype=torch.bool)
+        if tasks is not None:
+            mask &= torch.isin(split.tasks, torch.tensor(list(tasks), dtype=torch.int64))
+        if supervised_only:
+            mask &= split.supervised
+        self.index = torch.nonzero(mask).flatten()
+
+    def __len__(self) -> int:
+        return int(self.index.shape[0])
+
+    def __getitem__(self, i: int):
+        j = int(self.index[i])
+        s = self.split
+        return (s.images[j].float() / 255.0, int(s.tasks[j]), int(s.labels[j]),
+                bool(s.supervised[j]))
+
+
+def read_manifest(folder: str | os.PathLike, *, images: bool = True) -> dict:
+    """The manifest of a generated curriculum, checked (format and major version; with
+    ``images``, that the pictures were rendered)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise NesyError("dataset folder not found", file=str(root))
+    path = root / "manifest.json"
+    if not path.is_file():
+        raise NesyError("not a generated KANDY curriculum (no manifest.json; make one with "
+                        "`nesybench kandy generate`)", file=str(root))
+    try:
+        man = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise NesyError(f"cannot read the manifest: {exc}", file=str(path)) from None
+    if not isinstance(man, dict) or man.get("format") != FORMAT:
+        raise NesyError(f"not a nesybench KANDY manifest (format {man.get('format')!r}, "
+                        f"expected {FORMAT!r})", file=str(path), field="format")
+    version = str(man.get("version", ""))
+    if version.split(".")[0] != SUPPORTED_MAJOR:
+        raise NesyError(f"format version {version!r} is not supported (this nesybench reads "
+                        f"{SUPPORTED_MAJOR}.x; regenerate the curriculum)", file=str(path),
+                        field="version")
+    if not man.get("tasks"):
+        raise NesyError("the manifest lists no tasks", file=str(path), field="tasks")
+    if images and not man.get("config", {}).get("images", True):
+        raise NesyError("the curriculum was generated without images (--no-images); "
+                        "regenerate it with images to train neural models", file=str(path))
+    return man
+
+
+def select_tasks(man: dict, tasks: list[int] | None, *, source: str | None = None) -> list[dict]:
+    """Manifest task entries for the ids in ``tasks`` (all when None), in curriculum order."""
+    entries = sorted(man["tasks"], key=lambda t: int(t["id"]))
+    if tasks is None:
+        return entries
+    by_id = {int(t["id"]): t for t in entries}
+    bad = [t for t in tasks if t not in by_id]
+    if bad:
+        raise NesyError(f"task index {bad[0]} out of range (the curriculum has tasks "
+                        f"{min(by_id)}..{max(by_id)})", file=source, task=str(bad[0]),
+                        field="tasks")
+    if len(set(tasks)) != len(tasks):
+        raise NesyError("a task is listed twice", file=source, field="tasks")
+    return [by_id[t] for t in sorted(tasks)]
+
+
+def _decode(path: Path, size: int | None):
+    from PIL import Image  # noqa: PLC0415
+
+    try:
+        with Image.open(path) as im:
+            im = im.convert("RGB")
+            w, h = im.size
+            if size is not None and (w, h) != (size, size):
+                im = im.resize((size, size), Image.Resampling.BOX)
+            return np.asarray(im, dtype=np.uint8), w
+    except (OSError, ValueError) as exc:
+        raise NesyError(f"cannot decode image: {exc}", file=str(path)) from None
+
+
+def load_data(folder: str | os.PathLike, *, size: int | None = 64,
+              tasks: list[int] | None = None, progress: bool = False) -> KandyData:
+    """Decode a generated curriculum (see module docstring). ``size`` None keeps the PNGs'
+    resolution; ``tasks`` restricts to some task ids (curriculum order is kept)."""
+    import time  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    root = Path(folder).resolve()
+    man = read_manifest(root)
+    entries = select_tasks(man, tasks, source=str(root))
+    wanted = {int(t["id"]) for t in entries}
+    if size is not None and (not isinstance(size, int) or size < 8):
+        raise NesyError(f"input size must be an integer >= 8, got {size!r}", field="size")
+    rows_by_split: dict[str, list[dict]] = {}
+    for split in SPLITS:
+        path = root / split / "annotations.csv"
+        if not path.is_file():
+            raise NesyError("annotations not found (is this a generated KANDY curriculum?)",
+                            file=str(path))
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = {"filename", "task_id", "label", "supervised"} - set(reader.fieldnames or ())
+            if missing:
+                raise NesyError(f"missing column(s) {', '.join(sorted(missing))}",
+                                file=str(path), line=1)
+            rows = []
+            for line, r in enumerate(reader, start=2):
+                try:
+                    tid, lab, sup = int(r["task_id"]), int(r["label"]), int(r["supervised"])
+                except (TypeError, ValueError):
+                    raise NesyError("task_id, label and supervised must be integers",
+                                    file=str(path), line=line) from None
+                if lab not in (0, 1) or sup not in (0, 1):
+                    raise NesyError("label and supervised must be 0 or 1", file=str(path),
+                                    line=line)
+                if tid in wanted:
+                    rows.append({"file": r["filename"], "task": tid, "label": lab,
+                                 "supervised": sup})
+        rows_by_split[split] = rows
+    total = sum(len(r) for r in rows_by_split.values())
+    bar = None
+    if progress:
+        from tqdm import tqdm  # noqa: PLC0415
+
+        bar = tqdm(total=total, desc="decode", unit="img", leave=False)
+    splits: dict[str, SplitTensors] = {}
+    side = None
+    orig = None
+    for split, rows in rows_by_split.items():
+        arrays = []
+        for r in rows:
+            arr, w = _decode(root / split / r["file"], size)
+            if side is None:
+                side, orig = arr.shape[0], w
+            elif arr.shape[:2] != (side, side):
+                raise NesyError(f"image is {arr.shape[1]}x{arr.shape[0]}, others are "
+                                f"{side}x{side} (give a --size)", file=str(root / split / r["file"]))
+            arrays.append(arr)
+            if bar is not None:
+                bar.update(1)
+        if arrays:
+            images = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).contiguous()
+        else:
+            images = torch.zeros((0, 3, side or (size or 1), side or (size or 1)),
+                                 dtype=torch.uint8)
+        splits[split] = SplitTensors(
+            images=images,
+            tasks=torch.tensor([r["task"] for r in rows], dtype=torch.int64),
+            labels=torch.tensor([r["label"] for r in rows], dtype=torch.int64),
+            supervised=torch.tensor([bool(r["supervised"]) for r in rows], dtype=torch.bool),
+            files=[r["file"] for r in rows])
+    if bar is not None:
+        bar.close()
+    if not len(splits["train"]):
+        raise NesyError("the selected tasks have no training samples", file=str(root))
+    return KandyData(root=root, tasks=entries, size=int(side), original_size=int(orig),
+                     splits=splits, manifest=man, decode_seconds=time.perf_counter() - t0)
+
+
+def balanced_order(labels: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """A class-balanced epoch over positions ``0..len(labels)-1``.
+
+    Each class present is drawn as often as the larger one: the minority class is repeated
+    through fresh random permutations (every sample used before any is reused), then the
+    whole epoch is shuffled. Length = 2·max(n_pos, n_neg) when both classes are present, else
+    len(labels) (one class: a plain permutation). Returns int64 positions.
+    """
+    labels = labels.flatten()
+    pos = torch.nonzero(labels == 1).flatten()
+    neg = torch.nonzero(labels == 0).flatten()
+    if len(pos) == 0 or len(neg) == 0:
+        return torch.randperm(len(labels), generator=gen)
+    n = max(len(pos), len(neg))
+    parts = []
+    for cls in (pos, neg):
+        reps = -(-n // len(cls))
+        perm = torch.cat([cls[torch.randperm(len(cls), generator=gen)] for _ in range(reps)])
+        parts.append(perm[:n])
+    both = torch.cat(parts)
+    return both[torch.randperm(len(both), generator=gen)]

@@ -1,0 +1,329 @@
+"""KANDY learning harness (issue 10): metrics, replay, supervision, settings, bad input."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from nesybench.cli import main as cli_main
+from nesybench.errors import NesyError
+from nesybench.kandy.generate import generate
+from nesybench.kandy.learn import metrics as M
+from nesybench.kandy.learn.data import balanced_order, load_data
+from nesybench.kandy.learn.models import CNN, ResNet50, build_model
+from nesybench.kandy.learn.replay import ClassBalancedReservoir
+from nesybench.kandy.learn.settings import SETTINGS, resolve_config, train
+from nesybench.runs import CellContext
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    """Easy tasks 0 and 10, 24 samples each (12/6/6), 32×32 pictures."""
+    out = tmp_path_factory.mktemp("kandy") / "tiny"
+    generate(ROOT / "curricula/kandy/easy.yaml", out, tasks=[0, 10], samples=24,
+             render={"canvas": [32, 32]})
+    return out
+
+
+def _quick(model="mlp", setting="joint", **kw):
+    base = dict(epochs=2, batch=4, lr=0.01, optim="sgd")
+    if setting in ("task_incremental", "continual_online"):
+        base["buffer"] = 8
+    base.update(kw)
+    return resolve_config(model, setting, **base)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+A_HAND = np.array([[0.9, 0.6, 0.5],
+                   [0.7, 0.8, 0.55],
+                   [0.8, 0.6, 0.7]])
+
+
+def test_metrics_against_hand_computation():
+    assert M.average_accuracy(A_HAND, 0) == pytest.approx(0.9)
+    assert M.average_accuracy(A_HAND, 2) == pytest.approx((0.8 + 0.6 + 0.7) / 3)
+    # z=1: task 0 best so far 0.9, now 0.7 -> 0.2
+    assert M.average_forgetting(A_HAND, 1) == pytest.approx(0.2)
+    # z=2: task 0 best max(0.9, 0.7) - 0.8 = 0.1; task 1 best max(0.6, 0.8) - 0.6 = 0.2
+    assert M.average_forgetting(A_HAND, 2) == pytest.approx(0.15)
+    # BWT z=2: pairs (i=1,h=0): 0.7-0.9; (i=2,h=0): 0.8-0.9; (i=2,h=1): 0.6-0.8 -> -0.5/3
+    assert M.backward_transfer_raw(A_HAND, 2) == pytest.approx(-0.5 / 3)
+    assert M.backward_transfer(A_HAND, 2) == 0.0
+    B = A_HAND.copy()
+    B[2, 0], B[2, 1] = 1.0, 0.9          # (0.7-0.9)+(1.0-0.9)+(0.9-0.8) = 0.0 + ...
+    assert M.backward_transfer(B, 2) == pytest.approx(max((-0.2 + 0.1 + 0.1) / 3, 0.0))
+    # FWT z=2: pairs (j=0,h=1): 0.6-.5; (0,2): 0.5-.5; (1,2): 0.55-.5 -> 0.15/3
+    assert M.forward_transfer(A_HAND, 2) == pytest.approx(0.15 / 3)
+    assert M.forward_transfer(A_HAND, 1) == pytest.approx(0.1)
+    assert math.isnan(M.average_forgetting(A_HAND, 0))
+    assert math.isnan(M.forward_transfer(A_HAND, 0))
+    ot = M.over_time(A_HAND)
+    assert ot["avg_acc"][1] == pytest.approx(0.75)
+
+
+def test_balanced_and_plain_accuracy():
+    pred = [1, 1, 0, 0, 0, 0]
+    lab = [1, 0, 0, 0, 0, 0]
+    # TP 1, FN 0, TN 4, FP 1
+    assert M.balanced_accuracy(pred, lab) == pytest.approx(0.5 * 1 + 0.5 * 4 / 5)
+    assert M.plain_accuracy(pred, lab) == pytest.approx(5 / 6)
+    assert M.balanced_accuracy([0, 0], [0, 0]) == 1.0
+
+
+def test_threshold_tuning():
+    scores = [0.1, 0.2, 0.3, 0.35, 0.4, 0.9]
+    labels = [0, 0, 0, 1, 1, 1]
+    tau = M.tune_threshold(scores, labels)
+    assert 0.3 < tau <= 0.35
+    assert M.balanced_accuracy(np.array(scores) >= tau, labels) == 1.0
+    # one class only: the default
+    assert M.tune_threshold([0.2, 0.7], [1, 1]) == 0.5
+    # 0.5 is kept when it is as good as anything
+    assert M.tune_threshold([0.1, 0.9], [0, 1]) == 0.5
+
+
+# ----------------------------------------------------------------------------- replay, sampling
+
+def test_reservoir_class_balance():
+    buf = ClassBalancedReservoir(40, seed=3)
+    # a stream dominated by one class: 1000 of (0, 0), 100 of (0, 1), 10 of (1, 1)
+    stream = [(0, 0)] * 1000 + [(0, 1)] * 100 + [(1, 1)] * 10
+    rng = np.random.default_rng(0)
+    for i in rng.permutation(len(stream)):
+        buf.add(int(i), stream[i])
+    c = buf.counts()
+    assert len(buf) == 40
+    assert c[(1, 1)] == 10                 # the small class keeps everything
+    assert abs(c[(0, 0)] - c[(0, 1)]) <= 1  # the large ones share the rest evenly
+    assert all(stream[i] == cls for i, cls in zip(buf.items, buf.classes))
+    assert len(set(buf.sample(100))) == 40
+    assert ClassBalancedReservoir(0).add(1, "a") is False
+
+
+def test_balanced_order():
+    labels = torch.tensor([1, 0, 0, 0, 0, 0, 0])
+    order = balanced_order(labels, torch.Generator().manual_seed(0))
+    counts = Counter(labels[order].tolist())
+    assert counts[0] == counts[1] == 6
+    assert set(order.tolist()) == set(range(7))
+
+
+# ----------------------------------------------------------------------------- models
+
+def test_model_shapes_and_weights(tmp_path):
+    x = torch.rand(2, 3, 32, 32)
+    assert build_model("mlp", size=32, heads=3)(x).shape == (2, 3)
+    cnn = CNN(heads=3)
+    assert cnn(x).shape == (2, 3)
+    assert cnn.trunk[-3].in_features == 256 * 5 * 5      # the paper's 5×5 map, dense 4096
+    res = ResNet50(heads=2).eval()
+    assert res(x).shape == (2, 2)
+    n = sum(p.numel() for p in res.trunk.parameters())
+    assert n == 23_508_032                                  # ResNet-50 without its classifier
+    # broadcast views keep the files tiny (one stored element per tensor)
+    sd = {k: torch.ones((), dtype=v.dtype).expand(v.shape)
+          for k, v in res.trunk.state_dict().items()}
+    sd["fc.weight"] = torch.zeros(1000, 2048)          # an ImageNet classifier is ignored
+    good = tmp_path / "good.pt"
+    torch.save(sd, good)
+    h = build_model("resnet50_h", size=32, heads=2, weights=str(good))
+    assert all(not p.requires_grad for p in h.trunk.parameters())
+    assert float(h.trunk.conv1.weight.mean()) == 1.0
+    bad = tmp_path / "bad.pt"
+    sd["conv1.weight"] = torch.zeros(64, 3, 3, 3)
+    torch.save(sd, bad)
+    with pytest.raises(NesyError, match="conv1.weight.*shape"):
+        build_model("resnet50_h", size=32, heads=2, weights=str(bad))
+    with pytest.raises(NesyError, match="needs a weights file"):
+        build_model("resnet50_h", size=32, heads=2)
+    with pytest.raises(NesyError, match="unknown model"):
+        build_model("vgg", size=32, heads=2)
+
+
+# ----------------------------------------------------------------------------- data + settings
+
+def test_data_loading(tiny):
+    d = load_data(tiny, size=16)
+    assert d.task_ids == [0, 10]
+    tr = d.splits["train"]
+    assert tr.images.dtype == torch.uint8 and tr.images.shape == (24, 3, 16, 16)
+    assert d.describe()["original_size"] == 32
+    assert len(load_data(tiny, size=None, tasks=[10]).splits["test"]) == 6
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+def test_each_setting_runs(tiny, setting):
+    d = load_data(tiny, size=16)
+    logged = []
+    res = train(d, _quick("mlp", setting), seed=5, log=lambda n, v, s: logged.append((n, s, v)))
+    rows = 2 if setting in ("task_incremental", "continual_online") else 1
+    assert res.A.shape == (rows, 2) and res.A_micro.shape == (rows, 2)
+    assert np.all((res.A >= 0) & (res.A <= 1))
+    fm = res.final_metrics()
+    assert fm["avg_acc"] == pytest.approx(res.A[-1].mean())
+    assert {n for n, _, _ in logged} >= {"train_loss", "A_t00", "A_t10"}
+    if rows == 2:
+        assert "fwt" in fm and "forgetting" in fm
+        assert fm["fwt"] == pytest.approx(res.A[0, 1] - 0.5)
+    if setting == "continual_online":
+        assert res.config["epochs"] == 1
+
+
+def test_same_seed_same_numbers(tiny):
+    d = load_data(tiny, size=16)
+    a = train(d, _quick("mlp", "task_incremental"), seed=11)
+    b = train(d, _quick("mlp", "task_incremental"), seed=11)
+    assert np.array_equal(a.A, b.A) and a.losses == b.losses
+
+
+def test_cnn_joint_trains(tiny):
+    res = train(load_data(tiny, size=32),
+                _quick("cnn", "joint", epochs=1, batch=12), seed=0)
+    assert res.A.shape == (1, 2) and res.train_samples > 0
+    with pytest.raises(NesyError, match="at least 30"):
+        train(load_data(tiny, size=16), _quick("cnn", "joint"), seed=0)
+
+
+def _copy_with_supervision(src: Path, dst: Path, unsup_rows, flip: bool, task_none=None):
+    shutil.copytree(src, dst)
+    path = dst / "train" / "annotations.csv"
+    rows = list(csv.DictReader(open(path, newline="", encoding="utf-8")))
+    for i, r in enumerate(rows):
+        if i in unsup_rows or (task_none is not None and int(r["task_id"]) == task_none):
+            r["supervised"] = "0"
+            if flip:
+                r["label"] = str(1 - int(r["label"]))
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_unsupervised_labels_are_ignored(tiny, tmp_path):
+    """γ < 1: flipping the labels of unsupervised samples changes nothing; a task without
+    any supervised sample is left untrained instead of crashing."""
+    unsup = {0, 3, 5, 14, 20}
+    _copy_with_supervision(tiny, tmp_path / "a", unsup, flip=False)
+    _copy_with_supervision(tiny, tmp_path / "b", unsup, flip=True)
+    for setting in ("joint", "task_incremental"):
+        ra = train(load_data(tmp_path / "a", size=16), _quick("mlp", setting, epochs=1), seed=2)
+        rb = train(load_data(tmp_path / "b", size=16), _quick("mlp", setting, epochs=1), seed=2)
+        assert np.array_equal(ra.A, rb.A) and ra.losses == rb.losses
+    _copy_with_supervision(tiny, tmp_path / "c", set(), flip=False, task_none=10)
+    for setting in SETTINGS:
+        rc = train(load_data(tmp_path / "c", size=16),
+                   _quick("mlp", setting, epochs=1, thresholds="seen"), seed=2)
+        assert rc.untrained_tasks == [10]
+        assert rc.thresholds[-1, 1] == 0.5
+
+
+def test_cell_function_and_cli(tiny, tmp_path, capsys):
+    from nesybench.kandy.learn.cells import train_cell
+
+    ctx = CellContext("c0", {}, 1, tmp_path / "art")
+    (tmp_path / "art").mkdir()
+    out = train_cell({"dataset": str(tiny), "model": "mlp", "setting": "continual_online",
+                      "size": 16, "batch": 4, "buffer": 4}, 1, ctx)
+    assert 0 <= out["avg_acc"] <= 1 and out["input_size"] == 16
+    saved = json.loads((tmp_path / "art" / "result.json").read_text())
+    assert len(saved["A"]) == 2 and saved["config"]["supervision"] == "ignore"
+    assert any(n == "A_t10" and s == 1 for n, s, _ in ctx._curves)
+
+    study = tmp_path / "study"
+    rc = cli_main(["kandy", "train", str(tiny), "--model", "mlp", "--setting",
+                   "joint,continual-online", "--epochs", "1", "--batch", "4", "--seeds", "2",
+                   "--size", "16", "--out", str(study), "--workers", "0", "-q", "--json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {(r["model"], r["setting"], r["seeds"]) for r in rows} == {
+        ("mlp", "joint", 2), ("mlp", "continual_online", 2)}
+    assert cli_main(["kandy", "table", str(study)]) == 0
+    assert cli_main(["kandy", "plot", str(study), "--out", str(tmp_path / "plots")]) == 0
+    assert (tmp_path / "plots" / "A_mlp_continual_online.png").exists()
+
+
+# ----------------------------------------------------------------------------- bad input
+
+def test_bad_input(tiny, tmp_path, capsys):
+    with pytest.raises(NesyError, match="not a generated KANDY curriculum"):
+        load_data(tmp_path)
+    old = tmp_path / "old"
+    shutil.copytree(tiny, old, ignore=shutil.ignore_patterns("*.png"))
+    man = json.loads((old / "manifest.json").read_text())
+    man["version"] = "0.9"
+    (old / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(NesyError, match="version '0.9' is not supported"):
+        load_data(old)
+    with pytest.raises(NesyError, match="task index 7 out of range"):
+        load_data(tiny, tasks=[0, 7])
+    with pytest.raises(NesyError, match="unknown setting"):
+        resolve_config("cnn", "semi_supervised")
+    with pytest.raises(NesyError, match="unknown model"):
+        resolve_config("vit", "joint")
+    cases = [
+        ["kandy", "train", str(tmp_path), "--out", str(tmp_path / "s1")],
+        ["kandy", "train", str(old), "--out", str(tmp_path / "s2")],
+        ["kandy", "train", str(tiny), "--tasks", "0,7", "--out", str(tmp_path / "s3")],
+        ["kandy", "train", str(tiny), "--setting", "nope", "--out", str(tmp_path / "s4")],
+        ["kandy", "train", str(tiny), "--model", "vit", "--out", str(tmp_path / "s5")],
+        ["kandy", "train", str(tiny), "--model", "resnet50_h", "--weights",
+         str(tmp_path / "missing.pt"), "--out", str(tmp_path / "s6")],
+        ["kandy", "ilp-run", str(tiny), "--aleph", str(tmp_path / "no_aleph.pl")],
+        ["kandy", "table", str(tmp_path)],
+    ]
+    env = os.environ.pop("NESYBENCH_ALEPH", None)
+    try:
+        cases.append(["kandy", "ilp-run", str(tiny)])
+        for argv in cases:
+            assert cli_main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert err.startswith("nesybench: error:") and err.count("\n") == 1, (argv, err)
+    finally:
+        if env is not None:
+            os.environ["NESYBENCH_ALEPH"] = env
+    assert not (tmp_path / "s1").exists()
+
+
+@pytest.mark.skipif(not os.environ.get("NESYBENCH_ALEPH"),
+                    reason="set NESYBENCH_ALEPH to Aleph 5's aleph.pl to run Aleph for real")
+def test_aleph_one_easy_task(tmp_path, capsys):
+    data = tmp_path / "easy0"
+    generate(ROOT / "curricula/kandy/easy.yaml", data, tasks=[0], images=False)
+    study = tmp_path / "aleph"
+    rc = cli_main(["kandy", "ilp-run", str(data), "--tasks", "0", "--timeout", "120",
+                   "--out", str(study), "--workers", "0", "-q", "--json"])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    (row,) = data["tasks"]
+    assert row["task"] == 0 and not row["timed_out"] and not row["crashed"]
+    assert row["balanced_accuracy"] == 1.0 and row["correct"] == 1.0
+
+
+def test_aleph_crash_and_timeout_are_recorded(tiny, tmp_path):
+    """A crashing or endless 'Aleph' is a row of its task (scored as the empty theory)."""
+    from nesybench.kandy.learn.aleph import run_aleph_task
+
+    crash = tmp_path / "crash.pl"
+    crash.write_text("read_all(_) :- throw(boom).\ninduce.\nwrite_rules(_).\n")
+    row = run_aleph_task(tiny, 0, crash, timeout=60, workdir=tmp_path / "w1")
+    assert row["crashed"] and not row["timed_out"] and row["theory"] == ""
+    assert row["recall"] == 0.0 and row["balanced_accuracy"] == 0.5
+    loop = tmp_path / "loop.pl"
+    loop.write_text("read_all(_).\ninduce :- repeat, fail.\nwrite_rules(_).\n")
+    row = run_aleph_task(tiny, 0, loop, timeout=1.5, workdir=tmp_path / "w2")
+    assert row["timed_out"] and not row["crashed"]
+    with pytest.raises(NesyError, match="SWI pack version"):
+        mod = tmp_path / "mod.pl"
+        mod.write_text(":- module(aleph, [induce/1]).\nread_all(_).\ninduce.\n")
+        run_aleph_task(tiny, 0, mod, timeout=5)
