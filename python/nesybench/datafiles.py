@@ -146,10 +146,15 @@ def _load_registrations() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
+    # under `python -m nesybench.datafiles` this module is __main__, while the capability
+    # modules register into the imported nesybench.datafiles: take their entries over
+    canonical = importlib.import_module("nesybench.datafiles")
+    if canonical.DATA_FILES is not DATA_FILES:
+        DATA_FILES.update(canonical.DATA_FILES)
 
 
 #: modules whose import registers their data files (each calls :func:`register`)
-REGISTRY_MODULES: list[str] = []
+REGISTRY_MODULES: list[str] = ["nesybench.irt.data"]
 
 
 def main(argv=None) -> int:
