@@ -16,6 +16,8 @@ CELLS: dict[str, str] = {
     "demo.toy": "nesybench.runs.demo:toy_cell",
     "demo.sleep": "nesybench.runs.demo:sleep_cell",
     "rs.count": "nesybench.runs.demo:rs_count_cell",
+    "irt.population": "nesybench.irt.cells:population_cell",
+    "irt.robustness": "nesybench.irt.cells:robustness_cell",
 }
 
 
