@@ -34,6 +34,8 @@ def main(argv=None) -> int:
                     help="comma-separated RESPONDENTSxITEMS (default 2000x5000)")
     ap.add_argument("--models", default="1pl,2pl")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quad", default="21,61",
+                    help="our Gauss-Hermite sizes (mirt's Python default is 21)")
     ap.add_argument("--no-mirt", action="store_true", help="skip the mirt reference")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = ap.parse_args(argv)
@@ -54,26 +56,31 @@ def main(argv=None) -> int:
         J, I = (int(v) for v in size.lower().split("x"))
         for model in args.models.split(","):
             U, theta, a, b = simulate(J, I, model, seed=args.seed)
-            ours, wall, cpu = _timed(lambda: fit_irt(U, model))
-            k = ours.kept
-            row = {"respondents": J, "items": I, "model": model, "ours_wall_s": wall,
-                   "ours_cpu_s": cpu, "ours_cycles": ours.iterations,
-                   "ours_corr_b": float(np.corrcoef(ours.b[k], b[k])[0, 1])}
-            print(f"{size:>11} {model:>5} {'nesybench':>9} {wall:8.2f} {cpu:8.2f} "
-                  f"{ours.iterations:6d} {row['ours_corr_b']:10.4f} {'':>12}")
+            row = {"respondents": J, "items": I, "model": model}
+            for q in (int(v) for v in args.quad.split(",")):
+                ours, wall, cpu = _timed(lambda: fit_irt(U, model, quad="hermite", n_quad=q))
+                k = ours.kept
+                row.update({f"ours{q}_wall_s": wall, f"ours{q}_cpu_s": cpu,
+                            f"ours{q}_cycles": ours.iterations,
+                            f"ours{q}_corr_b": float(np.corrcoef(ours.b[k], b[k])[0, 1])})
+                print(f"{size:>11} {model:>5} {'ours Q=' + str(q):>9} {wall:8.2f} {cpu:8.2f} "
+                      f"{ours.iterations:6d} {row[f'ours{q}_corr_b']:10.4f} {'':>12}")
             if mirt is not None and not args.no_mirt:
                 res, mwall, mcpu = _timed(lambda: mirt.fit_mirt(
                     U, model.upper(), compute_standard_errors=False))
                 mb = np.asarray(res.model.difficulty, dtype=float).ravel()
                 ok = np.isfinite(mb) & k
+                speed = {q: mwall / row[f"ours{q}_wall_s"]
+                         for q in (int(v) for v in args.quad.split(","))}
                 row.update({"mirt_wall_s": mwall, "mirt_cpu_s": mcpu,
                             "mirt_cycles": int(res.n_iterations),
                             "mirt_corr_b": float(np.corrcoef(mb[ok], b[ok])[0, 1]),
                             "corr_ours_mirt": float(np.corrcoef(mb[ok], ours.b[ok])[0, 1]),
-                            "speedup_wall": mwall / wall})
-                print(f"{size:>11} {model:>5} {'mirt':>9} {mwall:8.2f} {mcpu:8.2f} "
+                            **{f"speedup_wall_Q{q}": v for q, v in speed.items()}})
+                print(f"{size:>11} {model:>5} {'mirt Q=21':>9} {mwall:8.2f} {mcpu:8.2f} "
                       f"{row['mirt_cycles']:6d} {row['mirt_corr_b']:10.4f} "
-                      f"{row['corr_ours_mirt']:12.6f}   speed-up {row['speedup_wall']:.1f}x")
+                      f"{row['corr_ours_mirt']:12.6f}   speed-up " +
+                      ", ".join(f"{v:.1f}x (ours Q={q})" for q, v in speed.items()))
             rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -96,7 +96,8 @@ def population_cell(params: dict, seed: int, ctx) -> dict:
 
 
 population_cell.params_schema = {"dataset": str, "model": str, "folds": int, "data_seed": int,
-                                 "target": (str, type(None)), "nominal": list}
+                                 "target": (str, type(None)), "nominal": list,
+                                 "population": str}
 population_cell.params_required = ("dataset", "model")
 
 
@@ -157,5 +158,6 @@ def robustness_cell(params: dict, seed: int, ctx) -> dict:
 
 robustness_cell.params_schema = {"dataset": str, "model": str, "folds": int, "data_seed": int,
                                  "target": (str, type(None)), "nominal": list, "bins": list,
+                                 "population": str,
                                  "deltas": list, "n_bins": int, "nu": (int, float)}
 robustness_cell.params_required = ("dataset", "model", "bins")

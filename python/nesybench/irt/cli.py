@@ -38,13 +38,14 @@ def group():
 
 
 def _population(out, datasets, models, families, folds, data_seed, target, nominal, executor,
-                workers, progress):
+                workers, progress, force_new=False):
     from .study import run_population  # noqa: PLC0415
 
     return run_population(out, _csv_list(datasets), n_models=models,
                           families=_csv_list(families) or None, folds=folds,
                           data_seed=data_seed, target=target, nominal=_csv_list(nominal),
-                          executor=executor, workers=workers, progress=progress)
+                          executor=executor, workers=workers, progress=progress,
+                          force_new=force_new)
 
 
 _pop_options = [
@@ -63,6 +64,8 @@ _pop_options = [
     click.option("--target", default=None, help="target column of CSV/ARFF files (name or "
                                                 "0-based index; default: the last column)"),
     click.option("--nominal", default="", help="comma-separated nominal columns of CSV files"),
+    click.option("--force-new", is_flag=True, help="replace a population sweep made with other "
+                                                   "folds, seed or family definitions"),
 ]
 
 
@@ -79,11 +82,11 @@ def _apply(options):
 @_executor_opts
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def population_cmd(out, datasets, models, families, folds, data_seed, target, nominal,
-                   executor, workers, as_json):
+                   force_new, executor, workers, as_json):
     """Train the population under stratified k-fold CV through the sweep runner (cached:
     finished cells are never re-run) and write each data set's response matrix U."""
     res = _population(out, datasets, models, families, folds, data_seed, target, nominal,
-                      executor, workers, not as_json)
+                      executor, workers, not as_json, force_new)
     if as_json:
         click.echo(dumps(res.__dict__), nl=False)
         return
@@ -260,15 +263,15 @@ def _print_taxonomy(info):
 @click.option("--clusters", type=int, default=3, show_default=True)
 @_executor_opts
 @click.option("--json", "as_json", is_flag=True)
-def study_cmd(out, datasets, models, families, folds, data_seed, target, nominal, irt_model,
-              bins, nu, deltas, clusters, executor, workers, as_json):
+def study_cmd(out, datasets, models, families, folds, data_seed, target, nominal, force_new,
+              irt_model, bins, nu, deltas, clusters, executor, workers, as_json):
     """The whole study into one folder: population → IRT fit → robustness → taxonomy, with
     the three figures, difficulty.csv, kappa.csv, taxonomy.json and summary.json."""
     from ..io import write_json  # noqa: PLC0415
 
     progress = not as_json
     pop = _population(out, datasets, models, families, folds, data_seed, target, nominal,
-                      executor, workers, progress)
+                      executor, workers, progress, force_new)
     fit = _fit(out, irt_model, bins, 6.0)
     rob = _robustness(out, "", nu, deltas, executor, workers, progress)
     tax = _taxonomy(out, clusters)

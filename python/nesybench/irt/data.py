@@ -287,6 +287,9 @@ def load(dataset: str, *, target=None, nominal=(), header: bool | None = None,
     """A built-in name or a file path; ``subsample > 0`` keeps a stratified random subset."""
     if dataset in BUILTIN:
         ds = load_builtin(dataset)
+    elif not Path(dataset).is_file():
+        raise NesyError(f"unknown data set {dataset!r}: neither built-in ({', '.join(BUILTIN)}) "
+                        f"nor an existing CSV/ARFF file", field="dataset")
     else:
         ds = load_file(dataset, target=target, nominal=nominal, header=header)
     if subsample and subsample < ds.n:

@@ -103,10 +103,25 @@ def _log_sigmoid(z):
     return -np.logaddexp(0.0, -z)
 
 
-def fit_irt(U, model: str = "1pl", *, n_quad: int = 21, max_iter: int = 500,
-            tol: float = 1e-4, outlier: float = 6.0, bound: float = 30.0) -> IRTFit:
+def rectangular(n: int, limit: float = 6.0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` evenly spaced nodes on [−limit, limit] weighted by the N(0, 1) density
+    (normalised): R mirt's quadrature for one factor."""
+    x = np.linspace(-limit, limit, n)
+    w = np.exp(-0.5 * x ** 2)
+    return x, w / w.sum()
+
+
+def fit_irt(U, model: str = "1pl", *, quad: str = "hermite", n_quad: int | None = None,
+            max_iter: int = 500, tol: float = 1e-4, outlier: float = 6.0,
+            bound: float = 30.0) -> IRTFit:
     """Fit a 1PL or 2PL model to ``U`` (J respondents × I items, 0/1) by Bock–Aitkin EM.
 
+    ``quad``: ``"hermite"`` (``n_quad`` Gauss–Hermite nodes, 21 by default, as the Python
+    mirt) or ``"rect"`` (``n_quad`` evenly spaced nodes on [−6, 6], 61 by default, as R mirt).
+    With thousands of items per respondent (a population of classifiers) the posteriors of θ
+    are narrower than the node spacing, so EAP abilities snap onto nodes and the latent SD is
+    rough; the difficulties' order and their mean and SD in logits barely move (measured on
+    the study's data: b mean/SD change by < 0.15 between 21 Hermite nodes and 550-node grids).
     ``tol`` stops the EM when no item parameter (and the latent SD) moves by more than it in
     a cycle; ``bound`` clips intercepts/difficulties (|b| <= bound) and 2PL slopes
     (|a| <= 10) so nearly perfect items cannot diverge. Raises :class:`NesyError` when the
@@ -127,17 +142,24 @@ def fit_irt(U, model: str = "1pl", *, n_quad: int = 21, max_iter: int = 500,
                         f"all right or all wrong by the {J} respondents", field="responses")
     X = np.ascontiguousarray(U[:, fit_items])
     p = p_right[fit_items]
-    x, w = quadrature(n_quad)
+    if quad == "hermite":
+        n_quad = n_quad or 21
+        x, w = quadrature(n_quad)
+    elif quad == "rect":
+        n_quad = n_quad or 61
+        x, w = rectangular(n_quad)
+    else:
+        raise NesyError(f"unknown quadrature {quad!r} (hermite, rect)", field="quad")
     logw = np.log(w)
     # start values: logit of the proportion right (slope-intercept z = a·θ + c)
     c = np.log(p / (1 - p))
     a = np.ones_like(c)
-    s = 1.0                                  # latent SD (1PL only)
+    s = 1.0                                  # latent SD (1PL only; a ≡ s on the N(0,1) grid)
     history = []
     converged = False
     it = 0
     for it in range(1, max_iter + 1):
-        nodes = x * s if model == "1pl" else x                     # (Q,)
+        nodes = x                                                  # (Q,)
         Z = nodes[:, None] * a[None, :] + c[None, :]               # (Q, I)
         lp, lq = _log_sigmoid(Z), _log_sigmoid(-Z)
         # log-likelihood of every respondent at every node: (J, Q)
@@ -154,14 +176,18 @@ def fit_irt(U, model: str = "1pl", *, n_quad: int = 21, max_iter: int = 500,
         resid = r - n_q[:, None] * P                               # (Q, I)
         info = n_q[:, None] * P * (1 - P)                          # (Q, I)
         if model == "1pl":
-            # Newton step on c_i (a = 1 fixed on the logit scale: z = θ + c, θ = s·x)
+            # z = s·x + c = θ + c with θ = s·x ~ N(0, s²): Newton steps on every c_i and on
+            # the common slope s (the latent SD), on the fixed N(0, 1) quadrature grid
             g_c = resid.sum(axis=0)
             h_c = info.sum(axis=0) + 1e-12
             dc = np.clip(g_c / h_c, -1.0, 1.0)
             c_new = np.clip(c + dc, -bound, bound)
-            s_new = float(np.sqrt((n_q * nodes ** 2).sum() / n_q.sum()))
+            g_s = float((resid * x[:, None]).sum())
+            h_s = float((info * x[:, None] ** 2).sum()) + 1e-12
+            s_new = float(np.clip(s + np.clip(g_s / h_s, -0.5, 0.5), 0.05, 20.0))
             delta = max(float(np.abs(c_new - c).max()), abs(s_new - s))
             c, s = c_new, s_new
+            a = np.full_like(c, s)
         else:
             g_a = (resid * nodes[:, None]).sum(axis=0)
             g_c = resid.sum(axis=0)
@@ -180,13 +206,15 @@ def fit_irt(U, model: str = "1pl", *, n_quad: int = 21, max_iter: int = 500,
         if delta < tol:
             converged = True
             break
-    # EAP abilities under the final parameters
-    nodes = x * s if model == "1pl" else x
-    Z = nodes[:, None] * a[None, :] + c[None, :]
+    # EAP abilities under the final parameters (1PL: on the logit scale, θ = s·x)
+    if model == "1pl":
+        a = np.full_like(c, s)
+    Z = x[:, None] * a[None, :] + c[None, :]
     lp, lq = _log_sigmoid(Z), _log_sigmoid(-Z)
     L = X @ (lp - lq).T + lq.sum(axis=1)[None, :] + logw[None, :]
     post = np.exp(L - L.max(axis=1, keepdims=True))
     post /= post.sum(axis=1, keepdims=True)
+    nodes = x * s if model == "1pl" else x
     theta = post @ nodes
     theta_sd = np.sqrt(np.maximum(post @ nodes ** 2 - theta ** 2, 0.0))
     # difficulties on the θ scale: 1PL b = −c (logits), 2PL b = −c / a

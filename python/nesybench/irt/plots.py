@@ -71,7 +71,7 @@ def scc_figure(dataset: str, models: list, deltas: list, K: np.ndarray, B: np.nd
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(deltas), fontsize=8,
                title=f"{dataset}: {ylabel}; proportion of each bin perturbed", title_fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (2.0 * rows + 0.6) - 0.06))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.75 / (2.0 * rows + 0.6)))
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -29,7 +29,7 @@ from ..io import write_json
 from .cells import folds_of, load_dataset, parse_data_spec
 from .curves import DELTAS, N_BINS, bin_means, equal_frequency_bins
 from .fit import fit_irt
-from .population import DEFAULT_MODELS, FAMILIES, population, spec_of
+from .population import DEFAULT_MODELS, FAMILIES, definition_hash, population, spec_of
 
 #: the paper's Figure 3 (mean ± sd of the 1PL difficulties)
 PAPER_DIFFICULTY = {"letter": (-1.50, 0.92), "optdigits": (-1.92, 0.67),
@@ -81,14 +81,19 @@ class PopulationResult:
 def run_population(study, datasets, *, n_models: int = DEFAULT_MODELS, families=None,
                    folds: int = 5, data_seed: int = 0, target=None, nominal=(),
                    executor: str = "local", workers: int | None = None,
-                   progress: bool = True) -> PopulationResult:
+                   progress: bool = True, force_new: bool = False) -> PopulationResult:
     """Train the population under k-fold CV (one sweep cell per data set × model) and write
-    each data set's response matrix to ``responses/<ds>.npz``."""
+    each data set's response matrix to ``responses/<ds>.npz``.
+
+    The sweep's fixed parameters hold the folds, the data seed and the digest of the family
+    definitions; a folder holding a population with other ones is refused unless
+    ``force_new`` (then it is replaced)."""
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
 
     study = Path(study)
     specs = population(n_models, families)
     base = _data_params(target, nominal, folds, data_seed)
+    base["population"] = definition_hash()
     for d in datasets:                       # bad data fails here, before anything runs
         ds = load_dataset({"dataset": d, **base})
         folds_of({"dataset": d, **base}, ds)
@@ -96,7 +101,7 @@ def run_population(study, datasets, *, n_models: int = DEFAULT_MODELS, families=
                     axes={"dataset": list(datasets), "model": [s.name for s in specs]},
                     seed=data_seed, description="IRT population: held-out predictions")
     res = run_grid(grid, study / "population", executor=executor, workers=workers,
-                   progress=progress)
+                   progress=progress, force_new=force_new)
     acc = assemble_responses(study, datasets, [s.name for s in specs], base)
     s = res.summary
     return PopulationResult(datasets=list(datasets), models=len(specs), cells=s.total,
@@ -174,7 +179,8 @@ def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = 
     table = []
     for d in datasets:
         r = load_responses(study, d)
-        fit = fit_irt(r["U"], model, outlier=outlier)
+        with _one_thread():                  # small matrices: BLAS threads only contend
+            fit = fit_irt(r["U"], model, outlier=outlier)
         bins = equal_frequency_bins(fit.b, n_bins)
         means = bin_means(fit.b, bins, n_bins)
         key = ds_key(d)
@@ -198,6 +204,12 @@ def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = 
                       "paper_b_mean": summ["paper_b_mean"], "paper_b_sd": summ["paper_b_sd"]})
     _write_csv(study / "difficulty.csv", table)
     return out
+
+
+def _one_thread():
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+    return threadpool_limits(1)
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
