@@ -20,6 +20,7 @@ bench: setup      ## performance figures (see benchmarks/README.md)
 	$(PY) benchmarks/kandy_generate.py
 	$(PY) benchmarks/rudas_bench.py
 	$(PY) benchmarks/rs_count.py
+	$(PY) benchmarks/irt_fit.py
 
 clean:
 	rm -rf out .pytest_cache

@@ -167,6 +167,8 @@ def _print_fit(summ):
                    f"{paper}   kept {s['kept']}/{s['items']} (all right {s['all_right']}, "
                    f"all wrong {s['all_wrong']}, |b|>6 {s['outliers']}, a<0 "
                    f"{s['negative_a']})  {s['iterations']} cycles {s['seconds']:.2f} s")
+        if s.get("note"):
+            click.echo(f"    note: {s['note']}")
 
 
 @group.command("robustness")

@@ -143,6 +143,9 @@ PAPER_FAMILIES = ("C5.0", "CI_T", "FDA", "GBM", "JRip", "3NN", "LVQ", "MLP", "ML
 
 DEFAULT_MODELS = 300
 
+#: bump when an estimator changes in a way the variant dicts do not show (cache identity)
+POPULATION_VERSION = 2
+
 
 def definition_hash() -> str:
     """Short digest of every family's variants: part of a population sweep's fixed
@@ -150,8 +153,9 @@ def definition_hash() -> str:
     import hashlib  # noqa: PLC0415
     import json  # noqa: PLC0415
 
-    text = json.dumps({f.id: [sorted(v.items(), key=str) for v in f.variants]
-                       for f in FAMILIES.values()}, default=str, sort_keys=True)
+    text = json.dumps({"version": POPULATION_VERSION,
+                       "families": {f.id: [sorted(v.items(), key=str) for v in f.variants]
+                                    for f in FAMILIES.values()}}, default=str, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -218,7 +222,7 @@ class LVQ1:
     with ``lr`` decreasing linearly from ``lr0`` to 0. Prediction: majority of the ``k``
     nearest codebook vectors."""
 
-    def __init__(self, size=50, k=3, epochs=10, lr0=0.3, seed=0):
+    def __init__(self, size=50, k=3, epochs=10, lr0=0.05, seed=0):
         self.size, self.k, self.epochs, self.lr0, self.seed = size, k, epochs, lr0, seed
 
     def fit(self, X, y):

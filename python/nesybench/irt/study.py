@@ -188,6 +188,10 @@ def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = 
                   kept=fit.kept, bins=bins, bin_means=means, theta=fit.theta,
                   models=r["models"])
         summ = fit.summary()
+        if model == "2pl" and summ["respondents"] < 200:
+            summ["note"] = (f"2PL with {summ['respondents']} respondents is ill-posed: items a "
+                            f"few models separate perfectly get unbounded slopes (the paper "
+                            f"fed its fit with up to 2,000 runs); prefer 1PL")
         summ.update({"dataset": d, "bin_means": means.tolist(), "n_bins": n_bins,
                      "theta_by_model": dict(zip(r["models"].tolist(),
                                                 np.round(fit.theta, 4).tolist()))})
