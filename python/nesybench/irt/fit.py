@@ -121,7 +121,8 @@ def fit_irt(U, model: str = "1pl", *, quad: str = "hermite", n_quad: int | None 
     With thousands of items per respondent (a population of classifiers) the posteriors of θ
     are narrower than the node spacing, so EAP abilities snap onto nodes and the latent SD is
     rough; the difficulties' order and their mean and SD in logits barely move (measured on
-    the study's data: b mean/SD change by < 0.15 between 21 Hermite nodes and 550-node grids).
+    the study's data and on simulated 40 × 3,000 matrices: b mean/SD move by about 0.2 or
+    less between 21 Hermite nodes and 400-node grids, corr(b̂, b) not at all).
     ``tol`` stops the EM when no item parameter (and the latent SD) moves by more than it in
     a cycle; ``bound`` clips intercepts/difficulties (|b| <= bound) and 2PL slopes
     (|a| <= 10) so nearly perfect items cannot diverge. Raises :class:`NesyError` when the
@@ -140,7 +141,9 @@ def fit_irt(U, model: str = "1pl", *, quad: str = "hermite", n_quad: int | None 
     if fit_items.size == 0:
         raise NesyError(f"the response matrix has no variance: all {I} items are answered "
                         f"all right or all wrong by the {J} respondents", field="responses")
-    X = np.ascontiguousarray(U[:, fit_items])
+    # the two big products run in float32 (U is 0/1, exact; the log-likelihoods of a
+    # respondent lose < 1e-3 absolute), everything per item/node stays float64
+    X = np.ascontiguousarray(U[:, fit_items], dtype=np.float32)
     p = p_right[fit_items]
     if quad == "hermite":
         n_quad = n_quad or 21
@@ -163,14 +166,15 @@ def fit_irt(U, model: str = "1pl", *, quad: str = "hermite", n_quad: int | None 
         Z = nodes[:, None] * a[None, :] + c[None, :]               # (Q, I)
         lp, lq = _log_sigmoid(Z), _log_sigmoid(-Z)
         # log-likelihood of every respondent at every node: (J, Q)
-        L = X @ (lp - lq).T + lq.sum(axis=1)[None, :] + logw[None, :]
+        L = (X @ (lp - lq).T.astype(np.float32)).astype(np.float64)
+        L += lq.sum(axis=1)[None, :] + logw[None, :]
         Lmax = L.max(axis=1, keepdims=True)
         post = np.exp(L - Lmax)
         norm = post.sum(axis=1, keepdims=True)
         loglik = float((Lmax[:, 0] + np.log(norm[:, 0])).sum())
         post /= norm
         n_q = post.sum(axis=0)                                     # (Q,)
-        r = post.T @ X                                             # (Q, I)
+        r = (post.T.astype(np.float32) @ X).astype(np.float64)    # (Q, I)
         history.append(loglik)
         P = np.exp(lp)
         resid = r - n_q[:, None] * P                               # (Q, I)
@@ -211,7 +215,8 @@ def fit_irt(U, model: str = "1pl", *, quad: str = "hermite", n_quad: int | None 
         a = np.full_like(c, s)
     Z = x[:, None] * a[None, :] + c[None, :]
     lp, lq = _log_sigmoid(Z), _log_sigmoid(-Z)
-    L = X @ (lp - lq).T + lq.sum(axis=1)[None, :] + logw[None, :]
+    L = (X @ (lp - lq).T.astype(np.float32)).astype(np.float64)
+    L += lq.sum(axis=1)[None, :] + logw[None, :]
     post = np.exp(L - L.max(axis=1, keepdims=True))
     post /= post.sum(axis=1, keepdims=True)
     nodes = x * s if model == "1pl" else x

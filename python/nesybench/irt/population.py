@@ -448,6 +448,14 @@ class Model:
             return np.asarray(self.est.predict(self.encoder.transform(X)))
 
 
+def one_thread():
+    """Context: BLAS/OpenMP limited to one thread (models run side by side in the sweep
+    runner, and spare threads only spin against each other on a shared machine)."""
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+    return threadpool_limits(1)
+
+
 def stratified_folds(y: np.ndarray, k: int, seed: int) -> np.ndarray:
     """Fold index (0..k-1) of every row, stratified by class.
 
@@ -475,8 +483,9 @@ def stratified_folds(y: np.ndarray, k: int, seed: int) -> np.ndarray:
 def cross_val_predict(spec: ModelSpec, ds, folds: np.ndarray, seed: int) -> np.ndarray:
     """Held-out predictions (class codes, shape (n,)) of ``spec`` under the fold assignment."""
     pred = np.empty(ds.n, dtype=np.int64)
-    for f in range(int(folds.max()) + 1):
-        tr, te = folds != f, folds == f
-        m = Model(spec, ds.nominal, ds.categories, seed).fit(ds.X[tr], ds.y[tr])
-        pred[te] = m.predict(ds.X[te])
+    with one_thread():
+        for f in range(int(folds.max()) + 1):
+            tr, te = folds != f, folds == f
+            m = Model(spec, ds.nominal, ds.categories, seed).fit(ds.X[tr], ds.y[tr])
+            pred[te] = m.predict(ds.X[te])
     return pred
