@@ -21,6 +21,7 @@ bench: setup      ## performance figures (see benchmarks/README.md)
 	$(PY) benchmarks/rudas_bench.py
 	$(PY) benchmarks/rs_count.py
 	$(PY) benchmarks/runs_overhead.py
+	$(PY) benchmarks/irt_fit.py
 
 clean:
 	rm -rf out .pytest_cache

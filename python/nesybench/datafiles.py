@@ -154,7 +154,7 @@ def _load_registrations() -> None:
 
 
 #: modules whose import registers their data files (each calls :func:`register`)
-REGISTRY_MODULES: list[str] = ["nesybench.nesy.data"]
+REGISTRY_MODULES: list[str] = ["nesybench.nesy.data", "nesybench.irt.data"]
 
 
 def main(argv=None) -> int:

@@ -21,6 +21,7 @@ CAPABILITIES = {
     "rs": "nesybench.shortcuts.cli",
     "runs": "nesybench.runs.cli",
     "nesy": "nesybench.nesy.cli",
+    "irt": "nesybench.irt.cli",
 }
 
 
@@ -54,6 +55,7 @@ def cli():
     rs     reasoning shortcuts (generate, count, severity, metrics)
     runs   sweeps and results (start, resume, status, table, plot, export)
     nesy   neuro-symbolic learning: DPL, fuzzy, CBM, NN on the RS tasks (train, eval, sweep)
+    irt    IRT robustness of classifier families (population, fit, robustness, taxonomy, study)
     """
 
 

@@ -19,6 +19,8 @@ CELLS: dict[str, str] = {
     "nesy.train": "nesybench.nesy.cells:nesy_train_cell",
     "kandy.train": "nesybench.kandy.learn.cells:train_cell",
     "kandy.aleph": "nesybench.kandy.learn.cells:aleph_cell",
+    "irt.population": "nesybench.irt.cells:population_cell",
+    "irt.robustness": "nesybench.irt.cells:robustness_cell",
 }
 
 

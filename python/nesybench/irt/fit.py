@@ -1,0 +1,251 @@
+"""Dichotomous IRT by marginal maximum likelihood: Bock–Aitkin EM, Gauss–Hermite quadrature.
+
+Models (respondent j = a classifier, item i = an instance, ``U[j, i] = 1`` when j is right):
+
+* ``1pl`` (Rasch, the paper's choice): ``P(U_ji = 1 | θ_j) = σ(θ_j − b_i)`` with every
+  discrimination fixed to 1 and the ability distribution ``θ ~ N(0, s²)``, ``s`` estimated
+  (as mirt's ``Rasch`` item type does); ``b`` is in logits.
+* ``2pl`` (what the paper's R code fits): ``P = σ(a_i (θ_j − b_i))`` with ``θ ~ N(0, 1)``.
+
+Each EM cycle computes, for all respondents at once, the posterior weights of the ``Q``
+quadrature nodes (one ``J×I`` by ``I×Q`` matrix product), the expected counts
+``n_q`` (respondents at node q) and ``r_qi`` (of them, right on item i; one ``Q×J`` by
+``J×I`` product), then one Newton step per item on the expected complete-data
+log-likelihood ``Σ_q r_qi log P_qi + (n_q − r_qi) log(1 − P_qi)``, vectorised over items.
+Abilities are EAP estimates (posterior means, with posterior SDs) under the fitted items.
+
+Items every respondent gets right (or wrong) carry no information about b: they are
+**excluded from the fit and reported** (``all_right``/``all_wrong``; their ``b`` is NaN,
+``±inf`` in spirit). After the fit, items with ``|b| > outlier`` (6 by default, as the paper)
+are flagged as outliers and dropped (``kept`` is False, ``b`` stays in ``b_raw``); for 2PL,
+items with a negative discrimination are reported (``negative_a``), not dropped.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import NesyError
+
+MODELS = ("1pl", "2pl")
+
+
+@dataclass
+class IRTFit:
+    """Result of :func:`fit_irt`. Arrays over items have length ``I``, over respondents ``J``.
+
+    b         difficulty of each item (NaN when excluded or outlier)       shape (I,)
+    b_raw     difficulty before outlier removal (NaN only when excluded)   shape (I,)
+    a         discrimination (1 for 1PL; NaN when excluded)                shape (I,)
+    theta     EAP ability of each respondent                               shape (J,)
+    theta_sd  posterior SD of each ability                                 shape (J,)
+    kept      items with a usable difficulty (fitted and |b| <= outlier)   shape (I,) bool
+    """
+
+    model: str
+    b: np.ndarray
+    b_raw: np.ndarray
+    a: np.ndarray
+    theta: np.ndarray
+    theta_sd: np.ndarray
+    kept: np.ndarray
+    all_right: np.ndarray
+    all_wrong: np.ndarray
+    outliers: np.ndarray
+    negative_a: np.ndarray
+    latent_sd: float
+    loglik: float
+    iterations: int
+    converged: bool
+    seconds: float
+    n_quad: int
+    history: list = field(default_factory=list)
+
+    def summary(self) -> dict:
+        """JSON-able summary (counts and difficulty statistics of the kept items)."""
+        bk = self.b[self.kept]
+        return {
+            "model": self.model, "respondents": int(self.theta.size), "items": int(self.b.size),
+            "kept": int(self.kept.sum()), "all_right": int(self.all_right.size),
+            "all_wrong": int(self.all_wrong.size), "outliers": int(self.outliers.size),
+            "negative_a": int(self.negative_a.size),
+            "b_mean": float(bk.mean()) if bk.size else float("nan"),
+            "b_sd": float(bk.std(ddof=1)) if bk.size > 1 else float("nan"),
+            "latent_sd": self.latent_sd, "loglik": self.loglik,
+            "iterations": self.iterations, "converged": self.converged,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def quadrature(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights for E[f(Z)], Z ~ N(0, 1): Gauss–Hermite, ``x = √2·t``, ``w/√π``."""
+    t, w = np.polynomial.hermite.hermgauss(n)
+    return t * np.sqrt(2.0), w / np.sqrt(np.pi)
+
+
+def _check(U) -> np.ndarray:
+    U = np.asarray(U)
+    if U.ndim != 2 or U.shape[0] < 2 or U.shape[1] < 1:
+        raise NesyError(f"a response matrix is respondents × items with at least 2 respondents, "
+                        f"got shape {U.shape}", field="responses")
+    if U.dtype == bool:
+        return U.astype(np.float64)
+    Uf = U.astype(np.float64)
+    if not np.all((Uf == 0) | (Uf == 1)):
+        raise NesyError("a response matrix holds only 0 and 1 (no missing values)",
+                        field="responses")
+    return Uf
+
+
+def _log_sigmoid(z):
+    return -np.logaddexp(0.0, -z)
+
+
+def rectangular(n: int, limit: float = 6.0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` evenly spaced nodes on [−limit, limit] weighted by the N(0, 1) density
+    (normalised): R mirt's quadrature for one factor."""
+    x = np.linspace(-limit, limit, n)
+    w = np.exp(-0.5 * x ** 2)
+    return x, w / w.sum()
+
+
+def fit_irt(U, model: str = "1pl", *, quad: str = "hermite", n_quad: int | None = None,
+            max_iter: int = 500, tol: float = 1e-4, outlier: float = 6.0,
+            bound: float = 30.0) -> IRTFit:
+    """Fit a 1PL or 2PL model to ``U`` (J respondents × I items, 0/1) by Bock–Aitkin EM.
+
+    ``quad``: ``"hermite"`` (``n_quad`` Gauss–Hermite nodes, 21 by default, as the Python
+    mirt) or ``"rect"`` (``n_quad`` evenly spaced nodes on [−6, 6], 61 by default, as R mirt).
+    With thousands of items per respondent (a population of classifiers) the posteriors of θ
+    are narrower than the node spacing, so EAP abilities snap onto nodes and the latent SD is
+    rough; the difficulties' order and their mean and SD in logits barely move (measured on
+    the study's data and on simulated 40 × 3,000 matrices: b mean/SD move by about 0.2 or
+    less between 21 Hermite nodes and 400-node grids, corr(b̂, b) not at all).
+    ``tol`` stops the EM when no item parameter (and the latent SD) moves by more than it in
+    a cycle; ``bound`` clips intercepts/difficulties (|b| <= bound) and 2PL slopes
+    (|a| <= 10) so nearly perfect items cannot diverge. Raises :class:`NesyError` when the
+    matrix is not 0/1, or when no item varies (every item answered all right or all wrong).
+    """
+    if model not in MODELS:
+        raise NesyError(f"unknown IRT model {model!r} (choose {', '.join(MODELS)})",
+                        field="model")
+    t0 = time.perf_counter()
+    U = _check(U)
+    J, I = U.shape
+    p_right = U.mean(axis=0)
+    all_right = np.flatnonzero(p_right == 1.0)
+    all_wrong = np.flatnonzero(p_right == 0.0)
+    fit_items = np.flatnonzero((p_right > 0.0) & (p_right < 1.0))
+    if fit_items.size == 0:
+        raise NesyError(f"the response matrix has no variance: all {I} items are answered "
+                        f"all right or all wrong by the {J} respondents", field="responses")
+    # the two big products run in float32 (U is 0/1, exact; the log-likelihoods of a
+    # respondent lose < 1e-3 absolute), everything per item/node stays float64
+    X = np.ascontiguousarray(U[:, fit_items], dtype=np.float32)
+    p = p_right[fit_items]
+    if quad == "hermite":
+        n_quad = n_quad or 21
+        x, w = quadrature(n_quad)
+    elif quad == "rect":
+        n_quad = n_quad or 61
+        x, w = rectangular(n_quad)
+    else:
+        raise NesyError(f"unknown quadrature {quad!r} (hermite, rect)", field="quad")
+    logw = np.log(w)
+    # start values: logit of the proportion right (slope-intercept z = a·θ + c)
+    c = np.log(p / (1 - p))
+    a = np.ones_like(c)
+    s = 1.0                                  # latent SD (1PL only; a ≡ s on the N(0,1) grid)
+    history = []
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):
+        nodes = x                                                  # (Q,)
+        Z = nodes[:, None] * a[None, :] + c[None, :]               # (Q, I)
+        lp, lq = _log_sigmoid(Z), _log_sigmoid(-Z)
+        # log-likelihood of every respondent at every node: (J, Q)
+        L = (X @ (lp - lq).T.astype(np.float32)).astype(np.float64)
+        L += lq.sum(axis=1)[None, :] + logw[None, :]
+        Lmax = L.max(axis=1, keepdims=True)
+        post = np.exp(L - Lmax)
+        norm = post.sum(axis=1, keepdims=True)
+        loglik = float((Lmax[:, 0] + np.log(norm[:, 0])).sum())
+        post /= norm
+        n_q = post.sum(axis=0)                                     # (Q,)
+        r = (post.T.astype(np.float32) @ X).astype(np.float64)    # (Q, I)
+        history.append(loglik)
+        P = np.exp(lp)
+        resid = r - n_q[:, None] * P                               # (Q, I)
+        info = n_q[:, None] * P * (1 - P)                          # (Q, I)
+        if model == "1pl":
+            # z = s·x + c = θ + c with θ = s·x ~ N(0, s²): Newton steps on every c_i and on
+            # the common slope s (the latent SD), on the fixed N(0, 1) quadrature grid
+            g_c = resid.sum(axis=0)
+            h_c = info.sum(axis=0) + 1e-12
+            dc = np.clip(g_c / h_c, -1.0, 1.0)
+            c_new = np.clip(c + dc, -bound, bound)
+            g_s = float((resid * x[:, None]).sum())
+            h_s = float((info * x[:, None] ** 2).sum()) + 1e-12
+            s_new = float(np.clip(s + np.clip(g_s / h_s, -0.5, 0.5), 0.05, 20.0))
+            delta = max(float(np.abs(c_new - c).max()), abs(s_new - s))
+            c, s = c_new, s_new
+            a = np.full_like(c, s)
+        else:
+            g_a = (resid * nodes[:, None]).sum(axis=0)
+            g_c = resid.sum(axis=0)
+            h_aa = (info * nodes[:, None] ** 2).sum(axis=0) + 1e-12
+            h_ac = (info * nodes[:, None]).sum(axis=0)
+            h_cc = info.sum(axis=0) + 1e-12
+            det = h_aa * h_cc - h_ac ** 2
+            det = np.where(det > 1e-12, det, 1e-12)
+            da = (h_cc * g_a - h_ac * g_c) / det
+            dc = (h_aa * g_c - h_ac * g_a) / det
+            step = np.maximum(1.0, np.maximum(np.abs(da), np.abs(dc)))   # at most 1 per cycle
+            a_new = np.clip(a + da / step, -10.0, 10.0)
+            c_new = np.clip(c + dc / step, -bound * 10, bound * 10)
+            delta = max(float(np.abs(a_new - a).max()), float(np.abs(c_new - c).max()))
+            a, c = a_new, c_new
+        if delta < tol:
+            converged = True
+            break
+    # EAP abilities under the final parameters (1PL: on the logit scale, θ = s·x)
+    if model == "1pl":
+        a = np.full_like(c, s)
+    Z = x[:, None] * a[None, :] + c[None, :]
+    lp, lq = _log_sigmoid(Z), _log_sigmoid(-Z)
+    L = (X @ (lp - lq).T.astype(np.float32)).astype(np.float64)
+    L += lq.sum(axis=1)[None, :] + logw[None, :]
+    post = np.exp(L - L.max(axis=1, keepdims=True))
+    post /= post.sum(axis=1, keepdims=True)
+    nodes = x * s if model == "1pl" else x
+    theta = post @ nodes
+    theta_sd = np.sqrt(np.maximum(post @ nodes ** 2 - theta ** 2, 0.0))
+    # difficulties on the θ scale: 1PL b = −c (logits), 2PL b = −c / a
+    b_fit = -c if model == "1pl" else -c / np.where(np.abs(a) > 1e-8, a, 1e-8)
+    b_raw = np.full(I, np.nan)
+    b_raw[fit_items] = b_fit
+    a_all = np.full(I, np.nan)
+    a_all[fit_items] = a if model == "2pl" else 1.0
+    outliers = np.flatnonzero(np.abs(b_raw) > outlier)
+    kept = np.isfinite(b_raw) & (np.abs(np.nan_to_num(b_raw, nan=np.inf)) <= outlier)
+    b = np.where(kept, b_raw, np.nan)
+    negative_a = fit_items[a < 0] if model == "2pl" else np.array([], dtype=int)
+    return IRTFit(model=model, b=b, b_raw=b_raw, a=a_all, theta=theta, theta_sd=theta_sd,
+                  kept=kept, all_right=all_right, all_wrong=all_wrong, outliers=outliers,
+                  negative_a=negative_a, latent_sd=float(s), loglik=history[-1],
+                  iterations=it, converged=converged, seconds=time.perf_counter() - t0,
+                  n_quad=n_quad, history=history)
+
+
+def simulate(n_respondents: int, n_items: int, model: str = "1pl", seed: int = 0,
+             theta_sd: float = 1.0, b_sd: float = 1.0):
+    """Draw ``(U, theta, a, b)`` from a 1PL/2PL model (2PL slopes ~ lognormal(0, 0.3))."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, theta_sd, n_respondents)
+    b = rng.normal(0.0, b_sd, n_items)
+    a = np.ones(n_items) if model == "1pl" else rng.lognormal(0.0, 0.3, n_items)
+    p = 1.0 / (1.0 + np.exp(-a[None, :] * (theta[:, None] - b[None, :])))
+    U = (rng.random(p.shape) < p).astype(np.int8)
+    return U, theta, a, b

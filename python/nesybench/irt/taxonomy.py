@@ -1,0 +1,59 @@
+"""Robustness taxonomy (the paper's Q3): agglomerative clustering of kappa profiles.
+
+A model's profile is its kappa for every (difficulty bin, δ) pair, averaged over the data
+sets; models are clustered with Euclidean distance and complete linkage (scipy), and the
+tree is cut into ``k`` clusters (3 by default: the paper finds three main clusters).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import NesyError
+
+
+@dataclass
+class Taxonomy:
+    """labels      model names, in the profile matrix's row order
+    linkage     scipy linkage matrix (n−1, 4)
+    clusters    cluster number (1..k) of each model after cutting into ``k``
+    order       leaf order of the dendrogram (indices into ``labels``)
+    """
+
+    labels: list
+    linkage: np.ndarray
+    clusters: np.ndarray
+    order: list
+    k: int
+
+    def groups(self) -> list[list[str]]:
+        """The k clusters as lists of model names, in dendrogram order."""
+        seen, out = {}, []
+        for i in self.order:
+            c = int(self.clusters[i])
+            if c not in seen:
+                seen[c] = len(out)
+                out.append([])
+            out[seen[c]].append(self.labels[i])
+        return out
+
+
+def cluster_profiles(profiles: np.ndarray, labels: list, k: int = 3) -> Taxonomy:
+    """Complete-linkage, Euclidean hierarchical clustering of ``profiles`` (models × features)."""
+    from scipy.cluster.hierarchy import fcluster, leaves_list, linkage  # noqa: PLC0415
+
+    P = np.asarray(profiles, dtype=float)
+    if P.ndim != 2 or P.shape[0] != len(labels):
+        raise NesyError(f"a profile matrix is models × features with one label per row, got "
+                        f"{P.shape} and {len(labels)} labels", field="profiles")
+    if P.shape[0] < 2:
+        raise NesyError("the taxonomy needs at least two models", field="profiles")
+    if not np.all(np.isfinite(P)):
+        raise NesyError("the kappa profiles hold NaN (a bin with no instance?)",
+                        field="profiles")
+    Z = linkage(P, method="complete", metric="euclidean")
+    k = max(1, min(k, P.shape[0]))
+    clusters = fcluster(Z, t=k, criterion="maxclust")
+    return Taxonomy(labels=list(labels), linkage=Z, clusters=clusters,
+                    order=[int(i) for i in leaves_list(Z)], k=k)
