@@ -1,0 +1,1 @@
+"""Neuro-symbolic learning: ProbLog programs with neural predicates compiled once per query shape into batched PyTorch circuits (``CompiledProgram``, DeepProbLog semantics), multi-digit MNIST-Addition with carries, and the model zoo (DPL, fuzzy, CBM, NN) trained on the shortcut tasks."""
