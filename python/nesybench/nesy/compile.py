@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ..errors import NesyError
 from .program import GroundProgram
 
-VTREES = ("balanced", "right", "left", "vertical")
+VTREES = ("blocks", "blocks-left", "balanced", "right", "left", "vertical")
 
 
 @dataclass
@@ -59,8 +59,11 @@ class Compiled:
     peak_live: int
 
 
-def variable_order(gp: GroundProgram) -> tuple[list[list[int]], list[list[int]], list[int]]:
-    """Assign SDD variables (see module docstring) and return (choice_vars, label_vars, order)."""
+def variable_order(gp: GroundProgram, blocks: list | None = None
+                   ) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    """Assign SDD variables (see module docstring) and return (choice_vars, label_vars, order);
+    ``blocks`` (if given) receives the variables first met by each label, in label order."""
+    blocks = [] if blocks is None else blocks
     n_choice = len(gp.choices)
     choice_vars: list[list[int] | None] = [None] * n_choice
     label_vars: list[list[int]] = []
@@ -84,7 +87,9 @@ def variable_order(gp: GroundProgram) -> tuple[list[list[int]], list[list[int]],
             choice_vars[ci] = [new_var() for _ in ch.values]
 
     seen = set()
+    blocks.clear()
     for lab in gp.labels:
+        start = len(order)
         stack = [abs(n) for n in lab.nodes if n]
         # iterative DFS, children in order
         while stack:
@@ -98,21 +103,75 @@ def variable_order(gp: GroundProgram) -> tuple[list[list[int]], list[list[int]],
             else:
                 stack.extend(abs(k) for k in reversed(node[1]) if k)
         label_vars.append([new_var() for _ in lab.values])
+        blocks.append(order[start:])
+    start = len(order)
     for ci in range(n_choice):
         place_choice(ci)
+    if len(order) > start:
+        blocks.append(order[start:])
     return choice_vars, label_vars, order  # type: ignore[return-value]
 
 
-def compile_program(gp: GroundProgram, *, vtree: str = "balanced") -> Compiled:
+def _balanced(vars_, out, nid):
+    """Append a balanced vtree over ``vars_`` to ``out`` (lines); return its root id."""
+    if len(vars_) == 1:
+        out.append(f"L {nid[0]} {vars_[0]}")
+        nid[0] += 1
+        return nid[0] - 1
+    mid = len(vars_) // 2
+    left = _balanced(vars_[:mid], out, nid)
+    right = _balanced(vars_[mid:], out, nid)
+    out.append(f"I {nid[0]} {left} {right}")
+    nid[0] += 1
+    return nid[0] - 1
+
+
+def block_vtree(blocks: list[list[int]], *, left: bool = False):
+    """A vtree that is balanced inside each block and linear across blocks: right-linear
+    ``(B_0, (B_1, (B_2, ...)))`` by default, left-linear ``(((B_0, B_1), B_2), ...)`` with
+    ``left=True``. For label blocks of a carry program the interface between a prefix of
+    positions and the rest is the carry, so this is an OBDD over blocks of bounded width."""
+    from pysdd.sdd import Vtree
+    lines: list[str] = []
+    nid = [0]
+    roots = [_balanced(b, lines, nid) for b in blocks if b]
+    if left:
+        acc = roots[0]
+        for r in roots[1:]:
+            lines.append(f"I {nid[0]} {acc} {r}")
+            acc = nid[0]
+            nid[0] += 1
+    else:
+        acc = roots[-1]
+        for r in reversed(roots[:-1]):
+            lines.append(f"I {nid[0]} {r} {acc}")
+            acc = nid[0]
+            nid[0] += 1
+    import os
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".vtree", delete=False) as fh:
+        fh.write(f"vtree {nid[0]}\n" + "\n".join(lines) + "\n")
+        name = fh.name
+    try:
+        return Vtree.from_file(name.encode())
+    finally:
+        os.unlink(name)
+
+
+def compile_program(gp: GroundProgram, *, vtree: str = "blocks") -> Compiled:
     """Compile ``gp`` into an SDD with PySDD (bottom-up ``apply``, no dynamic minimisation)."""
     from pysdd.sdd import SddManager, Vtree
 
     if vtree not in VTREES:
         raise NesyError(f"vtree must be one of {', '.join(VTREES)}, not {vtree!r}")
     t0 = time.perf_counter()
-    choice_vars, label_vars, order = variable_order(gp)
+    blocks: list[list[int]] = []
+    choice_vars, label_vars, order = variable_order(gp, blocks)
     n_vars = len(order)
-    vt = Vtree(var_count=n_vars, var_order=order, vtree_type=vtree)
+    if vtree.startswith("blocks"):
+        vt = block_vtree(blocks, left=vtree == "blocks-left")
+    else:
+        vt = Vtree(var_count=n_vars, var_order=order, vtree_type=vtree)
     mgr = SddManager.from_vtree(vt)
     mgr.auto_gc_and_minimize_off()
     true, false = mgr.true(), mgr.false()
@@ -179,8 +238,11 @@ def compile_program(gp: GroundProgram, *, vtree: str = "balanced") -> Compiled:
     for j, lab in enumerate(gp.labels):
         lj = false
         for v, k in enumerate(lab.nodes):
-            lj = mgr.disjoin(lj, mgr.conjoin(signed(k), mgr.literal(label_vars[j][v])))
-        f = mgr.conjoin(f, lj)
+            # condition on the constraints so far first: the unconstrained q_{j,v} over
+            # Boolean outcome variables can be far larger than under exactly-one
+            q = mgr.conjoin(f, signed(k))
+            lj = mgr.disjoin(lj, mgr.conjoin(q, mgr.literal(label_vars[j][v])))
+        f = lj
         peak[0] = max(peak[0], mgr.live_size())
     if f.is_false():
         raise NesyError("the program is inconsistent: no world satisfies it", file=gp.source)
