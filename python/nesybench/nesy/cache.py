@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-ENGINE_VERSION = "nesy-engine-1"
+ENGINE_VERSION = "nesy-engine-2"
 
 
 def cache_dir() -> Path:

@@ -115,7 +115,7 @@ class CompiledProgram(_Base):
     # -- construction ----------------------------------------------------------------------
     @classmethod
     def from_program(cls, text_or_path, queries, *, networks=None, concept_order=None,
-                     vtree: str = "balanced", semiring: str = "log", use_cache: bool = True
+                     concept_decls=None, vtree: str = "blocks", semiring: str = "log", use_cache: bool = True
                      ) -> "CompiledProgram":
         """Ground ``text_or_path`` (ProbLog text or a ``.pl`` file) for the query shape
         ``queries`` (one atom or a list; placeholders for inputs, free variables for label
@@ -131,7 +131,8 @@ class CompiledProgram(_Base):
         text, source = read_program(text_or_path)
         qs = [queries] if isinstance(queries, str) else list(queries)
         key = _cache.cache_key(text, qs, sorted(networks) if networks is not None else None,
-                               list(concept_order) if concept_order is not None else None, vtree)
+                               list(concept_order) if concept_order is not None else None,
+                               concept_decls, vtree)
         if use_cache:
             hit = _cache.lookup(key)
             if hit is not None:
@@ -141,7 +142,7 @@ class CompiledProgram(_Base):
         import time
         t0 = time.perf_counter()
         gp = ground(text if source is None else Path(source), qs, networks=networks,
-                    concept_order=concept_order)
+                    concept_order=concept_order, concept_decls=concept_decls)
         t_ground = time.perf_counter() - t0
         comp = compile_program(gp, vtree=vtree)
         meta = {
@@ -237,7 +238,7 @@ class CompiledProgram(_Base):
             if (lj < 0).any() or (lj >= len(dom)).any():
                 raise NesyError(f"label {self.label_queries[j]!r}: index out of range "
                                 f"0..{len(dom) - 1}")
-            onehots.append(torch.nn.functional.one_hot(lj, len(dom)))
+            onehots.append(torch.nn.functional.one_hot(lj, len(dom) + 1))   # + "no value"
         ip, ineg = self._indicators(onehots, x.dtype)
         out = self._evaluate(x, ip, ineg)
         return out if self.semiring == "log" else torch.log(out)
@@ -254,7 +255,7 @@ class CompiledProgram(_Base):
             m = len(dom)
             ind = torch.ones(m, L, dtype=x.dtype, device=x.device)
             a, b = self.label_offsets[j], self.label_offsets[j + 1]
-            ind[:, a:b] = torch.eye(m, dtype=x.dtype, device=x.device)
+            ind[:, a:b] = torch.eye(m, m + 1, dtype=x.dtype, device=x.device)
             ipos = ind.repeat(B, 1)                       # (B*m, L)
             ineg = torch.zeros_like(ipos)
             ineg[:, a:b] = 1.0 - ipos[:, a:b]

@@ -12,7 +12,10 @@ The compiled function over Boolean SDD variables is
 * ``e_{j,v}``: *evidence indicator* of label ``j`` having value ``v``. Weights
   ``w(e) = [v = y_j]`` and ``w(¬e) = 1 - [v = y_j]`` select one label value per example, so a
   batch with different labels runs through one circuit: ``WMC(F) = P(AND_j q_{j,y_j})``.
-  Turning all indicators of a label on (``w(e)=1, w(¬e)=0``) marginalises that label out.
+  Turning all indicators of a label on (``w(e)=1, w(¬e)=0``) marginalises that label out;
+  a label that is not a total function gets one more indicator ``e_{j,none}`` for the worlds
+  where none of its values is provable (``OR_v (q_{j,v} AND e_{j,v}) OR (AND_v ¬q_{j,v} AND
+  e_{j,none})``), so marginalising stays exact.
 
 Variable order (the vtree's leaves, left to right): a depth-first walk of the label formulas
 in label order, each choice's outcome variables together where the walk first meets it, each
@@ -38,7 +41,7 @@ class VarMap:
 
     ``choice_vars[c][v]`` is the variable of outcome ``v`` of choice ``c`` (for a fact:
     ``[x, -x]``, the negative meaning "the fact is false"); ``label_vars[j][v]`` the indicator of
-    label ``j`` taking its ``v``-th value; ``order`` the vtree's leaf order."""
+    label ``j`` taking its ``v``-th value (last: no value); ``order`` the vtree's leaf order."""
 
     var_count: int
     choice_vars: list[list[int]]
@@ -102,7 +105,7 @@ def variable_order(gp: GroundProgram, blocks: list | None = None
                 place_choice(node[1])
             else:
                 stack.extend(abs(k) for k in reversed(node[1]) if k)
-        label_vars.append([new_var() for _ in lab.values])
+        label_vars.append([new_var() for _ in range(len(lab.values) + 1)])   # + "no value"
         blocks.append(order[start:])
     start = len(order)
     for ci in range(n_choice):
@@ -237,11 +240,18 @@ def compile_program(gp: GroundProgram, *, vtree: str = "blocks") -> Compiled:
         f = mgr.conjoin(f, eo)
     for j, lab in enumerate(gp.labels):
         lj = false
+        anyq = false
         for v, k in enumerate(lab.nodes):
             # condition on the constraints so far first: the unconstrained q_{j,v} over
             # Boolean outcome variables can be far larger than under exactly-one
             q = mgr.conjoin(f, signed(k))
+            anyq = mgr.disjoin(anyq, q)
             lj = mgr.disjoin(lj, mgr.conjoin(q, mgr.literal(label_vars[j][v])))
+        # worlds where the label has no value: indicator e_{j,none}, so that switching all
+        # indicators of a label on marginalises it out even when it is not a total function
+        rest = mgr.conjoin(f, mgr.negate(anyq))
+        if not rest.is_false():
+            lj = mgr.disjoin(lj, mgr.conjoin(rest, mgr.literal(label_vars[j][-1])))
         f = lj
         peak[0] = max(peak[0], mgr.live_size())
     if f.is_false():

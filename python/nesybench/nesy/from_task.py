@@ -115,7 +115,9 @@ def compile_task(task, *, cls=None, program=None, **kw):
             text, queries, order = task_program(task, rules)
     else:
         text, queries, order = task_program(task)
-    prog = cls.from_program(text, queries, concept_order=order, **kw)
+    decls = {prolog_term(v.term): (v.concept, [prolog_term(x) if isinstance(x, str) else x
+                                               for x in v.domain]) for v in task.variables}
+    prog = cls.from_program(text, queries, concept_order=order, concept_decls=decls, **kw)
     # domain check: program vs task
     if len(prog.concept_domains) != len(task.variables):
         raise NesyError(f"the program has {len(prog.concept_domains)} neural concepts "

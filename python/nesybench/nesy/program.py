@@ -27,7 +27,7 @@ from pathlib import Path
 from ..errors import NesyError
 
 NN_FUNCTOR = "nn"
-NN_PROB = "nesy__nn"        # probability term of a ground neural choice: nesy__nn(Net, Inputs, V)
+NN_PROB = "nesy__nn"   # probability of a ground neural choice: nesy__nn(Net, Inputs, V, Values)
 LABEL_FUNCTOR = "nesy__label"
 
 #: predicates a program may not call: file/OS access, dynamic database, foreign code, sub-engines
@@ -192,7 +192,7 @@ def parse(text: str, source: str | None = None, networks=None) -> list:
             heads = []
             for v in values:
                 h = head.with_probability(None).apply(_Subst({outv.name: v}))
-                heads.append(h.with_probability(Term(NN_PROB, net, inputs, v)))
+                heads.append(h.with_probability(Term(NN_PROB, net, inputs, v, prob.args[3])))
             body = cl.body if isinstance(cl, Clause) else Term("true")
             out.append(AnnotatedDisjunction(heads, body))
         else:
@@ -230,11 +230,15 @@ def _walk_vars(term):
             yield from _walk_vars(a)
 
 
-def ground(text_or_path, queries, *, networks=None, concept_order=None) -> GroundProgram:
+def ground(text_or_path, queries, *, networks=None, concept_order=None,
+           concept_decls=None) -> GroundProgram:
     """Ground ``program`` for the query shape ``queries`` (list of atoms over placeholders).
 
     ``concept_order`` optionally lists ``(net, inputs_str)`` keys or input placeholder strings
-    in the order the concept probabilities will be passed (default: order of appearance).
+    in the order the concept probabilities will be passed (default: order of appearance);
+    ``concept_decls`` maps a key of ``concept_order`` to ``(net, values)`` for concepts the
+    labels do not depend on (they get a choice of their own, which does not change any label
+    probability).
     Raises :class:`NesyError` if a query grounds to nothing."""
     from problog.engine import DefaultEngine
     from problog.errors import ProbLogError
@@ -283,11 +287,11 @@ def ground(text_or_path, queries, *, networks=None, concept_order=None) -> Groun
             continue
         p = node.probability
         if isinstance(p, Term) and p.functor == NN_PROB:
-            net, inputs, v = p.args
+            net, inputs, v, vlist = p.args
             ins = tuple(str(x) for x in term2list(inputs, deep=False))
             gkey = ("nn", str(node.group))
             if gkey not in group_index:
-                vals = _nn_values(clauses, node, net)
+                vals = [_py(x) for x in term2list(vlist, deep=False)]
                 group_index[gkey] = len(choices)
                 choices.append(Choice(key=f"{net}({', '.join(ins)})", values=vals, net=str(net),
                                       inputs=ins))
@@ -330,6 +334,13 @@ def ground(text_or_path, queries, *, networks=None, concept_order=None) -> Groun
             c = choices[i]
             keyed[c.key] = i
             keyed.setdefault(c.inputs[0] if len(c.inputs) == 1 else c.inputs, i)
+        for k in concept_order:     # declared concepts the labels do not depend on
+            if k not in keyed and concept_decls and k in concept_decls:
+                net, vals = concept_decls[k]
+                keyed[k] = len(choices)
+                neural.append(len(choices))
+                choices.append(Choice(key=f"{net}({k})", values=list(vals), net=str(net),
+                                      inputs=(k,)))
         try:
             pick = [keyed[k] for k in concept_order]
         except KeyError as exc:
@@ -405,16 +416,3 @@ def _numeric(p, source) -> float:
     if not 0 <= v <= 1:
         raise NesyError(f"probability {v} is outside [0, 1]", file=source)
     return v
-
-
-def _nn_values(clauses, node, net) -> list:
-    """The declared value list of the neural AD the ground atom ``node`` belongs to."""
-    from problog.logic import AnnotatedDisjunction
-    for cl in clauses:
-        if isinstance(cl, AnnotatedDisjunction) and cl.heads and \
-                getattr(cl.heads[0].probability, "functor", None) == NN_PROB and \
-                str(cl.heads[0].probability.args[0]) == str(net) and \
-                node.name is not None and cl.heads[0].signature == \
-                node.name.args[2].signature:
-            return [_py(h.probability.args[2]) for h in cl.heads]
-    raise NesyError(f"cannot find the declaration of network {net}")
