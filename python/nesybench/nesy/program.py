@@ -21,7 +21,7 @@ variables that :mod:`nesybench.nesy.compile` compiles into an SDD.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import NesyError
@@ -115,8 +115,7 @@ def _py(term):
     """A problog constant term as a Python int/float/str."""
     from problog.logic import Constant
     if isinstance(term, Constant):
-        v = term.value
-        return int(v) if isinstance(v, float) and v.is_integer() and isinstance(term.value, int) else v
+        return term.value
     if term.is_var():
         raise ValueError("variable")
     s = str(term)
