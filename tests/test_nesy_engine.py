@@ -221,3 +221,19 @@ def test_domain_and_shape_mismatch(tmp_path):
         prog([torch.rand(2, 4), torch.rand(2, 4)], torch.tensor([[1], [9]]))
     with pytest.raises(NesyError, match="impossible"):
         prog.label_index([3, 42])
+
+
+def test_log_input_and_zero_probabilities():
+    prog = CompiledProgram.from_program(ADD, "addition(x1, x2, Z)")
+    logits = torch.randn(3, 4), torch.randn(3, 4)
+    y = torch.tensor([[1], [3], [5]])
+    a = prog([torch.softmax(t, 1) for t in logits], y)
+    b = prog([torch.log_softmax(t, 1) for t in logits], y, log_input=True)
+    assert torch.allclose(a, b, atol=1e-5)
+    # one-hot concepts (exact zeros): log P = 0 for the right label, finite gradients
+    p1 = torch.tensor([[1.0, 0, 0, 0]], requires_grad=True)
+    p2 = torch.tensor([[0, 1.0, 0, 0]], requires_grad=True)
+    lp = prog([p1, p2], torch.tensor([[1]]))
+    lp.sum().backward()
+    assert float(lp) == pytest.approx(0.0, abs=1e-6)
+    assert torch.isfinite(p1.grad).all() and torch.isfinite(p2.grad).all()

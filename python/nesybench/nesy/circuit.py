@@ -193,7 +193,10 @@ class CompiledProgram(_Base):
                                 f"of shape {tuple(p.shape)} (expected (B, {k}))")
         x = torch.cat(list(concept_probs), dim=1)
         if self.semiring == "log" and not log_input:
-            x = torch.log(x)
+            # an exact 0 (softmax underflow, one-hot concepts) would give log 0 = -inf and NaN
+            # gradients (0 * inf); clamp to the smallest normal number instead. Pass
+            # log-probabilities (log_softmax, log_input=True) for exact gradients there.
+            x = torch.log(x.clamp_min(torch.finfo(x.dtype).tiny))
         elif self.semiring == "real" and log_input:
             x = torch.exp(x)
         return x
