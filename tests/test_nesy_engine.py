@@ -237,3 +237,19 @@ def test_log_input_and_zero_probabilities():
     lp.sum().backward()
     assert float(lp.detach()) == pytest.approx(0.0, abs=1e-6)
     assert torch.isfinite(p1.grad).all() and torch.isfinite(p2.grad).all()
+
+
+@pytest.mark.parametrize("semiring", ["log", "real"])
+def test_learnable_fact(semiring):
+    text = ("nn(net, [X], Y, [0, 1]) :: bit(X, Y).\nt(0.3)::flip.\n"
+            "out(X, V) :- bit(X, V), \\+ flip.\nout(X, V) :- bit(X, B), flip, V is 1 - B.\n")
+    prog = CompiledProgram.from_program(text, "out(x, V)", semiring=semiring)
+    assert prog.learnable_facts == ["flip"]
+    p = torch.tensor([[0.2, 0.8]])
+    assert float(prog([p], torch.tensor([[1]])).detach().exp()) == pytest.approx(0.8 * 0.7 + 0.2 * 0.3)
+    opt = torch.optim.SGD(prog.parameters(), lr=1.0)
+    for _ in range(5):          # P(out = 0) = 0.2 + 0.6 f grows with f
+        opt.zero_grad()
+        (-prog([p], torch.tensor([[0]])).sum()).backward()
+        opt.step()
+    assert float(torch.sigmoid(prog.fact_logits.detach())[0]) > 0.5

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-ENGINE_VERSION = "nesy-engine-2"
+ENGINE_VERSION = "nesy-engine-3"
 
 
 def cache_dir() -> Path:

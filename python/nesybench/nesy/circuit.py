@@ -58,6 +58,8 @@ class CompiledProgram(_Base):
     concept_values : list[list]      the declared values of each concept
     label_domains : list[list]       values of each label (query atom), sorted
     label_queries : list[str]        the query atoms
+    learnable_facts : list[str]      ``t(P)::f`` facts; their probabilities are
+                                     ``sigmoid(fact_logits)`` (a parameter, trained with the nets)
     stats : dict                     compile statistics (seconds, SDD size, vtree, cache hit)
     """
 
@@ -85,7 +87,12 @@ class CompiledProgram(_Base):
         base_pos = torch.ones(self.n_vars, dtype=torch.float64)
         base_neg = torch.ones(self.n_vars, dtype=torch.float64)
         concept_cols = []
+        learn_cols, learn_init, self.learnable_facts = [], [], []
         for ci, c in enumerate(choices):
+            if c.get("learnable"):
+                learn_cols.append(vm["choice_vars"][ci][0] - 1)
+                learn_init.append(c["probs"][0])
+                self.learnable_facts.append(c["key"])
             xs = vm["choice_vars"][ci]
             if c["net"] is not None:
                 concept_cols.extend(x - 1 for x in xs)
@@ -108,6 +115,11 @@ class CompiledProgram(_Base):
             self.label_offsets.append(self.label_offsets[-1] + len(cols))
         self.register_buffer("label_cols", torch.cat(label_cols) if label_cols else
                              torch.zeros(0, dtype=torch.long), persistent=False)
+        # learnable facts t(P)::f: P = sigmoid(theta), theta a parameter of this module
+        p0 = torch.tensor(learn_init, dtype=torch.float32).clamp(1e-6, 1 - 1e-6)
+        self.fact_logits = torch.nn.Parameter(torch.log(p0) - torch.log1p(-p0))
+        self.register_buffer("learn_cols", torch.tensor(learn_cols, dtype=torch.long),
+                             persistent=False)
         circ = klay.Circuit()
         circ.add_sdd_from_file(self.sdd_path, [], [])
         self.circuit = circ.to_torch_module(semiring=semiring, compile=False)
@@ -150,7 +162,7 @@ class CompiledProgram(_Base):
             "queries": qs,
             "choices": [{"key": c.key, "values": [_jsonable(v) for v in c.values],
                          "probs": c.probs, "net": c.net, "inputs": list(c.inputs),
-                         "fact": c.fact} for c in gp.choices],
+                         "fact": c.fact, "learnable": c.learnable} for c in gp.choices],
             "labels": [{"query": lab.query, "values": [_jsonable(v) for v in lab.values]}
                        for lab in gp.labels],
             "varmap": {"var_count": comp.varmap.var_count,
@@ -208,6 +220,14 @@ class CompiledProgram(_Base):
         neg = self.base_neg.to(x.dtype).expand(B, -1)
         if self.semiring == "log":
             pos, neg = torch.log(pos), torch.log(neg)
+        if len(self.learn_cols):
+            th = self.fact_logits.to(x.dtype)
+            if self.semiring == "log":
+                fp, fn = torch.nn.functional.logsigmoid(th), torch.nn.functional.logsigmoid(-th)
+            else:
+                fp, fn = torch.sigmoid(th), torch.sigmoid(-th)
+            pos = pos.index_copy(1, self.learn_cols, fp.expand(B, -1))
+            neg = neg.index_copy(1, self.learn_cols, fn.expand(B, -1))
         pos = pos.index_copy(1, self.concept_cols, x)
         if self.semiring == "log":
             neg = neg.index_copy(1, self.concept_cols, torch.zeros_like(x))

@@ -48,7 +48,8 @@ class Choice:
     ``values`` are the outcomes (Python ints/strs or ``str(term)``); ``probs`` the numeric
     probabilities (``None`` for a neural choice, whose probabilities are an input);
     ``net``/``inputs`` name the network and its (placeholder) input terms for neural choices.
-    A probabilistic fact is a choice with values ``[1, 0]`` (true/false)."""
+    A probabilistic fact is a choice with values ``[1, 0]`` (true/false); ``learnable`` marks
+    a ``t(P)::f`` fact whose probability is a trained parameter (initial value ``P``)."""
 
     key: str
     values: list
@@ -56,6 +57,7 @@ class Choice:
     net: str | None = None
     inputs: tuple[str, ...] = ()
     fact: bool = False
+    learnable: bool = False
 
     @property
     def neural(self) -> bool:
@@ -167,6 +169,12 @@ def parse(text: str, source: str | None = None, networks=None) -> list:
                                 file=source, line=line)
         head = cl.head if isinstance(cl, Clause) else cl
         prob = getattr(head, "probability", None)
+        if isinstance(prob, Term) and prob.functor == "t" and prob.arity == 1 and \
+                prob.args[0].is_var():          # t(_)::f. a learnable fact starting at 0.5
+            from problog.logic import Constant
+            head = head.with_probability(Term("t", Constant(0.5)))
+            cl = Clause(head, cl.body) if isinstance(cl, Clause) else head
+            prob = head.probability
         if isinstance(prob, Term) and prob.functor == NN_FUNCTOR:
             if prob.arity != 4:
                 raise NesyError(f"nn/{prob.arity} annotation: expected nn(Net, [Inputs], Out, "
@@ -310,8 +318,13 @@ def ground(text_or_path, queries, *, networks=None, concept_order=None,
             vi = len(ch.values) - 1
         else:
             ci = len(choices)
-            pr = _numeric(p, source) if p is not None else 1.0
-            choices.append(Choice(key=str(node.name), values=[1, 0], probs=[pr, 1.0 - pr], fact=True))
+            learn = isinstance(p, Term) and p.functor == "t" and p.arity == 1
+            if learn:       # t(P)::f. a learnable fact, P its initial value (t(_): 0.5)
+                pr = 0.5 if p.args[0].is_var() else _numeric(p.args[0], source)
+            else:
+                pr = _numeric(p, source) if p is not None else 1.0
+            choices.append(Choice(key=str(node.name), values=[1, 0], probs=[pr, 1.0 - pr],
+                                  fact=True, learnable=learn))
             vi = 0
         choice_of[nid] = (ci, vi)
     # residual outcome of (partially grounded) numeric annotated disjunctions
@@ -410,8 +423,8 @@ def _numeric(p, source) -> float:
     try:
         v = float(p.compute_value()) if hasattr(p, "compute_value") else float(p)
     except Exception:
-        raise NesyError(f"probability {p} is not a number (learnable t(_) parameters are not "
-                        "supported)", file=source) from None
+        raise NesyError(f"probability {p} is not a number (learnable parameters are written "
+                        "t(0.5)::fact)", file=source) from None
     if not 0 <= v <= 1:
         raise NesyError(f"probability {v} is outside [0, 1]", file=source)
     return v
