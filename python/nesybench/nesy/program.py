@@ -1,0 +1,430 @@
+"""ProbLog programs with neural predicates: parse, check and ground once per query shape.
+
+A program is ordinary ProbLog (clauses, probabilistic facts ``0.3::f.``, annotated
+disjunctions ``0.2::a; 0.5::b.``) plus DeepProbLog's neural predicates::
+
+    nn(digit_net, [X], Y, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]) :: digit(X, Y).
+
+which stands for the annotated disjunction ``p_0::digit(X,0); ...; p_9::digit(X,9)`` whose
+probabilities ``p_v`` are the output of network ``digit_net`` on input ``X``.
+
+*Grounding once per query shape.* A query shape is a list of query atoms over **placeholder
+constants** (``addition(x1, x2, Z)``): the inputs are symbols, not tensors, so one ground
+program (and one compiled circuit) serves every example of that shape. Each query atom is one
+*label*; its free variables are the label's value (``Z`` above: one label whose values are the
+sums that can be derived), a ground query atom is a Boolean label with values ``[0, 1]``.
+
+Grounding uses the ``problog`` package (its engine, the cycle-breaking ``LogicDAG``); this module
+turns the result into a :class:`GroundProgram`, a plain DAG of and/or/not nodes over choice
+variables that :mod:`nesybench.nesy.compile` compiles into an SDD.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import NesyError
+
+NN_FUNCTOR = "nn"
+NN_PROB = "nesy__nn"   # probability of a ground neural choice: nesy__nn(Net, Inputs, V, Values)
+LABEL_FUNCTOR = "nesy__label"
+
+#: predicates a program may not call: file/OS access, dynamic database, foreign code, sub-engines
+UNSAFE = frozenset({
+    "consult", "use_module", "load_external", "ensure_loaded", "include", "load", "shell",
+    "system", "open", "close", "see", "tell", "seen", "told", "read", "write_file", "assert",
+    "asserta", "assertz", "retract", "retractall", "abolish", "subquery", "call_external",
+    "debugprint", "writenl", "write", "print", "nl", "halt", "unknown", "set_state",
+    "reset_state", "use_foreign_library", "exists_file", "delete_file", "open_file",
+    "python", "call_python", "lfi",
+})
+
+
+@dataclass
+class Choice:
+    """One categorical random variable of the ground program (an annotated disjunction).
+
+    ``values`` are the outcomes (Python ints/strs or ``str(term)``); ``probs`` the numeric
+    probabilities (``None`` for a neural choice, whose probabilities are an input);
+    ``net``/``inputs`` name the network and its (placeholder) input terms for neural choices.
+    A probabilistic fact is a choice with values ``[1, 0]`` (true/false); ``learnable`` marks
+    a ``t(P)::f`` fact whose probability is a trained parameter (initial value ``P``)."""
+
+    key: str
+    values: list
+    probs: list[float] | None = None
+    net: str | None = None
+    inputs: tuple[str, ...] = ()
+    fact: bool = False
+    learnable: bool = False
+
+    @property
+    def neural(self) -> bool:
+        return self.net is not None
+
+
+@dataclass
+class Label:
+    """One label: the query atom ``query`` and, per value, the DAG node proving it."""
+
+    query: str
+    values: list
+    nodes: list[int]
+
+
+@dataclass
+class GroundProgram:
+    """A ground program as a DAG over choice literals.
+
+    ``nodes[i]`` (``i ≥ 1``) is ``("lit", choice_index, value_index)``, ``("and", kids)`` or
+    ``("or", kids)``; a kid ``-j`` is the negation of node ``j``; node id ``0`` is *true* and
+    ``None`` is *false*. ``choices`` lists the random variables (neural ones first, in the order
+    the concept probabilities are passed), ``labels`` the labels of the query shape."""
+
+    choices: list[Choice]
+    nodes: list
+    labels: list[Label]
+    source: str | None = None
+    text_hash: str = ""
+
+    @property
+    def concepts(self) -> list[Choice]:
+        return [c for c in self.choices if c.neural]
+
+
+# -- parsing ---------------------------------------------------------------------------------
+def read_program(text_or_path) -> tuple[str, str | None]:
+    """Program text and its file name (``None`` for literal text)."""
+    if isinstance(text_or_path, Path) or (isinstance(text_or_path, str) and "\n" not in text_or_path
+                                          and text_or_path.endswith((".pl", ".pro", ".problog"))):
+        p = Path(text_or_path)
+        if not p.exists():
+            raise NesyError("program file not found", file=str(p))
+        return p.read_text(encoding="utf-8"), str(p)
+    return str(text_or_path), None
+
+
+def _line_of(text: str, location) -> int | None:
+    if isinstance(location, tuple):
+        return location[1] if len(location) > 1 else None
+    if isinstance(location, int):
+        return text.count("\n", 0, location) + 1
+    return None
+
+
+def _py(term):
+    """A problog constant term as a Python int/float/str."""
+    from problog.logic import Constant
+    if isinstance(term, Constant):
+        return term.value
+    if term.is_var():
+        raise ValueError("variable")
+    s = str(term)
+    return s[1:-1] if s.startswith("'") and s.endswith("'") else s
+
+
+class _Subst(dict):
+    """A substitution that leaves unmentioned variables as they are."""
+
+    def __missing__(self, name):
+        from problog.logic import Var
+        return Var(name)
+
+
+def _walk_terms(term):
+    from problog.logic import Term
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, Term):
+            yield t
+            stack.extend(a for a in t.args if isinstance(a, Term))
+            if getattr(t, "probability", None) is not None and isinstance(t.probability, Term):
+                stack.append(t.probability)
+
+
+def parse(text: str, source: str | None = None, networks=None) -> list:
+    """Parse ProbLog text into clauses with neural predicates rewritten as annotated
+    disjunctions. Raises :class:`NesyError` (file, line) on syntax errors, unknown networks,
+    malformed ``nn/4`` annotations and unsafe calls."""
+    from problog.errors import ProbLogError
+    from problog.logic import AnnotatedDisjunction, Clause, Term, Var, term2list
+    from problog.program import PrologString
+
+    try:
+        clauses = list(PrologString(text))
+    except ProbLogError as exc:
+        raise NesyError(f"program does not parse: {getattr(exc, 'base_message', exc)}",
+                        file=source, line=_line_of(text, getattr(exc, "location", None))) from None
+    known = None if networks is None else set(networks)
+    out = []
+    for cl in clauses:
+        loc = getattr(cl, "location", None)
+        line = _line_of(text, loc)
+        for t in _walk_terms(cl):
+            if t.functor in UNSAFE or (t.functor == ":-" and t.arity == 1):
+                raise NesyError(f"unsafe call {t.functor}/{t.arity} in program (file access, "
+                                "directives, dynamic database and foreign code are not allowed)",
+                                file=source, line=line)
+        head = cl.head if isinstance(cl, Clause) else cl
+        prob = getattr(head, "probability", None)
+        if isinstance(prob, Term) and prob.functor == "t" and prob.arity == 1 and \
+                prob.args[0].is_var():          # t(_)::f. a learnable fact starting at 0.5
+            from problog.logic import Constant
+            head = head.with_probability(Term("t", Constant(0.5)))
+            cl = Clause(head, cl.body) if isinstance(cl, Clause) else head
+            prob = head.probability
+        if isinstance(prob, Term) and prob.functor == NN_FUNCTOR:
+            if prob.arity != 4:
+                raise NesyError(f"nn/{prob.arity} annotation: expected nn(Net, [Inputs], Out, "
+                                "[Values])", file=source, line=line)
+            net, inputs, outv, values = prob.args
+            try:
+                values = term2list(values, deep=False)
+                term2list(inputs, deep=False)
+            except Exception:
+                raise NesyError("nn/4: inputs and values must be lists", file=source,
+                                line=line) from None
+            if not isinstance(outv, Var):
+                raise NesyError("nn/4: the output argument must be a variable", file=source,
+                                line=line)
+            if not values or len(set(map(str, values))) != len(values):
+                raise NesyError("nn/4: the value list must be non-empty and without repeats",
+                                file=source, line=line)
+            if net.is_var() or (known is not None and str(net) not in known):
+                raise NesyError(f"neural predicate {head.signature} uses unknown network "
+                                f"{net!s} (known: {', '.join(sorted(known or []))})",
+                                file=source, line=line)
+            heads = []
+            for v in values:
+                h = head.with_probability(None).apply(_Subst({outv.name: v}))
+                heads.append(h.with_probability(Term(NN_PROB, net, inputs, v, prob.args[3])))
+            body = cl.body if isinstance(cl, Clause) else Term("true")
+            out.append(AnnotatedDisjunction(heads, body))
+        else:
+            out.append(cl)
+    return out
+
+
+# -- grounding -------------------------------------------------------------------------------
+def _query_term(q: str, source):
+    from problog.errors import ProbLogError
+    from problog.program import PrologString
+    try:
+        terms = list(PrologString(q.strip().rstrip(".") + "."))
+    except ProbLogError as exc:
+        raise NesyError(f"query {q!r} does not parse: {getattr(exc, 'base_message', exc)}",
+                        file=source, field="query") from None
+    if len(terms) != 1:
+        raise NesyError(f"query {q!r} must be one atom", file=source, field="query")
+    return terms[0]
+
+
+def _free_vars(term) -> list:
+    seen: dict[str, object] = {}
+    for t in _walk_vars(term):
+        seen.setdefault(t.name, t)
+    return list(seen.values())
+
+
+def _walk_vars(term):
+    from problog.logic import Term, Var
+    if isinstance(term, Var):
+        yield term
+    elif isinstance(term, Term):
+        for a in term.args:
+            yield from _walk_vars(a)
+
+
+def ground(text_or_path, queries, *, networks=None, concept_order=None,
+           concept_decls=None) -> GroundProgram:
+    """Ground ``program`` for the query shape ``queries`` (list of atoms over placeholders).
+
+    ``concept_order`` optionally lists ``(net, inputs_str)`` keys or input placeholder strings
+    in the order the concept probabilities will be passed (default: order of appearance);
+    ``concept_decls`` maps a key of ``concept_order`` to ``(net, values)`` for concepts the
+    labels do not depend on (they get a choice of their own, which does not change any label
+    probability).
+    Raises :class:`NesyError` if a query grounds to nothing."""
+    from problog.engine import DefaultEngine
+    from problog.errors import ProbLogError
+    from problog.formula import LogicDAG
+    from problog.logic import Clause, Term, Constant, term2list
+    from problog.program import SimpleProgram
+
+    text, source = read_program(text_or_path)
+    clauses = parse(text, source, networks)
+    if isinstance(queries, str):
+        queries = [queries]
+    queries = list(queries)
+    if not queries:
+        raise NesyError("the query shape has no query atom", file=source, field="query")
+    prog = SimpleProgram()
+    for cl in clauses:
+        prog.add_clause(cl)
+    qvars = []
+    for j, q in enumerate(queries):
+        qt = _query_term(q, source)
+        vs = _free_vars(qt)
+        qvars.append(vs)
+        head = Term(LABEL_FUNCTOR, Constant(j), *vs)
+        prog.add_clause(Clause(head, qt))
+        prog.add_clause(Term("query", Term(LABEL_FUNCTOR, Constant(j), *vs)))
+    try:
+        eng = DefaultEngine()
+        lf = eng.ground_all(eng.prepare(prog))
+        dag = LogicDAG.create_from(lf)
+    except ProbLogError as exc:
+        raise NesyError(f"grounding failed: {getattr(exc, 'base_message', exc)}", file=source,
+                        line=_line_of(text, getattr(exc, "location", None))) from None
+    except RecursionError:
+        raise NesyError("grounding failed: recursion too deep", file=source) from None
+
+    # choices: group atoms by their annotated-disjunction group
+    choice_of: dict = {}   # dag atom id -> (choice index, value index)
+    choices: list[Choice] = []
+    group_index: dict = {}
+    nodes: list = [None]
+    remap: dict[int, int] = {}
+    for nid, node, kind in dag:
+        if kind != "atom":
+            continue
+        if node.is_extra:
+            continue
+        p = node.probability
+        if isinstance(p, Term) and p.functor == NN_PROB:
+            net, inputs, v, vlist = p.args
+            ins = tuple(str(x) for x in term2list(inputs, deep=False))
+            gkey = ("nn", str(node.group))
+            if gkey not in group_index:
+                vals = [_py(x) for x in term2list(vlist, deep=False)]
+                group_index[gkey] = len(choices)
+                choices.append(Choice(key=f"{net}({', '.join(ins)})", values=vals, net=str(net),
+                                      inputs=ins))
+            ci = group_index[gkey]
+            vi = [str(x) for x in choices[ci].values].index(str(_py(v)))
+        elif node.group is not None:
+            gkey = ("ad", str(node.group))
+            if gkey not in group_index:
+                group_index[gkey] = len(choices)
+                choices.append(Choice(key=f"ad{len(choices)}", values=[], probs=[]))
+            ci = group_index[gkey]
+            ch = choices[ci]
+            ch.values.append(str(node.name.args[2]) if node.name is not None and
+                             node.name.functor == "choice" and len(node.name.args) > 2
+                             else str(node.name))
+            ch.probs.append(_numeric(p, source))
+            vi = len(ch.values) - 1
+        else:
+            ci = len(choices)
+            learn = isinstance(p, Term) and p.functor == "t" and p.arity == 1
+            if learn:       # t(P)::f. a learnable fact, P its initial value (t(_): 0.5)
+                pr = 0.5 if p.args[0].is_var() else _numeric(p.args[0], source)
+            else:
+                pr = _numeric(p, source) if p is not None else 1.0
+            choices.append(Choice(key=str(node.name), values=[1, 0], probs=[pr, 1.0 - pr],
+                                  fact=True, learnable=learn))
+            vi = 0
+        choice_of[nid] = (ci, vi)
+    # residual outcome of (partially grounded) numeric annotated disjunctions
+    for ch in choices:
+        if ch.probs is not None and not ch.fact:
+            s = sum(ch.probs)
+            if s > 1 + 1e-9:
+                raise NesyError(f"annotated disjunction {ch.values} has probabilities summing to "
+                                f"{s:g} > 1", file=source)
+            if s < 1 - 1e-12:
+                ch.values.append("nesy__none")
+                ch.probs.append(1.0 - s)
+    # neural choices first, in the requested order
+    order = sorted(range(len(choices)), key=lambda i: (not choices[i].neural,))
+    if concept_order is not None:
+        neural = [i for i in order if choices[i].neural]
+        keyed = {}
+        for i in neural:
+            c = choices[i]
+            keyed[c.key] = i
+            keyed.setdefault(c.inputs[0] if len(c.inputs) == 1 else c.inputs, i)
+        for k in concept_order:     # declared concepts the labels do not depend on
+            if k not in keyed and concept_decls and k in concept_decls:
+                net, vals = concept_decls[k]
+                keyed[k] = len(choices)
+                neural.append(len(choices))
+                choices.append(Choice(key=f"{net}({k})", values=list(vals), net=str(net),
+                                      inputs=(k,)))
+        try:
+            pick = [keyed[k] for k in concept_order]
+        except KeyError as exc:
+            raise NesyError(f"concept {exc.args[0]!r} does not occur in the ground program "
+                            f"(have: {', '.join(choices[i].key for i in neural)})",
+                            file=source) from None
+        rest = [i for i in neural if i not in pick]
+        order = pick + rest + [i for i in order if not choices[i].neural]
+    new_index = {old: new for new, old in enumerate(order)}
+    choices = [choices[i] for i in order]
+    choice_of = {nid: (new_index[ci], vi) for nid, (ci, vi) in choice_of.items()}
+
+    for nid, node, kind in dag:
+        if kind == "atom":
+            if nid in choice_of:
+                ci, vi = choice_of[nid]
+                nodes.append(("lit", ci, vi))
+            else:
+                nodes.append(("or", []))   # extra atom: never true
+        elif kind == "conj":
+            nodes.append(("and", list(node.children)))
+        elif kind == "disj":
+            nodes.append(("or", list(node.children)))
+        else:
+            raise NesyError(f"unsupported ground node {kind}", file=source)
+        remap[nid] = len(nodes) - 1
+    assert all(remap[k] == k for k in remap), "LogicDAG node ids must be dense"
+
+    labels: list[Label] = [Label(query=q, values=[], nodes=[]) for q in queries]
+    for qterm, nid in dag.queries():
+        j = int(qterm.args[0])
+        if nid is None:
+            continue   # impossible value
+        args = qterm.args[1:]
+        if args:
+            val = tuple(_py(a) for a in args)
+            val = val[0] if len(val) == 1 else val
+        else:
+            val = 1
+        labels[j].values.append(val)
+        labels[j].nodes.append(nid)
+    for j, (lab, vs) in enumerate(zip(labels, qvars)):
+        if not vs:
+            if not lab.nodes:
+                lab.values, lab.nodes = [0], [0]    # never provable: always false
+            else:
+                n = lab.nodes[0]
+                lab.values, lab.nodes = [0, 1], [-n if n != 0 else None, n]
+                if n == 0:
+                    lab.values, lab.nodes = [1], [0]
+        if not lab.values:
+            raise NesyError(f"query {lab.query!r} grounds to nothing: no label value is "
+                            "derivable", file=source, field="query")
+        pairs = sorted(zip(lab.values, lab.nodes), key=lambda vn: _sort_key(vn[0]))
+        lab.values = [v for v, _ in pairs]
+        lab.nodes = [n for _, n in pairs]
+    h = hashlib.sha256(text.encode()).hexdigest()
+    return GroundProgram(choices=choices, nodes=nodes, labels=labels, source=source, text_hash=h)
+
+
+def _sort_key(v):
+    if isinstance(v, tuple):
+        return tuple(_sort_key(x) for x in v)
+    return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
+
+
+def _numeric(p, source) -> float:
+    try:
+        v = float(p.compute_value()) if hasattr(p, "compute_value") else float(p)
+    except Exception:
+        raise NesyError(f"probability {p} is not a number (learnable parameters are written "
+                        "t(0.5)::fact)", file=source) from None
+    if not 0 <= v <= 1:
+        raise NesyError(f"probability {v} is outside [0, 1]", file=source)
+    return v
