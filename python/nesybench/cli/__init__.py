@@ -7,6 +7,7 @@ stderr and exit status 2.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import click
@@ -52,22 +53,59 @@ def cli():
     """
 
 
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM, so that it unwinds exactly like Ctrl-C (workers
+    stopped, temporary folders removed) and the command exits with 143."""
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover - exercised through a subprocess test
+    raise Terminated()
+
+
+def _install_sigterm() -> None:
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:      # not the main thread (embedded use): leave signals alone
+        pass
+
+
+def _interrupted(exc: BaseException) -> int:
+    """130 for Ctrl-C, 143 for SIGTERM (the shell's 128 + signal number)."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, Terminated):
+            return 143
+        seen = seen.__cause__ or seen.__context__
+    return 130
+
+
 def main(argv=None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """Entry point of the console script; returns the exit status.
+
+    Bad input -> one line on stderr and 2; Ctrl-C -> 130; SIGTERM -> 143 (both remove the
+    temporary output folder and stop worker processes first).
+    """
+    _install_sigterm()
     try:
         cli.main(args=argv, prog_name="nesybench", standalone_mode=False)
     except NesyError as exc:
-        click.echo(f"nesybench: error: {exc}", err=True)
+        click.echo(f"nesybench: error: {_one_line(exc)}", err=True)
         return 2
-    except click.exceptions.Abort:
-        click.echo("nesybench: aborted", err=True)
-        return 130
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        code = _interrupted(exc)
+        click.echo("nesybench: terminated" if code == 143 else "nesybench: aborted", err=True)
+        return code
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
     return 0
+
+
+def _one_line(exc: NesyError) -> str:
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":  # pragma: no cover

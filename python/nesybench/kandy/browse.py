@@ -70,9 +70,13 @@ def browser_data(dataset_dir, out_dir) -> dict:
     }
 
 
-def write_browser(dataset_dir, out_dir=None) -> Path:
+def write_browser(dataset_dir, out_dir=None, *, overwrite: bool = False) -> Path:
     """Write the browser of ``dataset_dir`` into ``out_dir`` (default ``dataset_dir/browse``,
-    replaced if present, written atomically) and return the path of its ``index.html``."""
+    written atomically) and return the path of its ``index.html``.
+
+    The default folder is replaced when a previous browser is there; an explicit ``out_dir``
+    only with ``overwrite`` (and never when it is not empty and not a nesybench output, or
+    when it is or contains the dataset: see :func:`nesybench.io.atomic_output_dir`)."""
     root = Path(dataset_dir)
     out = Path(out_dir) if out_dir is not None else root / "browse"
     out_final = out.resolve()
@@ -80,7 +84,8 @@ def write_browser(dataset_dir, out_dir=None) -> Path:
     js = ("window.KANDY_BROWSER_DATA = "
           + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
           + ";\n")
-    with atomic_output_dir(out_final, overwrite=True) as tmp:
+    with atomic_output_dir(out_final, overwrite=overwrite or out_dir is None,
+                           inputs=[root]) as tmp:
         (tmp / "data.js").write_text(js, encoding="utf-8")
         (tmp / "index.html").write_text(_HTML, encoding="utf-8")
     return out_final / "index.html"

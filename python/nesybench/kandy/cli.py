@@ -135,12 +135,14 @@ def show_cmd(dataset, out, n):
 @group.command("browse")
 @click.argument("dataset", type=click.Path(file_okay=False, exists=True))
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
-              help="Folder for the HTML browser (default: DATASET/browse).")
-def browse_cmd(dataset, out):
+              help="Folder for the HTML browser (default: DATASET/browse, replaced if present).")
+@click.option("--overwrite", is_flag=True,
+              help="Replace --out if it exists (only an empty folder or a nesybench output).")
+def browse_cmd(dataset, out, overwrite):
     """Write a static HTML browser of a generated curriculum (open index.html)."""
     from .browse import write_browser
 
-    path = write_browser(dataset, out)
+    path = write_browser(dataset, out, overwrite=overwrite)
     click.echo(f"browser page: {path}")
 
 
