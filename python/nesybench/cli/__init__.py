@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     """
     _install_sigterm()
     try:
-        cli.main(args=argv, prog_name="nesybench", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="nesybench", standalone_mode=False)
     except NesyError as exc:
         click.echo(f"nesybench: error: {_one_line(exc)}", err=True)
         return 2
@@ -101,7 +101,15 @@ def main(argv=None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    return 0
+    except RecursionError:
+        click.echo("nesybench: error: input nested too deeply", err=True)
+        return 2
+    except UnicodeDecodeError as exc:
+        click.echo(f"nesybench: error: input is not UTF-8 text ({exc.reason})", err=True)
+        return 2
+    # ctx.exit(N) inside a command (e.g. `kandy check`: 1 = some sample invalid) comes back
+    # as the return value in non-standalone mode
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 
 def _one_line(exc: NesyError) -> str:

@@ -237,6 +237,7 @@ def chase(rules_file, facts_file, *, max_derived: int | None = None,
     firing it backward is considered (default 50,000; 0 mixes both ways on small inputs)."""
     if plan not in ("auto", "forward", "backward"):
         raise NesyError(f"plan must be auto, forward or backward, not {plan!r}")
+    check_budget(max_derived, time_limit)
     if backward_min_work is not None and plan != "auto":
         raise NesyError("backward_min_work applies to plan='auto' only")
     prolog.use(PL)
@@ -251,6 +252,16 @@ def chase(rules_file, facts_file, *, max_derived: int | None = None,
     return list(res["D"]), res["St"]
 
 
+def check_budget(max_derived, time_limit) -> None:
+    """The checking function for the chase budgets (``--max-derived``, ``--time-limit``)."""
+    if max_derived is not None and (isinstance(max_derived, bool) or not isinstance(max_derived, int)
+                                    or max_derived < 1):
+        raise NesyError(f"--max-derived must be a positive integer, got {max_derived!r}")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(
+            time_limit, (int, float)) or not 0 < time_limit < 1e9 or time_limit != time_limit):
+        raise NesyError(f"--time-limit must be a positive number of seconds, got {time_limit!r}")
+
+
 def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
              max_derived: int = 5_000_000, time_limit: float = 600.0,
              strict_budget: bool = False) -> dict:
@@ -260,6 +271,10 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
     herbrand_distance, herbrand_accuracy, herbrand_base (u), h_score, accuracy, precision,
     recall, f1, r_score, n_original, n_learned, rules_learned, rules_used, partial, budget.
     """
+    check_budget(max_derived, time_limit)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or \
+            not 0.0 <= threshold <= 1.0:
+        raise NesyError(f"--threshold is a confidence in [0, 1], got {threshold!r}")
     ds = Path(dataset)
     for name in ("rules.txt", "eval-support.txt"):
         if not (ds / name).exists():
