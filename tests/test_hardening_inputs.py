@@ -242,3 +242,22 @@ def test_rudas_learned_file_nested_deep_and_binary(tmp_path, capsys):
     binary = tmp_path / "bin.pl"
     binary.write_bytes(bytes(range(256)) * 4)
     _one_error(capsys, "rudas", "evaluate", ds, binary)
+
+
+# ------------------------------------------------------------------------ clingo
+def test_clingo_unsafe_variable_error_is_one_line(tmp_path, capsys):
+    (tmp_path / "k.lp").write_text("y(K, y, V) :- c(K, b(1), X).\n")
+    p = tmp_path / "t.yaml"
+    p.write_text(f"name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\n"
+                 f"knowledge: {tmp_path / 'k.lp'}\n")
+    _one_error(capsys, "rs", "count", p, contains="unsafe")
+
+
+def test_clingo_time_limit(tmp_path):
+    from nesybench.errors import BudgetExceeded
+    from nesybench.logic import asp
+    prog = tmp_path / "big.lp"
+    prog.write_text("{ a(1..80) }.\n")
+    with pytest.raises(BudgetExceeded, match="longer than 0.3 s"):
+        asp.solve([prog], models=0, keep_models=False, time_limit=0.3)
+    assert asp.solve([prog], models=5, keep_models=False).count == 5
