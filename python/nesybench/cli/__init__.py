@@ -96,8 +96,14 @@ def main(argv=None) -> int:
         code = _interrupted(exc)
         click.echo("nesybench: terminated" if code == 143 else "nesybench: aborted", err=True)
         return code
+    except click.UsageError as exc:
+        # one line, like every other error: what is wrong, and where to read more
+        cmd = exc.ctx.command_path if exc.ctx else "nesybench"
+        click.echo(f"nesybench: error: {_one_line_text(exc.format_message())} "
+                   f"(see `{cmd} --help`)", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"nesybench: error: {_one_line_text(exc.format_message())}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -114,6 +120,10 @@ def main(argv=None) -> int:
 
 def _one_line(exc: NesyError) -> str:
     return " ".join(str(exc).split())
+
+
+def _one_line_text(text: str) -> str:
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":  # pragma: no cover

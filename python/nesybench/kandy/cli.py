@@ -71,8 +71,8 @@ def generate_cmd(curriculum, out, seed, workers, tasks, samples, no_images, over
     """Generate CURRICULUM (a YAML task list) into --out: images, annotations, manifest."""
     from .generate import generate
 
-    if samples is not None and samples < 3:
-        raise NesyError(f"--samples must be >= 3, got {samples}")
+    if samples is not None and not 3 <= samples <= 10_000_000:
+        raise NesyError(f"--samples must be in 3..10000000, got {samples}")
     res = generate(curriculum, out, seed=seed, workers=_workers_option(workers),
                    tasks=_tasks_option(tasks),
                    samples=samples, overwrite=overwrite, images=not no_images,

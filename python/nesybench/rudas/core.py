@@ -65,6 +65,41 @@ class RudasParams:
     eval_ratio: float = 0.25
     aleph: bool = True
 
+    #: bounds checked by :meth:`validate` (the generator's own consistency checks follow)
+    LIMITS = {"depth": (1, 20), "n_facts": (1, 2_500_000), "min_components": (1, 100),
+              "max_components": (1, 100), "n_predicates": (1, 100_000),
+              "n_constants": (1, 10_000_000), "min_arity": (1, 10), "max_arity": (1, 10),
+              "max_body": (1, 10), "max_rules": (1, 10_000), "max_or": (1, 20),
+              "n_dg": (0, 1000), "n_skip": (0, 1000), "seed": (0, 2 ** 63 - 1)}
+    FRACTIONS = ("n_ow", "noise_minus", "noise_plus", "p_h", "p_v", "p_c", "p_recursion",
+                 "eval_ratio")
+
+    def validate(self) -> "RudasParams":
+        """The checking function for the generator parameters: types and ranges (one
+        :class:`NesyError` naming the field); returns ``self``."""
+        for name, (lo, hi) in self.LIMITS.items():
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise NesyError(f"{name} must be an integer in {lo}..{hi}, got {v!r}",
+                                field=f"rudas parameters.{name}")
+        for name in self.FRACTIONS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise NesyError(f"{name} must be a number in [0, 1], got {v!r}",
+                                field=f"rudas parameters.{name}")
+        if self.p_h + self.p_v + self.p_c > 1.0 + 1e-9:
+            raise NesyError("p_h + p_v + p_c must be <= 1 (p_f = 1 - p_h - p_v - p_c)",
+                            field="rudas parameters.p_h")
+        if str(self.size).lower() not in SIZE_CLASSES:
+            raise NesyError(f"size must be one of {', '.join(SIZE_CLASSES)}, got {self.size!r}",
+                            field="rudas parameters.size")
+        if str(self.category).lower() not in ("chain", "rdg", "drdg", "mixed"):
+            raise NesyError(f"category must be chain, rdg, drdg or mixed, got {self.category!r}",
+                            field="rudas parameters.category")
+        return self
+
     def to_prolog(self) -> dict:
         out = {}
         for k, v in asdict(self).items():
@@ -115,6 +150,7 @@ def _generate_into(params: RudasParams, tmp: Path) -> dict:
 
 def generate(params: RudasParams, out: str | os.PathLike, *, overwrite: bool = False) -> GenerateResult:
     """Generate one dataset into ``out`` (appears whole or not at all)."""
+    params.validate()
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
         manifest = _generate_into(params, tmp)
     return GenerateResult(Path(out), manifest)
