@@ -188,3 +188,25 @@ def test_sigterm_stops_workers_removes_temp_and_exits_143(tmp_path):
     assert list(tmp_path.iterdir()) == []
     time.sleep(0.5)
     assert not [k for k in kids if _alive(k)]
+
+
+def test_browser_of_a_no_images_dataset_says_so(small_ds):
+    from nesybench.kandy.browse import browser_data, write_browser
+    index = write_browser(small_ds)
+    assert browser_data(small_ds, index.parent)["images"] is False
+    assert "--no-images" in index.read_text()
+
+
+def test_rudas_table_formatting():
+    from nesybench.rudas.cli import _METRICS, format_table
+    row = {"name": "chain-xs-2-000", **{k: 3.2e-05 for k in _METRICS}, "herbrand_distance": 12}
+    head, line, mean = format_table([row], {k: 0.5 for k in _METRICS}).splitlines()
+    assert head.split() == ["dataset", *_METRICS]           # full names, not truncated
+    assert line.split()[1] == "12" and line.split()[2] == "3.2e-05"
+
+
+def test_top_level_help_lists_each_command_once(capsys):
+    assert cli_main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for name in ("kandy", "rudas", "rs"):
+        assert sum(1 for line in out.splitlines() if line.strip().startswith(name + " ")) == 1

@@ -29,6 +29,10 @@ class _LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(CAPABILITIES)
 
+    def format_commands(self, ctx, formatter):
+        """The docstring of :func:`cli` already lists every capability (one line each, the
+        convention for new capabilities); listing them again would print each one twice."""
+
     def get_command(self, ctx, name):
         module = CAPABILITIES.get(name)
         if module is None:
@@ -58,7 +62,13 @@ class Terminated(KeyboardInterrupt):
     stopped, temporary folders removed) and the command exits with 143."""
 
 
+#: set once SIGTERM arrived: an exception raised by the handler inside C code (e.g. while
+#: SWI-Prolog starts) may surface as another type, which must still exit with 143
+_terminated: list[bool] = []
+
+
 def _on_sigterm(signum, frame):  # pragma: no cover - exercised through a subprocess test
+    _terminated.append(True)
     raise Terminated()
 
 
@@ -107,12 +117,17 @@ def main(argv=None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except RecursionError:
-        click.echo("nesybench: error: input nested too deeply", err=True)
-        return 2
     except UnicodeDecodeError as exc:
         click.echo(f"nesybench: error: input is not UTF-8 text ({exc.reason})", err=True)
         return 2
+    except BaseException:
+        if _terminated:
+            click.echo("nesybench: terminated", err=True)
+            return 143
+        if isinstance(sys.exc_info()[1], RecursionError):
+            click.echo("nesybench: error: input nested too deeply", err=True)
+            return 2
+        raise
     # ctx.exit(N) inside a command (e.g. `kandy check`: 1 = some sample invalid) comes back
     # as the return value in non-standalone mode
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0

@@ -65,6 +65,9 @@ def browser_data(dataset_dir, out_dir) -> dict:
         "version": manifest.get("version", ""),
         "seed": manifest.get("seed"),
         "splits": list(SPLITS),
+        # False for a dataset generated with --no-images: the page says so instead of
+        # showing broken images
+        "images": bool((manifest.get("config") or {}).get("images", True)),
         "tasks": tasks,
         "samples": samples,
     }
@@ -149,6 +152,9 @@ _HTML = r"""<!DOCTYPE html>
 </head>
 <body>
 <header><h1 id="title">KANDY browser</h1><span class="meta" id="meta"></span></header>
+<p id="no-images" hidden style="margin:0;padding:8px 16px;background:#fff7d6;border-bottom:1px solid #e5e7eb">
+This data set was generated with <code>--no-images</code>: samples are shown as Prolog terms only
+(regenerate without <code>--no-images</code> to see the pictures).</p>
 <div class="layout">
   <nav><ul id="task-list"></ul></nav>
   <main>
@@ -172,6 +178,7 @@ _HTML = r"""<!DOCTYPE html>
 (function () {
   "use strict";
   var D = window.KANDY_BROWSER_DATA;
+  if (D.images === false) { document.getElementById("no-images").hidden = false; }
   var PAGE = 120;
   var COLORS = { red: "#ff0000", green: "#00ff00", blue: "#0000ff", cyan: "#00ffff",
                  magenta: "#ff00ff", yellow: "#ffff00" };
@@ -270,8 +277,10 @@ _HTML = r"""<!DOCTYPE html>
     var c = el("div", "card " + (s[2] === 1 ? "pos" : "neg"));
     c.dataset.task = s[0]; c.dataset.split = D.splits[s[1]];
     c.dataset.label = s[2]; c.dataset.supervised = s[3];
-    var img = el("img"); img.loading = "lazy"; img.src = s[4]; img.alt = s[5];
-    c.appendChild(img);
+    if (D.images !== false) {
+      var img = el("img"); img.loading = "lazy"; img.src = s[4]; img.alt = s[5];
+      c.appendChild(img);
+    }
     var b = el("div", "badges");
     b.appendChild(el("span", "badge " + (s[2] === 1 ? "pos" : "neg"), s[2] === 1 ? "positive" : "negative"));
     b.appendChild(el("span", "badge" + (s[3] === 1 ? " sup" : ""), s[3] === 1 ? "supervised" : "unsupervised"));
