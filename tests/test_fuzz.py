@@ -63,7 +63,7 @@ def _dir(name: str) -> Path:
     return fresh(_scratch / name)
 
 
-@settings(max_examples=examples(25), **SETTINGS)
+@settings(max_examples=examples(15), **SETTINGS)
 @given(mutated_yaml(KANDY_SEEDS, KANDY_KEYS))
 def test_kandy_validate(text):
     d = _dir("kv")
@@ -84,7 +84,7 @@ def test_kandy_generate_leaves_nothing_on_failure(text):
         check_no_leftovers(d, {"c.yaml"})
 
 
-@settings(max_examples=examples(30), **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(mutated_yaml(RS_SEEDS, RS_KEYS))
 def test_rs_task_files(text):
     d = _dir("rs")
@@ -104,7 +104,7 @@ def test_rs_asp_knowledge(text):
         check_outcome(run_cli(["rs", "count", d / "t.yaml"]), what=text[:2000])
 
 
-@settings(max_examples=examples(30), **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(mutated_text(RULE_SEEDS), st.sampled_from([SAMPLE, "in([circle_red_small])", "x", "[]"]))
 def test_kandy_rules(text, sample):
     d = _dir("rule")
@@ -122,7 +122,7 @@ def rudas_ds():
     return d
 
 
-@settings(max_examples=examples(25), **SETTINGS)
+@settings(max_examples=examples(15), **SETTINGS)
 @given(data=st.data())
 def test_rudas_learned_files(rudas_ds, data):
     rules = (rudas_ds / "rules.txt").read_text()
@@ -158,7 +158,7 @@ OPTION_CASES = [
 ]
 
 
-@settings(max_examples=examples(30), **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(st.sampled_from(OPTION_CASES), st.data())
 def test_cli_option_values(case, data):
     base, options = case

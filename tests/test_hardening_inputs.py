@@ -261,3 +261,36 @@ def test_clingo_time_limit(tmp_path):
     with pytest.raises(BudgetExceeded, match="longer than 0.3 s"):
         asp.solve([prog], models=0, keep_models=False, time_limit=0.3)
     assert asp.solve([prog], models=5, keep_models=False).count == 5
+
+
+# ------------------------------------------------------------------------ Prolog entry point
+def test_prolog_entry_point_task_valid_reload_limits_and_messages(tmp_path):
+    import subprocess
+    swipl = ROOT / ".deps" / "swipl" / "bin" / "swipl"
+    if not swipl.exists():
+        pytest.skip("no project-local swipl (make setup builds it)")
+    rule = tmp_path / "r.pl"
+    rule.write_text("valid(_).\n")
+    (tmp_path / "bad.pl").write_text("valid(X) :-\n  foo(X.\n")
+    (tmp_path / "loop.pl").write_text("valid(X) :- valid(X).\n")
+    script = tmp_path / "run.pl"
+    script.write_text(textwrap.dedent(f"""
+        run :-
+            S = side_by_side([circle_red_small]),
+            ( task_valid('{rule}', S) -> writeln(first_true) ; writeln(first_false) ),
+            sleep(1.1),
+            setup_call_cleanup(open('{rule}', write, O),
+                               format(O, "valid(_) :- fail.~n", []), close(O)),
+            ( task_valid('{rule}', S) -> writeln(second_true) ; writeln(second_false) ),
+            catch(task_valid('{tmp_path / "bad.pl"}', S), E1, print_message(error, E1)),
+            catch(task_valid('{tmp_path / "loop.pl"}', S), E2, print_message(error, E2)),
+            untrusted_limits(I, T), writeln(limits(I, T)).
+        """))
+    res = subprocess.run([str(swipl), "-q", "-g", "run", "-t", "halt",
+                          str(ROOT / "prolog" / "nesybench.pl"), str(script)],
+                         capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert res.stdout.split() == ["first_true", "second_false", "limits(10000000,10)"], \
+        res.stdout + res.stderr
+    assert f"{tmp_path / 'bad.pl'}:2: syntax error" in res.stderr
+    assert "inferences" in res.stderr and "Unknown message" not in res.stderr

@@ -83,10 +83,8 @@ def test_readme_block(block, scratch):
                        ;   format(user_error, "query ~w failed~n", [I]), halt(1)
                        )).
             """))
-        args = [str(SWIPL), "-q"]
-        for f in files:
-            args += [f]
-        args += [str(prog), "-g", "run_readme", "-t", "halt"]
+        # options first: swipl passes everything after the first file to the program as argv
+        args = [str(SWIPL), "-q", "-g", "run_readme", "-t", "halt", *files, str(prog)]
         res = subprocess.run(args, cwd=scratch, env=env, capture_output=True, text=True,
                              timeout=300)
         assert res.returncode == 0 and "Warning" not in res.stderr, \
