@@ -44,7 +44,8 @@ def group():
 @click.option("--samples", multiple=True, metavar="SPLIT=N", help="override split sizes, e.g. train=500")
 @click.option("--overwrite", is_flag=True, help="replace an existing output folder")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json):
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet):
     """Generate balanced train/val/test/OOD splits (images + labels.csv + manifest.json)."""
     from .generate import generate as gen  # noqa: PLC0415
     try:
@@ -55,7 +56,8 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json):
             if k not in ("train", "val", "test", "ood") or not v.isdigit():
                 raise NesyError(f"--samples expects SPLIT=N with SPLIT in train/val/test/ood, not {s!r}")
             sizes[k] = int(v)
-        res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite)
+        res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite,
+                  progress=not (as_json or quiet))
     except NesyError as exc:
         _fail(exc)
     _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts}, as_json,
