@@ -3,7 +3,7 @@ PY := .venv/bin/python
 NB := .venv/bin/nesybench
 WORKERS ?= 2
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench fuzz clean
 
 setup:            ## SWI-Prolog >= 9.1.12 (cached build if needed) + .venv with every dependency
 	@bash scripts/setup.sh
@@ -22,6 +22,9 @@ bench: setup      ## performance figures (see benchmarks/README.md)
 	$(PY) benchmarks/rs_count.py
 	$(PY) benchmarks/runs_overhead.py
 	$(PY) benchmarks/irt_fit.py
+
+fuzz: setup       ## the long fuzz run of every parser and CLI entry point (benchmarks/fuzz.py)
+	$(PY) benchmarks/fuzz.py
 
 clean:
 	rm -rf out .pytest_cache

@@ -29,41 +29,101 @@ inference_limit(10 000 000).
 %!  load_task_rule(+Module:atom, +File, -Preds:list) is det.
 %
 %   Load the rule in File into Module (importing kandy_bk). Throws
-%   `kandy_rule_error(Outcome)` on a syntax error, a directive, or an unsafe call.
+%   `kandy_rule_error(File, Outcome)` on a syntax error, a directive, or an unsafe call
+%   (printed by print_message/2 as `File:Line: ...`).
 load_task_rule(Module, File, Preds) :-
     load_rules_file(Module, File, [kandy_bk], Outcome),
-    (   Outcome = ok(Preds) -> true ; throw(kandy_rule_error(Outcome)) ).
+    (   Outcome = ok(Preds)
+    ->  true
+    ;   throw(kandy_rule_error(File, Outcome))
+    ).
 
 %!  check_samples(+Module:atom, +Texts:list, -Flags:list) is det.
 %
 %   Flags holds 1 for every sample text (natural encoding) that satisfies Module:valid/1
 %   and 0 otherwise, in order: one call checks a whole batch.
+%   Each sample runs under safe_load:bounded_once/4 (inference_limit/1 and a wall-clock
+%   limit of time_limit/1 seconds); a rule that hits either limit raises kandy_check_error/3.
 check_samples(Module, Texts, Flags) :-
     inference_limit(Limit),
-    foldl(check_one(Module, Limit), Texts, Flags, 0, _).
+    time_limit(Seconds),
+    foldl(check_one(Module, Limit, Seconds), Texts, Flags, 0, _).
 
-check_one(Module, Limit, Text, Flag, I0, I) :-
+check_one(Module, Limit, Seconds, Text, Flag, I0, I) :-
     I is I0 + 1,
     term_string(Sample, Text),
-    catch(call_with_inference_limit(Module:valid(Sample), Limit, Result),
-          Error, throw(kandy_check_error(I0, Text, Error))),
-    (   Result == inference_limit_exceeded
+    bounded_once(Module:valid(Sample), Limit, Seconds, Status),
+    (   Status == true
+    ->  Flag = 1
+    ;   Status == false
+    ->  Flag = 0
+    ;   Status = error(Error)
+    ->  throw(kandy_check_error(I0, Text, Error))
+    ;   Status = inference_limit(_)
     ->  throw(kandy_check_error(I0, Text, inference_limit_exceeded(Limit)))
-    ;   Flag = 1
-    ),
-    !.
-check_one(_, _, _, 0, I0, I) :-
-    I is I0 + 1.
+    ;   throw(kandy_check_error(I0, Text, time_limit_exceeded(Seconds)))
+    ).
+
+%   Wall-clock seconds one sample's check may take.
+time_limit(10).
 
 %!  task_valid(+RuleFile, +Sample) is semidet.
 %
 %   True when Sample satisfies the rule in RuleFile (loaded once per file).
+%   The file is reloaded when its modification time changed since it was loaded, and the
+%   check runs under the same inference and wall-clock limits as check_samples/3 (hitting one
+%   throws kandy_check_error(0, Sample, Limit)).
 task_valid(File, Sample) :-
     absolute_file_name(File, Abs, [access(read)]),
     variant_sha1(Abs, Hash),
     atom_concat(kandy_rule_, Hash, Module),
-    (   current_predicate(Module:valid/1)
+    time_file(Abs, Stamp),
+    (   rule_loaded(Module, Stamp), current_predicate(Module:valid/1)
     ->  true
-    ;   load_task_rule(Module, Abs, _)
+    ;   retractall(rule_loaded(Module, _)),
+        load_task_rule(Module, Abs, _),
+        assertz(rule_loaded(Module, Stamp))
     ),
-    once(Module:valid(Sample)).
+    inference_limit(Limit),
+    time_limit(Seconds),
+    bounded_once(Module:valid(Sample), Limit, Seconds, Status),
+    (   Status == true
+    ->  true
+    ;   Status == false
+    ->  fail
+    ;   Status = error(Error)
+    ->  throw(Error)
+    ;   Status = inference_limit(_)
+    ->  throw(kandy_check_error(0, Sample, inference_limit_exceeded(Limit)))
+    ;   throw(kandy_check_error(0, Sample, time_limit_exceeded(Seconds)))
+    ).
+
+:- dynamic rule_loaded/2.              % rule_loaded(Module, FileTimeStamp)
+
+:- multifile prolog:message//1.
+
+prolog:message(kandy_rule_error(File, Outcome)) -->
+    kandy_outcome_message(Outcome, File).
+prolog:message(kandy_check_error(I, Sample, Error)) -->
+    [ 'KANDY rule: sample ~w (~p): '-[I, Sample] ],
+    kandy_error_detail(Error).
+
+kandy_outcome_message(syntax_error(Line, Msg), File) --> !,
+    [ '~w:~w: ~w'-[File, Line, Msg] ].
+kandy_outcome_message(directive(Line), File) --> !,
+    [ '~w:~w: directives (:- ...) are not allowed in rules'-[File, Line] ].
+kandy_outcome_message(unsafe(Line, Msg), File) --> !,
+    [ '~w:~w: unsafe rule: ~w'-[File, Line, Msg] ].
+kandy_outcome_message(bad_clause(Line, Msg), File) --> !,
+    [ '~w:~w: bad clause: ~w'-[File, Line, Msg] ].
+kandy_outcome_message(no_file(_), File) --> !,
+    [ '~w: rule file not found'-[File] ].
+kandy_outcome_message(Other, File) -->
+    [ '~w: KANDY rule could not be loaded: ~p'-[File, Other] ].
+
+kandy_error_detail(inference_limit_exceeded(L)) --> !,
+    [ 'more than ~D inferences (the rule loops or explodes)'-[L] ].
+kandy_error_detail(time_limit_exceeded(S)) --> !,
+    [ 'more than ~w s of wall-clock time'-[S] ].
+kandy_error_detail(E) -->
+    [ '~p'-[E] ].

@@ -2,7 +2,10 @@
           [ load_rules_text/4,          % +Module, +Text, +Imports, -Outcome
             load_rules_file/4,          % +Module, +File, +Imports, -Outcome
             unload_rules/1,             % +Module
-            outcome_parts/4             % +Outcome, -Kind, -Line, -Message
+            outcome_parts/4,            % +Outcome, -Kind, -Line, -Message
+            bounded_once/4,             % :Goal, +MaxInferences, +MaxSeconds, -Status
+            untrusted_limits/2,         % -MaxInferences, -MaxSeconds
+            denied_goal/1               % ?Name/Arity
           ]).
 /** <module> Loading untrusted rules into a fresh module
 
@@ -16,6 +19,9 @@ clear error.
 :- use_module(library(lists)).
 :- use_module(library(apply)).
 :- use_module(library(yall)).
+:- use_module(library(time)).
+
+:- meta_predicate bounded_once(0, +, +, -).
 
 %!  load_rules_text(+Module:atom, +Text:text, +Imports:list, -Outcome) is det.
 %
@@ -136,6 +142,11 @@ clause_error_line(_, _, 0).
 %   module's own (now static) predicates and into imported background knowledge.
 sandbox_check(Module, Clauses, Preds, Outcome) :-
     (   member(clause(Line, (_ :- Body)), Clauses),
+        denied_in(Body, Goal)
+    ->  format(string(Msg), "calls ~q, which is not allowed in a rule (side effects: \c
+                             database, output, flags, sleeping)", [Goal]),
+        Outcome = unsafe(Line, Msg)
+    ;   member(clause(Line, (_ :- Body)), Clauses),
         catch(( safe_goal(Module:Body), fail ), Error, true),
         nonvar(Error)
     ->  sandbox_message(Error, Msg),
@@ -150,6 +161,71 @@ sandbox_message(error(instantiation_error, _), Msg) :- !,
 sandbox_message(Error, Msg) :-
     message_to_codes(Error, Msg0),
     format(string(Msg), "refused by the sandbox: ~w", [Msg0]).
+
+%!  denied_goal(?PI) is nondet.
+%
+%   Predicates that library(sandbox) accepts but that untrusted rules may not call: changing
+%   the database (assert/retract: a rule would then depend on earlier checks), writing output
+%   (would corrupt `--json` on stdout), changing flags or operators (would leak into the next
+%   task's rules), and sleeping. format/3 into atom(_), string(_), codes(_) or chars(_) stays
+%   allowed (it writes nothing).
+denied_goal(Name/Arity) :-
+    member(Name/Arity,
+           [ assert/1, asserta/1, asserta/2, assertz/1, assertz/2, retract/1, retractall/1,
+             abolish/1, abolish/2, erase/1, recorda/2, recorda/3, recordz/2, recordz/3,
+             flag/3, nb_setval/2, b_setval/2,
+             format/1, format/2, write/1, write/2, writeln/1, writeln/2, print/1, print/2,
+             writeq/1, writeq/2, write_canonical/1, write_canonical/2, write_term/2,
+             write_term/3, print_message/2, print_message_lines/3, portray_clause/1,
+             portray_clause/2, listing/0, listing/1, listing/2, put_char/1, put_char/2,
+             tab/1, tab/2, nl/0, nl/1, ansi_format/3,
+             set_prolog_flag/2, create_prolog_flag/3, op/3, set_stream/2, style_check/1,
+             sleep/1, halt/0, halt/1
+           ]).
+
+%   denied_in(+Body, -Goal): some sub-term of Body is a denied goal (a conservative scan of
+%   the whole body, so that goals passed to findall/3, forall/2, \+ ... are found too).
+denied_in(Body, Goal) :-
+    sub_term(Goal, Body),
+    callable(Goal),
+    functor(Goal, Name, Arity),
+    denied_goal(Name/Arity),
+    \+ harmless_format(Goal),
+    !.
+
+harmless_format(format(Sink, _, _)) :-
+    nonvar(Sink),
+    functor(Sink, F, 1),
+    memberchk(F, [atom, string, codes, chars]).
+
+%!  untrusted_limits(-MaxInferences:integer, -MaxSeconds:number) is det.
+%
+%   Default limits for one untrusted goal (one KANDY sample check, one RS world's labels,
+%   one task_valid/2 call): 10 million inferences and 10 seconds of wall-clock time.
+untrusted_limits(10 000 000, 10).
+
+%!  bounded_once(:Goal, +MaxInferences, +MaxSeconds, -Status) is det.
+%
+%   Run Goal once under an inference limit and a wall-clock limit. Status is `true`,
+%   `false`, `inference_limit(MaxInferences)`, `time_limit(MaxSeconds)` or `error(E)`.
+bounded_once(Goal, MaxInf, MaxSec, Status) :-
+    (   catch(call_with_time_limit(
+                  MaxSec,
+                  call_with_inference_limit(Goal, MaxInf, Result)),
+              Error, true)
+    ->  (   nonvar(Error)
+        ->  (   Error == time_limit_exceeded
+            ->  Status = time_limit(MaxSec)
+            ;   Error = error(signal(_, _), _)
+            ->  throw(Error)                     % Ctrl-C / SIGTERM: let the caller stop
+            ;   Status = error(Error)
+            )
+        ;   Result == inference_limit_exceeded
+        ->  Status = inference_limit(MaxInf)
+        ;   Status = true
+        )
+    ;   Status = false
+    ).
 
 %!  unload_rules(+Module:atom) is det.
 %

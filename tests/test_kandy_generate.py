@@ -235,9 +235,9 @@ def test_cli_json_summary_and_check(tmp_path, capsys, root):
     data = json.loads(capsys.readouterr().out)
     assert [t["id"] for t in data["tasks"]] == [1] and data["tasks"][0]["unique_symbols"] == 12
     rule = root / "kb" / "kandy" / "rules" / "easy" / "t15.pl"
-    assert cli_main(["kandy", "check", str(rule), "--json",
+    assert cli_main(["kandy", "check", str(rule), "--json",       # 1: some sample invalid
                      "side_by_side([stack([triangle_red_small, square_red_small])])",
-                     "side_by_side([stack([square_red_small, triangle_red_small])])"]) == 0
+                     "side_by_side([stack([square_red_small, triangle_red_small])])"]) == 1
     verdicts = [x["valid"] for x in json.loads(capsys.readouterr().out)]
     assert verdicts == [True, False]
 

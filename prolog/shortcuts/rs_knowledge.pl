@@ -1,4 +1,5 @@
 :- module(rs_knowledge, [labels_of/3]).
+:- use_module('../safe_load', []).
 /** <module> Evaluate Prolog task knowledge for the reasoning-shortcut counter
 
 Knowledge written in Prolog defines label(+World, ?Label, ?Value), World being the list of
@@ -14,6 +15,16 @@ table into ASP facts for prolog/shortcuts/table.lp.
 labels_of(Module, Worlds, Labels) :-
     maplist(world_labels(Module), Worlds, Labels).
 
+%   Each world's labels are computed under safe_load:bounded_once/4 (the untrusted limits:
+%   inferences and wall-clock seconds); knowledge that hits one throws
+%   rs_knowledge_error(World, Limit), which the Python side reports as one line.
 world_labels(Module, World, Pairs) :-
-    findall([L, Y], Module:label(World, L, Y), Pairs0),
-    sort(Pairs0, Pairs).
+    safe_load:untrusted_limits(MaxInf, MaxSec),
+    safe_load:bounded_once(findall([L, Y], Module:label(World, L, Y), Pairs0),
+                           MaxInf, MaxSec, Status),
+    (   Status == true
+    ->  sort(Pairs0, Pairs)
+    ;   Status = error(E)
+    ->  throw(E)
+    ;   throw(rs_knowledge_error(World, Status))
+    ).

@@ -1,7 +1,17 @@
 """Output folders that appear whole or not at all, checksums, canonical JSON.
 
 Every generator writes into a temporary sibling of ``--out`` and renames it at the end, so a
-failure (bad input, Ctrl-C, a crash) never leaves a half-written dataset behind.
+failure (bad input, Ctrl-C, SIGTERM, a crash) never leaves a half-written dataset behind.
+
+Safety rules for output folders (README "Output folders"):
+
+* an existing ``--out`` is replaced only with ``overwrite=True`` **and** only when it is empty
+  or holds the marker file :data:`MARKER` that every finished nesybench output carries;
+  anything else (your home folder, ``.``, a folder of your own files) is refused;
+* ``--out`` may never be, or contain, one of the command's inputs (``kandy browse DS --out DS``);
+* the temporary folder ``.NAME.tmp-XXXX`` holds :data:`PID_FILE` (host and pid of the writer);
+  the next run on the same ``--out`` removes such folders whose process is gone (a SIGKILL);
+* folders get the permissions of the user's umask (``tempfile.mkdtemp`` alone gives 0700).
 """
 from __future__ import annotations
 
@@ -10,46 +20,154 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import NesyError
 
 FORMAT_VERSION = "1.0"
 
+#: file written at the root of every finished output folder: "nesybench wrote this"
+MARKER = ".nesybench-output"
+#: file inside a temporary output folder naming the host and pid of the process writing it
+PID_FILE = ".nesybench-pid"
 
-@contextlib.contextmanager
-def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary folder that becomes ``out`` when the block succeeds.
 
-    Raises :class:`NesyError` up front when ``out`` exists (unless ``overwrite``) or its parent
-    is not writable. On any exception the temporary folder is removed and ``out`` is untouched.
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def is_nesybench_output(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder that a finished nesybench run wrote (marker present)."""
+    return (Path(path) / MARKER).is_file()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def sweep_stale_temps(out: str | os.PathLike) -> list[Path]:
+    """Remove ``.NAME.tmp-*`` siblings of ``out`` left by killed runs; return what was removed.
+
+    Only folders holding :data:`PID_FILE` written on this host by a process that no longer
+    exists are removed; anything else is left alone.
+    """
+    out = Path(out)
+    removed = []
+    try:
+        candidates = list(out.parent.glob(f".{out.name}.tmp-*"))
+    except OSError:
+        return removed
+    host = socket.gethostname()
+    for tmp in candidates:
+        try:
+            owner_host, pid = (tmp / PID_FILE).read_text(encoding="utf-8").split()[:2]
+            pid = int(pid)
+        except (OSError, ValueError):
+            continue
+        if owner_host == host and not _pid_alive(pid):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
+def check_replaceable(out: str | os.PathLike, *, overwrite: bool,
+                      inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Apply the safety rules to ``out`` before anything is written; return it resolved.
+
+    Raises :class:`NesyError` when ``out`` is or contains an input, when it exists and
+    ``overwrite`` is False, or when it exists, is not empty and was not written by nesybench.
     """
     out = Path(out).resolve()
-    if out.exists() and not overwrite:
-        raise NesyError("output folder already exists (use --overwrite to replace it)",
-                        file=str(out))
+    for inp in inputs:
+        if inp is None:
+            continue
+        p = Path(inp).resolve()
+        if _inside(p, out):
+            raise NesyError("the output folder is or contains an input of this command "
+                            f"({p}); choose another --out", file=str(out))
+    if out.exists() or out.is_symlink():
+        if not out.is_dir() or out.is_symlink():
+            raise NesyError("the output path exists and is not a folder; refusing to replace it",
+                            file=str(out))
+        if not overwrite:
+            raise NesyError("output folder already exists (use --overwrite to replace it)",
+                            file=str(out))
+        try:
+            empty = not any(out.iterdir())
+        except OSError as exc:
+            raise NesyError(f"cannot read the output folder: {exc.strerror}",
+                            file=str(out)) from None
+        if not empty and not is_nesybench_output(out):
+            raise NesyError("output folder exists, is not empty and was not written by "
+                            f"nesybench (no {MARKER} file); refusing to replace it even with "
+                            "--overwrite", file=str(out))
+    return out
+
+
+@contextlib.contextmanager
+def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
+                      inputs: Iterable[str | os.PathLike] = ()) -> Iterator[Path]:
+    """Yield a temporary folder that becomes ``out`` when the block succeeds.
+
+    Raises :class:`NesyError` up front when :func:`check_replaceable` refuses ``out`` (it
+    exists without ``overwrite``; it is neither empty nor a nesybench output; it is or contains
+    one of ``inputs``) or its parent is not writable. On any exception (``KeyboardInterrupt``
+    and SIGTERM included) the temporary folder is removed and ``out`` is untouched. The
+    finished folder holds :data:`MARKER` and has the permissions of the user's umask.
+    """
+    inputs = list(inputs)
+    out = check_replaceable(out, overwrite=overwrite, inputs=inputs)
     parent = out.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale_temps(out)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
     except OSError as exc:
-        raise NesyError(f"cannot write the output folder: {exc.strerror}",
+        raise NesyError(f"cannot write the output folder: {exc.strerror or exc}",
                         file=str(out)) from None
     try:
+        os.chmod(tmp, 0o777 & ~_umask())
+        (tmp / PID_FILE).write_text(f"{socket.gethostname()} {os.getpid()}\n", encoding="utf-8")
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     try:
+        (tmp / PID_FILE).unlink(missing_ok=True)
+        (tmp / MARKER).write_text(
+            dumps({"format_version": FORMAT_VERSION, "written_by": "nesybench"}),
+            encoding="utf-8")
+        # re-check just before replacing: the folder may have changed while we worked
+        check_replaceable(out, overwrite=overwrite, inputs=inputs)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
-    except OSError as exc:
+    except (OSError, NesyError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise NesyError(f"cannot move the finished output into place: {exc.strerror}",
+        if isinstance(exc, NesyError):
+            raise
+        raise NesyError(f"cannot move the finished output into place: {exc.strerror or exc}",
                         file=str(out)) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -66,14 +184,15 @@ def checksums(root: str | os.PathLike, exclude: tuple[str, ...] = (),
     """SHA-256 of every file under ``root`` keyed by its POSIX relative path, sorted.
 
     ``known`` maps relative paths to digests already computed by whoever wrote those files
-    (e.g. render workers hash the bytes they write), so they are not read back.
+    (e.g. render workers hash the bytes they write), so they are not read back. The
+    bookkeeping files :data:`MARKER` and :data:`PID_FILE` are never listed.
     """
     root = Path(root)
     known = known or {}
     out = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
-        if rel not in exclude:
+        if rel not in exclude and rel not in (MARKER, PID_FILE):
             out[rel] = known[rel] if rel in known else sha256_file(path)
     return out
 

@@ -116,8 +116,13 @@ def map_ordered(fn: Callable, items: Sequence, *, workers: int = 1, backend: str
         for item in items:
             yield fn(item)
         return
-    with spawn_pool(workers, initializer=initializer, initargs=initargs) as pool:
+    pool = spawn_pool(workers, initializer=initializer, initargs=initargs)
+    ok = False
+    try:
         yield from pool.map(fn, items, chunksize=chunksize)
+        ok = True
+    finally:
+        _shutdown(pool, hard=not ok)
 
 
 def map_streamed(fn: Callable, items: Iterable, *, workers: int = 1,
@@ -138,6 +143,7 @@ def map_streamed(fn: Callable, items: Iterable, *, workers: int = 1,
     window = max(workers, window or 4 * workers)
     pool = spawn_pool(workers)
     pending: deque = deque()
+    ok = False
     try:
         # start the workers and their imports now, while the producer computes its first item
         for _ in range(workers):
@@ -148,9 +154,27 @@ def map_streamed(fn: Callable, items: Iterable, *, workers: int = 1,
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+        ok = True
     finally:
         # on an error (in the producer, a worker, or the consumer) drop queued work at once
-        pool.shutdown(wait=True, cancel_futures=True)
+        _shutdown(pool, hard=not ok)
+
+
+def _shutdown(pool: ProcessPoolExecutor, *, hard: bool) -> None:
+    """Shut ``pool`` down; ``hard`` (an error, Ctrl-C, SIGTERM) also terminates the workers
+    at once instead of waiting for their current items, so that no process outlives us."""
+    if hard:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+        return
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ray_map(fn: Callable, items: Iterable) -> Iterator:

@@ -7,6 +7,7 @@ stderr and exit status 2.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import click
@@ -30,6 +31,10 @@ class _LazyGroup(click.Group):
 
     def list_commands(self, ctx):
         return sorted(CAPABILITIES)
+
+    def format_commands(self, ctx, formatter):
+        """The docstring of :func:`cli` already lists every capability (one line each, the
+        convention for new capabilities); listing them again would print each one twice."""
 
     def get_command(self, ctx, name):
         module = CAPABILITIES.get(name)
@@ -59,22 +64,88 @@ def cli():
     """
 
 
-def main(argv=None) -> int:
-    """Entry point of the console script; returns the exit status."""
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM, so that it unwinds exactly like Ctrl-C (workers
+    stopped, temporary folders removed) and the command exits with 143."""
+
+
+#: set once SIGTERM arrived: an exception raised by the handler inside C code (e.g. while
+#: SWI-Prolog starts) may surface as another type, which must still exit with 143
+_terminated: list[bool] = []
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover - exercised through a subprocess test
+    _terminated.append(True)
+    raise Terminated()
+
+
+def _install_sigterm() -> None:
     try:
-        cli.main(args=argv, prog_name="nesybench", standalone_mode=False)
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:      # not the main thread (embedded use): leave signals alone
+        pass
+
+
+def _interrupted(exc: BaseException) -> int:
+    """130 for Ctrl-C, 143 for SIGTERM (the shell's 128 + signal number)."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, Terminated):
+            return 143
+        seen = seen.__cause__ or seen.__context__
+    return 130
+
+
+def main(argv=None) -> int:
+    """Entry point of the console script; returns the exit status.
+
+    Bad input -> one line on stderr and 2; Ctrl-C -> 130; SIGTERM -> 143 (both remove the
+    temporary output folder and stop worker processes first).
+    """
+    _install_sigterm()
+    try:
+        rv = cli.main(args=argv, prog_name="nesybench", standalone_mode=False)
     except NesyError as exc:
-        click.echo(f"nesybench: error: {exc}", err=True)
+        click.echo(f"nesybench: error: {_one_line(exc)}", err=True)
         return 2
-    except click.exceptions.Abort:
-        click.echo("nesybench: aborted", err=True)
-        return 130
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        code = _interrupted(exc)
+        click.echo("nesybench: terminated" if code == 143 else "nesybench: aborted", err=True)
+        return code
+    except click.UsageError as exc:
+        # one line, like every other error: what is wrong, and where to read more
+        cmd = exc.ctx.command_path if exc.ctx else "nesybench"
+        click.echo(f"nesybench: error: {_one_line_text(exc.format_message())} "
+                   f"(see `{cmd} --help`)", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"nesybench: error: {_one_line_text(exc.format_message())}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    return 0
+    except UnicodeDecodeError as exc:
+        click.echo(f"nesybench: error: input is not UTF-8 text ({exc.reason})", err=True)
+        return 2
+    except BaseException:
+        if _terminated:
+            click.echo("nesybench: terminated", err=True)
+            return 143
+        if isinstance(sys.exc_info()[1], RecursionError):
+            click.echo("nesybench: error: input nested too deeply", err=True)
+            return 2
+        raise
+    # ctx.exit(N) inside a command (e.g. `kandy check`: 1 = some sample invalid) comes back
+    # as the return value in non-standalone mode
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+
+
+def _one_line(exc: NesyError) -> str:
+    return " ".join(str(exc).split())
+
+
+def _one_line_text(text: str) -> str:
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":  # pragma: no cover

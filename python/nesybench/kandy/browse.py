@@ -65,14 +65,21 @@ def browser_data(dataset_dir, out_dir) -> dict:
         "version": manifest.get("version", ""),
         "seed": manifest.get("seed"),
         "splits": list(SPLITS),
+        # False for a dataset generated with --no-images: the page says so instead of
+        # showing broken images
+        "images": bool((manifest.get("config") or {}).get("images", True)),
         "tasks": tasks,
         "samples": samples,
     }
 
 
-def write_browser(dataset_dir, out_dir=None) -> Path:
+def write_browser(dataset_dir, out_dir=None, *, overwrite: bool = False) -> Path:
     """Write the browser of ``dataset_dir`` into ``out_dir`` (default ``dataset_dir/browse``,
-    replaced if present, written atomically) and return the path of its ``index.html``."""
+    written atomically) and return the path of its ``index.html``.
+
+    The default folder is replaced when a previous browser is there; an explicit ``out_dir``
+    only with ``overwrite`` (and never when it is not empty and not a nesybench output, or
+    when it is or contains the dataset: see :func:`nesybench.io.atomic_output_dir`)."""
     root = Path(dataset_dir)
     out = Path(out_dir) if out_dir is not None else root / "browse"
     out_final = out.resolve()
@@ -80,7 +87,8 @@ def write_browser(dataset_dir, out_dir=None) -> Path:
     js = ("window.KANDY_BROWSER_DATA = "
           + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
           + ";\n")
-    with atomic_output_dir(out_final, overwrite=True) as tmp:
+    with atomic_output_dir(out_final, overwrite=overwrite or out_dir is None,
+                           inputs=[root]) as tmp:
         (tmp / "data.js").write_text(js, encoding="utf-8")
         (tmp / "index.html").write_text(_HTML, encoding="utf-8")
     return out_final / "index.html"
@@ -144,6 +152,9 @@ _HTML = r"""<!DOCTYPE html>
 </head>
 <body>
 <header><h1 id="title">KANDY browser</h1><span class="meta" id="meta"></span></header>
+<p id="no-images" hidden style="margin:0;padding:8px 16px;background:#fff7d6;border-bottom:1px solid #e5e7eb">
+This data set was generated with <code>--no-images</code>: samples are shown as Prolog terms only
+(regenerate without <code>--no-images</code> to see the pictures).</p>
 <div class="layout">
   <nav><ul id="task-list"></ul></nav>
   <main>
@@ -167,6 +178,7 @@ _HTML = r"""<!DOCTYPE html>
 (function () {
   "use strict";
   var D = window.KANDY_BROWSER_DATA;
+  if (D.images === false) { document.getElementById("no-images").hidden = false; }
   var PAGE = 120;
   var COLORS = { red: "#ff0000", green: "#00ff00", blue: "#0000ff", cyan: "#00ffff",
                  magenta: "#ff00ff", yellow: "#ffff00" };
@@ -265,8 +277,10 @@ _HTML = r"""<!DOCTYPE html>
     var c = el("div", "card " + (s[2] === 1 ? "pos" : "neg"));
     c.dataset.task = s[0]; c.dataset.split = D.splits[s[1]];
     c.dataset.label = s[2]; c.dataset.supervised = s[3];
-    var img = el("img"); img.loading = "lazy"; img.src = s[4]; img.alt = s[5];
-    c.appendChild(img);
+    if (D.images !== false) {
+      var img = el("img"); img.loading = "lazy"; img.src = s[4]; img.alt = s[5];
+      c.appendChild(img);
+    }
     var b = el("div", "badges");
     b.appendChild(el("span", "badge " + (s[2] === 1 ? "pos" : "neg"), s[2] === 1 ? "positive" : "negative"));
     b.appendChild(el("span", "badge" + (s[3] === 1 ? " sup" : ""), s[3] === 1 ? "supervised" : "unsupervised"));

@@ -12,20 +12,39 @@ from ..parallel import default_workers
 
 
 def _tasks_option(value: str | None) -> list[int] | None:
+    """``0,3,5-7`` -> [0, 3, 5, 6, 7]; an empty selection or a range like ``5-3`` is an error
+    (it would silently produce an empty dataset)."""
     if value is None:
         return None
     out = []
+    usage = f"--tasks takes task indices like 0,3,5-7; got {value!r}"
     for part in value.split(","):
         part = part.strip()
+        if not part:
+            continue
         try:
             if "-" in part:
                 lo, hi = (int(x) for x in part.split("-", 1))
+                if lo > hi:
+                    raise NesyError(f"{usage} ({part} is an empty range)")
+                if hi - lo > 100_000:
+                    raise NesyError(f"{usage} ({part} is too large a range)")
                 out.extend(range(lo, hi + 1))
-            elif part:
+            else:
                 out.append(int(part))
         except ValueError:
-            raise NesyError(f"--tasks takes indices like 0,3,5-7; got {value!r}") from None
+            raise NesyError(usage) from None
+    if not out:
+        raise NesyError(f"{usage} (no task selected)")
+    if min(out) < 0:
+        raise NesyError(f"{usage} (indices are >= 0)")
     return out
+
+
+def _workers_option(workers: int) -> int:
+    if workers < 1:
+        raise NesyError(f"--workers must be >= 1, got {workers}")
+    return workers
 
 
 @click.group("kandy")
@@ -52,7 +71,10 @@ def generate_cmd(curriculum, out, seed, workers, tasks, samples, no_images, over
     """Generate CURRICULUM (a YAML task list) into --out: images, annotations, manifest."""
     from .generate import generate
 
-    res = generate(curriculum, out, seed=seed, workers=workers, tasks=_tasks_option(tasks),
+    if samples is not None and not 3 <= samples <= 10_000_000:
+        raise NesyError(f"--samples must be in 3..10000000, got {samples}")
+    res = generate(curriculum, out, seed=seed, workers=_workers_option(workers),
+                   tasks=_tasks_option(tasks),
                    samples=samples, overwrite=overwrite, images=not no_images,
                    progress=not quiet and not as_json)
     summary = {
@@ -101,21 +123,38 @@ def validate_cmd(curriculum, as_json):
 @click.argument("rule", type=click.Path(dir_okay=False, exists=True))
 @click.argument("samples", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True)
-def check_cmd(rule, samples, as_json):
+@click.pass_context
+def check_cmd(ctx, rule, samples, as_json):
     """Check SAMPLES (natural-encoding Prolog terms) against the valid/1 rule in RULE.
+
+    Exit status: 0 when every sample is valid, 1 when some sample is invalid, 2 when the rule
+    or a sample is malformed (not a KANDY sample in the natural encoding).
 
     Example: nesybench kandy check kb/kandy/rules/easy/t15.pl
     'side_by_side([stack([triangle_red_small, square_red_small])])'
     """
     from .rules import TaskRule
+    from .symbols import from_prolog
 
-    r = TaskRule(Path(rule).read_text(encoding="utf-8"), source=rule, field="rule")
+    for i, s in enumerate(samples):
+        try:
+            from_prolog(s)
+        except (ValueError, IndexError, KeyError, RecursionError):
+            raise NesyError(f"sample {i + 1} is not a KANDY sample in the natural encoding "
+                            f"(e.g. side_by_side([circle_red_small])): {s[:60]!r}") from None
+    try:
+        text = Path(rule).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise NesyError("rule file is not UTF-8 text", file=rule) from None
+    r = TaskRule(text, source=rule, field="rule")
     flags = r.check(list(samples))
     if as_json:
         click.echo(json.dumps([{"sample": s, "valid": f} for s, f in zip(samples, flags)]))
     else:
         for s, f in zip(samples, flags):
             click.echo(f"{'valid  ' if f else 'invalid'}  {s}")
+    if not all(flags):
+        ctx.exit(1)
 
 
 @group.command("show")
@@ -124,23 +163,29 @@ def check_cmd(rule, samples, as_json):
               help="Folder for the PNG grids (default: DATASET/grids).")
 @click.option("-n", "n", type=int, default=8, show_default=True,
               help="Samples per class and task.")
-def show_cmd(dataset, out, n):
+@click.option("--overwrite", is_flag=True,
+              help="Replace --out if it exists (only an empty folder or a nesybench output).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def show_cmd(dataset, out, n, overwrite, quiet):
     """Write one PNG per task: positives vs negatives, with the rule printed."""
     from .show import write_task_grids
 
-    paths = write_task_grids(dataset, out or str(Path(dataset) / "grids"), n=n)
+    paths = write_task_grids(dataset, out or str(Path(dataset) / "grids"), n=n,
+                             overwrite=overwrite or out is None, progress=not quiet)
     click.echo(f"wrote {len(paths)} grids to {Path(paths[0]).parent if paths else out}")
 
 
 @group.command("browse")
 @click.argument("dataset", type=click.Path(file_okay=False, exists=True))
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
-              help="Folder for the HTML browser (default: DATASET/browse).")
-def browse_cmd(dataset, out):
+              help="Folder for the HTML browser (default: DATASET/browse, replaced if present).")
+@click.option("--overwrite", is_flag=True,
+              help="Replace --out if it exists (only an empty folder or a nesybench output).")
+def browse_cmd(dataset, out, overwrite):
     """Write a static HTML browser of a generated curriculum (open index.html)."""
     from .browse import write_browser
 
-    path = write_browser(dataset, out)
+    path = write_browser(dataset, out, overwrite=overwrite)
     click.echo(f"browser page: {path}")
 
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import NesyError
-from .language import (RANDOM_COMPOSITIONS, Atom, Comp, ListOp, Node, Recall, SetOp, Store,
-                       resolve_set)
+from .language import (MAX_LIST_ITEMS, RANDOM_COMPOSITIONS, Atom, Comp, ListOp, Node, Recall,
+                       SetOp, Store, resolve_set)
 from .symbols import Composite, Domain, Shape
 
 #: ``sort`` by shape uses the number of sides: circle (0) < triangle (3) < square (4).
@@ -185,6 +185,12 @@ def _apply(op: ListOp, items: list, ctx: _Context) -> list:
             return []
         k = op.param("n") % n_items
         return items[n_items - k:] + items[:n_items - k]
+    if name in ("repeat", "random_repeat", "mirror", "palindrome", "sample"):
+        n = {"repeat": lambda: op.param("n"), "random_repeat": lambda: op.param("max"),
+             "mirror": lambda: 2, "palindrome": lambda: 2, "sample": lambda: 0}[name]()
+        size = max(n * n_items, op.param("n") if name == "sample" else 0)
+        need(size <= MAX_LIST_ITEMS, f"{name} would make a list of up to {size} items "
+             f"(the cap is {MAX_LIST_ITEMS})")
     if name == "repeat":
         return items * op.param("n")
     if name == "mirror":

@@ -132,7 +132,7 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
 
     result = GenerationResult(out=Path(out).resolve())
     total = sum(t.samples for t in selected)
-    with atomic_output_dir(out, overwrite=overwrite) as tmp, contextlib.ExitStack() as files:
+    with atomic_output_dir(out, overwrite=overwrite, inputs=[curriculum]) as tmp, contextlib.ExitStack() as files:
         (tmp / "rules").mkdir()
         writers = {}
         for split_name in SPLITS:

@@ -492,7 +492,7 @@ def export_task(dataset_dir: str | os.PathLike, task_id: int, out_dir: str | os.
     d, tid, meta, splits = _load_task(dataset_dir, task_id)
     _check_choice("encoding", encoding, ENCODINGS)
     sett = _settings(settings, encoding)
-    with atomic_output_dir(out_dir, overwrite=overwrite) as tmp:
+    with atomic_output_dir(out_dir, overwrite=overwrite, inputs=[d]) as tmp:
         _write_task_files(tmp, _stem(tid), tid, meta, splits, encoding, kb, split, sett,
                           supervised_only)
     return Path(out_dir).resolve() / _stem(tid)
@@ -530,7 +530,7 @@ def export_all(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     sett = {e: _settings(settings, e) for e in encodings}
     loaded = [_load_task(d, t) for t in ids]
     index = []
-    with atomic_output_dir(out_dir, overwrite=overwrite) as tmp:
+    with atomic_output_dir(out_dir, overwrite=overwrite, inputs=[d]) as tmp:
         for e in encodings:
             for k in kbs:
                 sub = tmp / f"{e}-{k}"
@@ -539,7 +539,8 @@ def export_all(dataset_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                     index.append(_write_task_files(sub, _stem(tid), tid, meta, splits, e, k,
                                                    split, sett[e], supervised_only))
                     index[-1]["stem"] = f"{e}-{k}/{_stem(tid)}"
-        (tmp / "index.json").write_text(dumps({"dataset": str(d), "settings": sett,
+        (tmp / "index.json").write_text(dumps({"dataset": os.path.relpath(d.resolve(), Path(out_dir).resolve()),
+                                               "settings": sett,
                                                "exports": index}), encoding="utf-8")
     return Path(out_dir).resolve()
 

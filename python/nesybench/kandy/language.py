@@ -70,6 +70,43 @@ REQUIRED_TASK_KEYS = ("name", "samples", "train_split", "val_split", "positive_s
 TASK_DEFAULTS = {"gamma": 1.0, "beta": 1.0, "noisy_color": True, "noisy_size": True,
                  "patience": 1000}
 
+#: Documented caps (README "Limits on untrusted input"): the longest list a list-expansion
+#: operator may produce (checked before allocating), the largest ``n``/``max`` parameter, and
+#: the deepest nesting of operators in a set.
+MAX_LIST_ITEMS = 1000
+MAX_DEPTH = 64
+#: ``config:`` keys and their types (``task_defaults`` only holds a YAML anchor).
+CONFIG_KEYS = {
+    "seed": int, "task_defaults": dict, "shapes": list, "colors": list, "sizes": list,
+    "canvas_size": (int, list), "padding": (int, float), "bg_color": (str, list),
+    "size_noise": (int, float), "h_sigma": (int, float), "s_sigma": (int, float),
+    "v_sigma": (int, float), "render": dict,
+}
+
+
+def validate_config(config, source: str | None = None) -> dict:
+    """The checking function for a curriculum's ``config:`` mapping (types, ranges, unknown
+    keys); returns it as a plain dict. Rendering options are checked again by RenderConfig."""
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise NesyError(f"config must be a mapping, got {config!r}", file=source,
+                        field="config", line=_line(config))
+    for key, val in config.items():
+        if key not in CONFIG_KEYS:
+            raise NesyError(f"unknown config key {key!r} (known: {', '.join(sorted(CONFIG_KEYS))})",
+                            file=source, field=f"config.{key}", line=_line(config))
+        typ = CONFIG_KEYS[key]
+        if isinstance(val, bool) or not isinstance(val, typ):
+            names = " or ".join(t.__name__ for t in (typ if isinstance(typ, tuple) else (typ,)))
+            raise NesyError(f"must be of type {names}, got {val!r}", file=source,
+                            field=f"config.{key}", line=_line(config))
+    seed = config.get("seed")
+    if seed is not None and not 0 <= seed < 2 ** 63:
+        raise NesyError(f"seed must be in 0..2^63-1, got {seed}", file=source,
+                        field="config.seed", line=_line(config))
+    return dict(config)
+
 
 # --------------------------------------------------------------------------- YAML with lines
 class _Map(dict):
@@ -234,13 +271,18 @@ class _Parser:
 
     def parse_node(self, value, path: str, line) -> Node:
         line = _line(value, line)
+        if path.count("[") > MAX_DEPTH:
+            raise self.error(f"nested more than {MAX_DEPTH} levels deep", path, line)
         if not isinstance(value, dict):
-            raise self.error(f"expected an object or an operator, got {value!r}", path, line)
+            raise self.error(f"expected an object or an operator, got {_short(value)}", path, line)
+        if not all(isinstance(k, str) for k in value):
+            bad = next(k for k in value if not isinstance(k, str))
+            raise self.error(f"operator and attribute names are strings, got {bad!r}", path, line)
         keys = set(value)
         if keys & set(ATTRIBUTES) or not keys:
             return self.parse_atom(value, path, line)
         if len(keys) != 1:
-            raise self.error(f"an operator node must have exactly one key, got {sorted(keys)}",
+            raise self.error(f"an operator node must have exactly one key, got {sorted(map(str, keys))}",
                              path, line)
         (op, arg), = value.items()
         sub = f"{path}.{op}"
@@ -296,7 +338,7 @@ class _Parser:
             raise self.error(f"{base} takes parameters {list(names)} and a list", path, line)
         unknown = set(arg) - set(names) - {"list"}
         if unknown:
-            raise self.error(f"unknown parameter(s) {sorted(unknown)} (expected "
+            raise self.error(f"unknown parameter(s) {sorted(map(str, unknown))} (expected "
                              f"{list(names) + ['list']})", path, line)
         params = []
         for name in names:
@@ -323,6 +365,9 @@ class _Parser:
                     if val < 0:
                         raise self.error(f"{name} must be >= 0, got {val}", f"{path}.{name}",
                                          line)
+                    if val > MAX_LIST_ITEMS:
+                        raise self.error(f"{name} must be <= {MAX_LIST_ITEMS} (the cap on list "
+                                         f"sizes), got {val}", f"{path}.{name}", line)
             params.append((name, val))
         if base == "random_repeat" and dict(params)["min"] > dict(params)["max"]:
             raise self.error("random_repeat needs min <= max", path, line)
@@ -332,7 +377,7 @@ class _Parser:
     def parse_atom(self, value, path, line) -> Atom:
         unknown = set(value) - set(ATTRIBUTES)
         if unknown:
-            raise self.error(f"unknown attribute(s) {sorted(unknown)} (an atomic object has "
+            raise self.error(f"unknown attribute(s) {sorted(map(str, unknown))} (an atomic object has "
                              f"shape, color, size)", path, line)
         resolved = {}
         anys = set()
@@ -430,7 +475,7 @@ def _parse_task(raw, index: int, domain: Domain, source: str, base_dir: Path) ->
         raise parser.error("a task must be a mapping of fields", "", line)
     unknown = set(raw) - set(TASK_KEYS)
     if unknown:
-        raise parser.error(f"unknown field(s) {sorted(unknown)}", sorted(unknown)[0], line)
+        raise parser.error(f"unknown field(s) {sorted(map(str, unknown))}", sorted(map(str, unknown))[0], line)
     for key in REQUIRED_TASK_KEYS:
         if key not in raw:
             raise parser.error("required field is missing", key, line)
@@ -467,7 +512,13 @@ def _parse_task(raw, index: int, domain: Domain, source: str, base_dir: Path) ->
         path = (base_dir / values["rule_file"]).resolve()
         if not path.is_file():
             raise parser.error(f"rule file not found: {path}", "rule_file", line)
-        rule_text, rule_source = path.read_text(encoding="utf-8"), str(path)
+        try:
+            rule_text, rule_source = path.read_text(encoding="utf-8"), str(path)
+        except UnicodeDecodeError:
+            raise parser.error(f"rule file is not UTF-8 text: {path}", "rule_file", line) from None
+        except OSError as exc:
+            raise parser.error(f"cannot read rule file {path}: {exc.strerror}", "rule_file",
+                               line) from None
     spec = TaskSpec(
         index=index, name=values["name"], samples=values["samples"],
         train_split=values["train_split"], val_split=values["val_split"],
@@ -525,23 +576,28 @@ def load_curriculum(path: str | os.PathLike, *, domain: Domain | None = None) ->
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise NesyError("curriculum file not found", file=source) from None
+    except UnicodeDecodeError:
+        raise NesyError("curriculum is not UTF-8 text", file=source) from None
     except OSError as exc:
         raise NesyError(f"cannot read curriculum: {exc.strerror}", file=source) from None
     try:
         data = yaml.load(text, Loader=_KeyLineLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
-        raise NesyError(f"malformed YAML: {exc.problem}", file=source,
+        raise NesyError(f"malformed YAML: {' '.join(str(exc.problem).split())}", file=source,
                         line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
-        raise NesyError(f"malformed YAML: {exc}", file=source) from None
+        raise NesyError(f"malformed YAML: {' '.join(str(exc).split())}", file=source) from None
+    except RecursionError:
+        raise NesyError(f"YAML nested too deeply (more than {MAX_DEPTH} levels are refused)",
+                        file=source) from None
     config: dict = {}
     if isinstance(data, dict):
         unknown = set(data) - {"tasks", "config"}
         if unknown or "tasks" not in data:
             raise NesyError("a curriculum mapping has the keys 'tasks' (list) and optional "
-                            f"'config'; got {sorted(data)}", file=source, line=_line(data))
-        config = dict(data.get("config") or {})
+                            f"'config'; got {sorted(map(str, data))}", file=source, line=_line(data))
+        config = validate_config(data.get("config"), source)
         tasks_raw = data["tasks"]
     else:
         tasks_raw = data
@@ -551,6 +607,11 @@ def load_curriculum(path: str | os.PathLike, *, domain: Domain | None = None) ->
         domain = domain_from_config(config, source)
     tasks = [_parse_task(raw, i, domain, source, path.parent) for i, raw in enumerate(tasks_raw)]
     return Curriculum(tasks=tasks, domain=domain, source=source, config=config)
+
+
+def _short(value, n: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= n else text[:n] + "..."
 
 
 def domain_from_config(config: dict, source: str | None = None) -> Domain:

@@ -200,11 +200,17 @@ def sample_grid(source, task_id: int, n: int = 8, rule_text: str | None = None, 
 
 
 def write_task_grids(dataset_dir, out_dir, n: int = 8, *, thumb: int = 112,
-                     tasks: Iterable[int] | None = None) -> list[Path]:
+                     tasks: Iterable[int] | None = None, overwrite: bool = False,
+                     progress: bool = False) -> list[Path]:
     """Write ``out_dir/task_<id>.png`` (id zero-padded to 2) for every task of a dataset.
 
-    Returns the written paths in task order. ``tasks`` restricts to some task ids.
+    Returns the written paths in task order. ``tasks`` restricts to some task ids. The folder
+    is written atomically (:func:`nesybench.io.atomic_output_dir`: an existing one is replaced
+    only with ``overwrite`` and only when it is empty or a nesybench output).
     """
+    from ..io import atomic_output_dir  # noqa: PLC0415
+    if n < 1:
+        raise NesyError(f"-n must be >= 1, got {n}")
     root = Path(dataset_dir)
     manifest, rows = read_dataset(root)
     info = task_info(manifest, root)
@@ -215,19 +221,19 @@ def write_task_grids(dataset_dir, out_dir, n: int = 8, *, thumb: int = 112,
         if unknown:
             raise NesyError(f"no samples for task(s) {unknown}", file=str(root))
         ids = [t for t in ids if t in wanted]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for tid in ids:
-        t = info.get(tid, {})
-        name = t.get("name", "")
-        img = sample_grid([r for r in rows if int(r["task_id"]) == tid], tid, n,
-                          t.get("rule", ""), root=root, thumb=thumb,
-                          title=f"Task {tid}" + (f": {name}" if name else ""))
-        path = out / f"task_{tid:02d}.png"
-        img.save(path, **PNG_SAVE_OPTIONS)
-        written.append(path)
-    return written
+    out = Path(out_dir).resolve()
+    from tqdm import tqdm  # noqa: PLC0415
+    names = []
+    with atomic_output_dir(out, overwrite=overwrite, inputs=[root]) as tmp:
+        for tid in tqdm(ids, desc="grids", unit="task", disable=not progress, leave=False):
+            t = info.get(tid, {})
+            name = t.get("name", "")
+            img = sample_grid([r for r in rows if int(r["task_id"]) == tid], tid, n,
+                              t.get("rule", ""), root=root, thumb=thumb,
+                              title=f"Task {tid}" + (f": {name}" if name else ""))
+            names.append(f"task_{tid:02d}.png")
+            img.save(tmp / names[-1], **PNG_SAVE_OPTIONS)
+    return [out / nm for nm in names]
 
 
 __all__ = ["read_dataset", "task_info", "sample_grid", "write_task_grids"]

@@ -6,14 +6,24 @@ strings they assembled themselves; the encodings are the ``.lp`` files in ``prol
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import NesyError
+from ..errors import BudgetExceeded, NesyError
 from .prolog import resolve
 
 Fact = tuple  # (name, arg1, arg2, ...) with str / int / tuple arguments
+
+#: wall-clock seconds one :func:`solve` call may search before it is cancelled (the knowledge
+#: of an RS task is untrusted input); ``time_limit=`` overrides it per call
+DEFAULT_TIME_LIMIT = 600.0
+
+
+def _one_line(messages: list[str]) -> str:
+    """clingo's messages (an "unsafe variable" error spans four lines) as one line."""
+    return "; ".join(" ".join(m.split()) for m in messages)
 
 
 @dataclass
@@ -78,12 +88,15 @@ def to_python(sym):
 def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
           models: int = 0, project: bool = False, keep_models: bool = True,
           consts: dict[str, int | str] | None = None, options: Sequence[str] = (),
-          on_model: Callable[[list[tuple]], bool | None] | None = None) -> AspResult:
+          on_model: Callable[[list[tuple]], bool | None] | None = None,
+          time_limit: float | None = None) -> AspResult:
     """Ground and solve ``programs`` (``.lp`` paths, relative to the repo root) plus ``facts``.
 
     ``models=0`` enumerates all models; ``project=True`` enumerates distinct projections onto
     the ``#project`` atoms (or the shown atoms when the program declares none). ``on_model``
-    may return False to stop early.
+    may return False to stop early. The search runs at most ``time_limit`` seconds (default
+    :data:`DEFAULT_TIME_LIMIT`; then :class:`~nesybench.errors.BudgetExceeded`) and stops at
+    once on Ctrl-C / SIGTERM.
     """
     clingo = _clingo()
     args = [str(models)]
@@ -102,7 +115,7 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
         try:
             ctl.load(str(path))
         except RuntimeError as exc:
-            raise NesyError(f"ASP syntax error: {'; '.join(messages) or exc}",
+            raise NesyError(f"ASP syntax error: {_one_line(messages) or exc}",
                             file=str(path)) from None
     with ctl.backend() as backend:
         for fact in facts:
@@ -111,7 +124,7 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
     try:
         ctl.ground([("base", [])])
     except RuntimeError as exc:
-        raise NesyError(f"ASP grounding failed: {'; '.join(messages) or exc}") from None
+        raise NesyError(f"ASP grounding failed: {_one_line(messages) or exc}") from None
     result = AspResult()
 
     def _model(m) -> bool:
@@ -128,8 +141,20 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
             return False
         return True
 
-    handle = ctl.solve(on_model=_model)
-    result.exhausted = bool(handle.exhausted)
+    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
+    deadline = time.monotonic() + limit
+    with ctl.solve(on_model=_model, async_=True) as handle:
+        try:
+            # wait in short steps so that Python's signal handlers (Ctrl-C, SIGTERM) run
+            while not handle.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    handle.cancel()
+                    raise BudgetExceeded(f"clingo searched longer than {limit:g} s "
+                                         f"({result.count} models so far)")
+        except BaseException:
+            handle.cancel()
+            raise
+        result.exhausted = bool(handle.get().exhausted)
     return result
 
 

@@ -98,21 +98,57 @@ def use(path: str | os.PathLike) -> None:
         _loaded.add(key)
 
 
+#: the goal text wrapped around every :func:`once` call from the main thread: while Prolog
+#: runs, SIGINT/SIGTERM are Prolog's (janus otherwise only delivers them when the call returns,
+#: so a looping rule would ignore Ctrl-C); they come back as the exception nesybench_signal(S).
+_SIGNAL_WRAP = (
+    "setup_call_cleanup((on_signal(int, _NesyOI, throw), on_signal(term, _NesyOT, throw)), "
+    "catch(({goal}), error(signal(_NesyS, _), _), throw(nesybench_signal(_NesyS))), "
+    "(on_signal(int, _, _NesyOI), on_signal(term, _, _NesyOT)))")
+
+
+def _restore_python_handlers() -> None:
+    import signal  # noqa: PLC0415
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler is not None:
+            signal.signal(sig, handler)
+
+
 def once(goal: str, **inputs):
     """Run ``goal`` once with ``inputs`` bound to its variables.
 
     Returns a dict of the variable bindings (janus's conversion: atoms and strings become
-    ``str``, lists ``list``, integers ``int``), or ``None`` when the goal fails.
+    ``str``, lists ``list``, integers ``int``), or ``None`` when the goal fails. In the main
+    thread the call stays interruptible: Ctrl-C raises ``KeyboardInterrupt`` and SIGTERM the
+    CLI's ``Terminated`` even while Prolog is running.
     """
+    main = threading.current_thread() is threading.main_thread()
+    query = _SIGNAL_WRAP.format(goal=goal) if main else goal
     with _lock:
         jan = janus()
         try:
-            res = jan.query_once(goal, inputs)
+            res = jan.query_once(query, inputs)
         except jan.PrologError as exc:
-            raise PrologError(_clean(str(exc))) from None
+            text = str(exc)
+            if "nesybench_signal(term)" in text:
+                _raise_signal("term")
+            if "nesybench_signal(int)" in text:
+                _raise_signal("int")
+            raise PrologError(_clean(text)) from None
+        finally:
+            if main:
+                _restore_python_handlers()
     if not res.pop("truth", True):
         return None
     return res
+
+
+def _raise_signal(sig: str):
+    if sig == "term":
+        from ..cli import Terminated  # noqa: PLC0415
+        raise Terminated()
+    raise KeyboardInterrupt()
 
 
 def solutions(goal: str, **inputs) -> list[dict]:

@@ -8,6 +8,7 @@ import click
 
 from ..errors import NesyError
 from ..io import dumps
+from ..parallel import default_workers
 
 _METRICS = ("herbrand_distance", "herbrand_accuracy", "h_score", "accuracy", "precision",
             "recall", "f1", "r_score")
@@ -70,14 +71,20 @@ def generate(out, overwrite, as_json, **kw):
 @click.option("--out", "-o", required=True, type=click.Path())
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--per-cell", type=int, help="datasets per (category, size, depth) cell; default: paper Table 1 counts (196 in all)")
-@click.option("--workers", default=1, show_default=True, type=int)
+@click.option("--workers", "-j", default=default_workers(), show_default=True, type=int,
+              help="generator processes; the output is identical for any value")
 @click.option("--overwrite", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
-def suite(out, seed, per_cell, workers, overwrite, as_json):
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+def suite(out, seed, per_cell, workers, overwrite, as_json, quiet):
     """Generate a RuDaS-v0-like suite (Table 1: CHAIN/RDG/DRDG x XS/S x depth 2/3)."""
     from .core import generate_suite  # noqa: PLC0415
+    if workers < 1:
+        raise NesyError(f"--workers must be >= 1, got {workers}")
+    if per_cell is not None and per_cell < 1:
+        raise NesyError(f"--per-cell must be >= 1, got {per_cell}")
     index = generate_suite(out, seed=seed, per_cell=per_cell, workers=workers,
-                           overwrite=overwrite, progress=not as_json)
+                           overwrite=overwrite, progress=not (as_json or quiet))
     if as_json:
         click.echo(dumps(index), nl=False)
     else:
@@ -145,11 +152,34 @@ def table(suite_dir, learned_dir, threshold, aux, max_derived, time_limit, stric
     if as_json:
         click.echo(dumps({"rows": rows, "mean": mean, "missing": len(names) - len(rows)}), nl=False)
         return
-    head = ["dataset"] + [k[:9] for k in _METRICS]
-    click.echo("  ".join(f"{h:>9s}" if i else f"{h:22s}" for i, h in enumerate(head)))
-    for r in rows + ([{"name": "MEAN", **mean}] if rows else []):
-        click.echo(f"{r['name']:22s}  " + "  ".join(f"{r[k]:9.4f}" for k in _METRICS))
+    click.echo(format_table(rows, mean))
     click.echo(f"{len(rows)} evaluated, {len(names) - len(rows)} without a learned file")
+
+
+def _cell(v) -> str:
+    """A metric for the table: integers as they are, floats with 4 significant digits (a
+    small distance shows as 3.2e-05, not 0.0000)."""
+    if v is None:
+        return "-"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    return f"{v:.4g}"
+
+
+def format_table(rows: list[dict], mean: dict) -> str:
+    """The text table of `rudas table`: full metric names as headers, columns as wide as
+    their widest cell."""
+    body = rows + ([{"name": "MEAN", **mean}] if rows else [])
+    head = ["dataset", *_METRICS]
+    cells = [[r["name"], *(_cell(r[k]) for k in _METRICS)] for r in body]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
+              for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w)
+                       for i, (h, w) in enumerate(zip(head, widths)))]
+    for c in cells:
+        lines.append("  ".join(x.ljust(w) if i == 0 else x.rjust(w)
+                               for i, (x, w) in enumerate(zip(c, widths))))
+    return "\n".join(lines)
 
 
 @group.command()

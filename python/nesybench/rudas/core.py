@@ -65,6 +65,41 @@ class RudasParams:
     eval_ratio: float = 0.25
     aleph: bool = True
 
+    #: bounds checked by :meth:`validate` (the generator's own consistency checks follow)
+    LIMITS = {"depth": (1, 20), "n_facts": (1, 2_500_000), "min_components": (1, 100),
+              "max_components": (1, 100), "n_predicates": (1, 100_000),
+              "n_constants": (1, 10_000_000), "min_arity": (1, 10), "max_arity": (1, 10),
+              "max_body": (1, 10), "max_rules": (1, 10_000), "max_or": (1, 20),
+              "n_dg": (0, 1000), "n_skip": (0, 1000), "seed": (0, 2 ** 63 - 1)}
+    FRACTIONS = ("n_ow", "noise_minus", "noise_plus", "p_h", "p_v", "p_c", "p_recursion",
+                 "eval_ratio")
+
+    def validate(self) -> "RudasParams":
+        """The checking function for the generator parameters: types and ranges (one
+        :class:`NesyError` naming the field); returns ``self``."""
+        for name, (lo, hi) in self.LIMITS.items():
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise NesyError(f"{name} must be an integer in {lo}..{hi}, got {v!r}",
+                                field=f"rudas parameters.{name}")
+        for name in self.FRACTIONS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise NesyError(f"{name} must be a number in [0, 1], got {v!r}",
+                                field=f"rudas parameters.{name}")
+        if self.p_h + self.p_v + self.p_c > 1.0 + 1e-9:
+            raise NesyError("p_h + p_v + p_c must be <= 1 (p_f = 1 - p_h - p_v - p_c)",
+                            field="rudas parameters.p_h")
+        if str(self.size).lower() not in SIZE_CLASSES:
+            raise NesyError(f"size must be one of {', '.join(SIZE_CLASSES)}, got {self.size!r}",
+                            field="rudas parameters.size")
+        if str(self.category).lower() not in ("chain", "rdg", "drdg", "mixed"):
+            raise NesyError(f"category must be chain, rdg, drdg or mixed, got {self.category!r}",
+                            field="rudas parameters.category")
+        return self
+
     def to_prolog(self) -> dict:
         out = {}
         for k, v in asdict(self).items():
@@ -117,6 +152,7 @@ def _generate_into(params: RudasParams, tmp: Path) -> dict:
 
 def generate(params: RudasParams, out: str | os.PathLike, *, overwrite: bool = False) -> GenerateResult:
     """Generate one dataset into ``out`` (appears whole or not at all)."""
+    params.validate()
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
         manifest = _generate_into(params, tmp)
     return GenerateResult(Path(out), manifest)
@@ -264,6 +300,7 @@ def chase(rules_file, facts_file, *, max_derived: int | None = None,
     firing it backward is considered (default 50,000; 0 mixes both ways on small inputs)."""
     if plan not in ("auto", "forward", "backward"):
         raise NesyError(f"plan must be auto, forward or backward, not {plan!r}")
+    check_budget(max_derived, time_limit)
     if backward_min_work is not None and plan != "auto":
         raise NesyError("backward_min_work applies to plan='auto' only")
     prolog.use(PL)
@@ -276,6 +313,16 @@ def chase(rules_file, facts_file, *, max_derived: int | None = None,
                       MD=max_derived if max_derived is not None else "none",
                       TL=float(time_limit) if time_limit is not None else "none")
     return list(res["D"]), res["St"]
+
+
+def check_budget(max_derived, time_limit) -> None:
+    """The checking function for the chase budgets (``--max-derived``, ``--time-limit``)."""
+    if max_derived is not None and (isinstance(max_derived, bool) or not isinstance(max_derived, int)
+                                    or max_derived < 1):
+        raise NesyError(f"--max-derived must be a positive integer, got {max_derived!r}")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(
+            time_limit, (int, float)) or not 0 < time_limit < 1e9 or time_limit != time_limit):
+        raise NesyError(f"--time-limit must be a positive number of seconds, got {time_limit!r}")
 
 
 def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
@@ -295,6 +342,10 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
     what is left, at least 1 s): a R-score cut short is the best bound found (a lower bound
     of the true R-score) and ``r_score_partial`` is True (``strict_budget`` then raises).
     """
+    check_budget(max_derived, time_limit)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or \
+            not 0.0 <= threshold <= 1.0:
+        raise NesyError(f"--threshold is a confidence in [0, 1], got {threshold!r}")
     ds = Path(dataset)
     for name in ("rules.txt", "eval-support.txt"):
         if not (ds / name).exists():

@@ -35,12 +35,10 @@ def _executor_options(f):
 
 
 def _interrupted(study) -> None:
-    """Ctrl-C / SIGTERM: finished cells are in the store; exit 130 / 143."""
-    from .runner import terminated  # noqa: PLC0415
-
+    """Ctrl-C / SIGTERM: finished cells are in the store; say how to go on, then let the
+    top-level command turn the interrupt into exit 130 / 143."""
     click.echo(f"nesybench: interrupted; finished cells are saved, continue with "
                f"`nesybench runs resume {study}`", err=True)
-    sys.exit(143 if terminated() else 130)
 
 
 def _summary(res, as_json: bool) -> None:
@@ -90,6 +88,7 @@ def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
                        retry_failed=not no_retry_failed, threads=threads, progress=not quiet)
     except KeyboardInterrupt:
         _interrupted(out)
+        raise
     _summary(res, as_json)
 
 
@@ -107,6 +106,7 @@ def resume(study, executor, workers, address, threads, fail_fast, no_retry_faile
                         threads=threads, progress=not quiet)
     except KeyboardInterrupt:
         _interrupted(study)
+        raise
     _summary(res, as_json)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
 
 from ..errors import NesyError
-from ..parallel import default_workers, ray_init, spawn_pool
+from ..parallel import _shutdown, default_workers, ray_init, spawn_pool
 from .cell import CellOutcome, CellTask, _worker_init, execute
 
 EXECUTORS = ("local", "ray", "inline")
@@ -74,13 +74,7 @@ class LocalExecutor(Executor):
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def abort(self) -> None:
-        procs = list(getattr(self.pool, "_processes", {}).values())
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-        for p in procs:
-            p.join(timeout=5)
+        _shutdown(self.pool, hard=True)
 
 
 class RayExecutor(Executor):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
@@ -18,8 +17,17 @@ def _emit(obj: dict, as_json: bool, text: str) -> None:
 
 
 def _fail(exc: NesyError):
-    click.echo(f"nesybench: error: {exc}", err=True)
-    sys.exit(2)
+    click.echo(f"nesybench: error: {' '.join(str(exc).split())}", err=True)
+    raise click.exceptions.Exit(2)
+
+
+def _write_result(out: str, d: dict) -> None:
+    """Write the JSON result file ``--out`` (one-line error when the place is not writable)."""
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(dumps(d))
+    except OSError as exc:
+        raise NesyError(f"cannot write the result: {exc.strerror or exc}", file=out) from None
 
 
 @click.group(context_settings=CTX)
@@ -36,7 +44,8 @@ def group():
 @click.option("--samples", multiple=True, metavar="SPLIT=N", help="override split sizes, e.g. train=500")
 @click.option("--overwrite", is_flag=True, help="replace an existing output folder")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json):
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet):
     """Generate balanced train/val/test/OOD splits (images + labels.csv + manifest.json)."""
     from .generate import generate as gen  # noqa: PLC0415
     try:
@@ -47,7 +56,8 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json):
             if k not in ("train", "val", "test", "ood") or not v.isdigit():
                 raise NesyError(f"--samples expects SPLIT=N with SPLIT in train/val/test/ood, not {s!r}")
             sizes[k] = int(v)
-        res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite)
+        res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite,
+                  progress=not (as_json or quiet))
     except NesyError as exc:
         _fail(exc)
     _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts}, as_json,
@@ -73,17 +83,18 @@ def count(task_yaml, support_file, map_class, maps, supervised, list_n, engine, 
     """Count the optimal concept maps (incl. and excl. the identity) of TASK_YAML exactly."""
     from .count import count_rs  # noqa: PLC0415
     try:
+        if list_n < 0:
+            raise NesyError(f"--list must be >= 0, got {list_n}")
         task = load_task(task_yaml)
         support = read_support(task, support_file) if support_file else task.support(seed=seed)
         sup = [s.strip() for s in _split_vars(supervised)] if supervised else None
         res = count_rs(task, map_class=map_class, maps=maps, support=support, supervised=sup,
                        list_n=list_n, seed=seed, engine=engine)
+        d = res.to_json()
+        if out:
+            _write_result(out, d)
     except NesyError as exc:
         _fail(exc)
-    d = res.to_json()
-    if out:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(dumps(d))
     text = (f"{res.task}: {res.count} optimal {res.map_class} maps"
             f"{' (' + res.maps + ')' if res.maps != '-' else ''} on {res.support_size} support "
             f"worlds, {res.count_without_identity} reasoning shortcuts  [{res.method}, "
@@ -145,11 +156,10 @@ def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, targe
             d["supervision"] = chk.to_json()
             text += (f"\nsupervision on {', '.join(chk.supervised)}: {chk.rss_before} -> "
                      f"{chk.rss_after} RSs ({'removes all' if chk.removes_all else 'some remain'})")
+        if out:
+            _write_result(out, d)
     except NesyError as exc:
         _fail(exc)
-    if out:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(dumps(d))
     _emit(d, as_json, text)
 
 
@@ -159,9 +169,10 @@ def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, targe
               help="pool concept columns into one confusion matrix, e.g. digit=d(1),d(2)")
 @click.option("--out", "-o", type=click.Path(file_okay=False),
               help="write metrics.json and confusion-matrix plots here")
+@click.option("--overwrite", is_flag=True, help="replace --out if it exists (a nesybench output)")
 @click.option("--seed", default=0, show_default=True, type=int, help="(unused; accepted everywhere)")
 @click.option("--json", "as_json", is_flag=True)
-def metrics(predictions, shared, out, seed, as_json):
+def metrics(predictions, shared, out, overwrite, seed, as_json):
     """Label/concept accuracy, macro-F1, confusion matrices and concept collapse of PREDICTIONS
     (CSV with label:/pred_label:/concept:/pred_concept: columns)."""
     from . import metrics as M  # noqa: PLC0415
@@ -172,15 +183,24 @@ def metrics(predictions, shared, out, seed, as_json):
         if shared:
             pools = {}
             for s in shared:
-                g, _, cols = s.partition("=")
-                pools[g] = _split_vars(cols)
+                g, eq, cols = s.partition("=")
+                names = [c.strip() for c in _split_vars(cols)]
+                if not eq or not g.strip() or not names:
+                    raise NesyError(f"--shared expects GROUP=VAR,VAR (e.g. digit=d(1),d(2)), "
+                                    f"not {s!r}")
+                for c in names:
+                    if c not in ct:
+                        raise NesyError(f"--shared {s!r}: no concept column {c!r} in the "
+                                        f"predictions (have: {', '.join(ct) or 'none'})")
+                pools[g.strip()] = names
             used = {c for cs in pools.values() for c in cs}
             pools.update({c: [c] for c in ct if c not in used})
         m = M.compute(lt, lp, ct, cp, shared=pools)
         if out:
-            from pathlib import Path  # noqa: PLC0415
-            M.plot_confusions(m, out)
-            write_json(Path(out) / "metrics.json", m.to_json())
+            from ..io import atomic_output_dir  # noqa: PLC0415
+            with atomic_output_dir(out, overwrite=overwrite, inputs=[predictions]) as tmp:
+                M.plot_confusions(m, tmp)
+                write_json(tmp / "metrics.json", m.to_json())
     except NesyError as exc:
         _fail(exc)
     f = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731

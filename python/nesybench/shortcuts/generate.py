@@ -236,7 +236,8 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
         x, y = load_digits_source(mnist)
         pools_img = digit_pools(x, y, seed)
     counts, label_counts = {}, {}
-    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+    with atomic_output_dir(out, overwrite=overwrite,
+                           inputs=[p for p in (task.source, mnist) if p]) as tmp:
         for split in SPLITS:
             n = int(samples.get(split, 0))
             worlds = pools[split]

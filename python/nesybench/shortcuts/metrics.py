@@ -183,10 +183,25 @@ def read_predictions(path) -> tuple[dict, dict, dict, dict]:
         p = p / "predictions.csv"
     if not p.exists():
         raise NesyError("predictions file not found", file=str(p))
-    with open(p, newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+            header = reader.fieldnames or []
+    except UnicodeDecodeError:
+        raise NesyError("predictions file is not UTF-8 text", file=str(p)) from None
+    except (csv.Error, OSError) as exc:
+        raise NesyError(f"cannot read the predictions CSV: {exc}", file=str(p)) from None
     if not rows:
         raise NesyError("no rows in the predictions file", file=str(p))
+    if len(set(header)) != len(header):
+        raise NesyError("repeated column names in the header", file=str(p), line=1)
+    for i, r in enumerate(rows):
+        if None in r or any(v is None for v in r.values()):
+            raise NesyError(f"row has {len(r.get(None, [])) + len(header)} fields, the header "
+                            f"{len(header)}" if None in r else
+                            f"row has fewer fields than the header ({len(header)})",
+                            file=str(p), line=i + 2)
     cols = rows[0].keys()
     out = ({}, {}, {}, {})
     prefixes = ("label:", "pred_label:", "concept:", "pred_concept:")

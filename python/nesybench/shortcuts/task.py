@@ -289,7 +289,167 @@ def read_support(task: Task, path, *, distinct: bool = True) -> list[tuple]:
     return sorted(dict.fromkeys(worlds), key=_key) if distinct else worlds
 
 
+# -- validation ------------------------------------------------------------------------------
+#: every key a task YAML may hold (a typo such as ``mpas:`` is an error, not a silent default)
+TASK_KEYS = {"name", "concepts", "knowledge", "formula", "coef", "maps", "support",
+             "supervised", "depends", "labels", "facts", "generate"}
+CONCEPT_KEYS = {"name", "count", "domain", "map"}
+GENERATE_KEYS = {"samples", "render"}
+SPLIT_NAMES = ("train", "val", "test", "ood")
+#: the largest number of values a ``{range: [lo, hi]}`` domain may have
+MAX_RANGE = 10_000
+#: the most samples one split may ask for
+MAX_SAMPLES = 10_000_000
+
+
+def validate_task_data(data, source: str | None = None) -> None:
+    """The one checking function for the task YAML schema (module docstring): unknown keys,
+    wrong types and out-of-range values raise :class:`NesyError` naming file, task and field.
+    Semantic checks (unknown variables, knowledge files) stay in :func:`load_task`."""
+    if not isinstance(data, dict):
+        raise NesyError("a task is a YAML mapping", file=source)
+    name = data.get("name")
+    task = str(name) if isinstance(name, (str, int)) and not isinstance(name, bool) else None
+
+    def bad(msg, field):
+        return NesyError(msg, file=source, task=task, field=field)
+
+    unknown = sorted(str(k) for k in data if k not in TASK_KEYS)
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(TASK_KEYS))})",
+                  unknown[0])
+    if "name" in data and (not isinstance(name, str) or not name.strip()):
+        raise bad("name must be a non-empty string", "name")
+    concepts = data.get("concepts")
+    if not isinstance(concepts, list) or not concepts:
+        raise bad("missing 'concepts' list", "concepts")
+    for i, c in enumerate(concepts):
+        where = f"concepts[{i}]"
+        if not isinstance(c, dict):
+            raise bad("each concept is a mapping {name, domain, count?, map?}", where)
+        extra = sorted(str(k) for k in c if k not in CONCEPT_KEYS)
+        if extra:
+            raise bad(f"unknown key {extra[0]!r} (allowed: {', '.join(sorted(CONCEPT_KEYS))})",
+                      f"{where}.{extra[0]}")
+        if not isinstance(c.get("name"), str) or not _ATOM.match(c["name"]):
+            raise bad("each concept needs a lowercase 'name'", f"{where}.name")
+        if "map" in c and (not isinstance(c["map"], str) or not _ATOM.match(c["map"])):
+            raise bad("map must be a lowercase identifier", f"{where}.map")
+        count = c.get("count")
+        counts = [count] if not isinstance(count, list) else count
+        if count is not None and (not counts or not all(
+                isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 1000 for k in counts)):
+            raise bad("count must be an integer in 1..1000 or a list of them", f"{where}.count")
+        dom = c.get("domain")
+        if isinstance(dom, dict):
+            if set(dom) != {"range"}:
+                raise bad("a domain mapping is {range: [lo, hi]}", f"{where}.domain")
+            rng = dom["range"]
+            if not (isinstance(rng, list) and len(rng) == 2 and all(
+                    isinstance(x, int) and not isinstance(x, bool) for x in rng)):
+                raise bad("range must be [lo, hi] with integers", f"{where}.domain.range")
+            if rng[0] > rng[1]:
+                raise bad(f"range [{rng[0]}, {rng[1]}] is empty (lo > hi)", f"{where}.domain.range")
+            if rng[1] - rng[0] + 1 > MAX_RANGE:
+                raise bad(f"range has more than {MAX_RANGE} values", f"{where}.domain.range")
+    kn = data.get("knowledge")
+    if not kn or not (isinstance(kn, str) or (isinstance(kn, list) and all(
+            isinstance(k, str) and k for k in kn))):
+        raise bad("missing 'knowledge' (an .lp or .pl file, or a list of .lp files)", "knowledge")
+    if "formula" in data and not isinstance(data["formula"], str):
+        raise bad("formula must be a string", "formula")
+    if "maps" in data and data["maps"] not in ("shared", "separate"):
+        raise bad(f"maps must be 'shared' or 'separate', not {data['maps']!r}", "maps")
+    if "support" in data:
+        _validate_support(data["support"], bad)
+    for key in ("supervised", "labels"):
+        if key in data and data[key] is not None and not (isinstance(data[key], list) and all(
+                isinstance(x, (str, int)) and not isinstance(x, bool) for x in data[key])):
+            raise bad(f"{key} must be a list of names", key)
+    if data.get("coef") is not None:
+        coef = data["coef"]
+        if not isinstance(coef, dict):
+            raise bad("coef must be a mapping {label: {variable: integer}}", "coef")
+        for lab, cs in coef.items():
+            if not isinstance(cs, dict):
+                raise bad("coef must be a mapping {label: {variable: integer}}", f"coef.{lab}")
+            for t, a in cs.items():
+                if not isinstance(a, int) or isinstance(a, bool):
+                    raise bad(f"coefficient {a!r} is not an integer", f"coef.{lab}.{t}")
+    if data.get("depends") is not None:
+        dep = data["depends"]
+        if not isinstance(dep, dict) or not all(
+                isinstance(v, list) and all(isinstance(x, (str, int)) for x in v)
+                for v in dep.values()):
+            raise bad("depends must be a mapping {label: [variable, ...]}", "depends")
+    if data.get("facts") is not None:
+        facts = data["facts"]
+        if not isinstance(facts, list) or not all(
+                isinstance(f, list) and f and isinstance(f[0], str) and _ATOM.match(f[0])
+                and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in f)
+                for f in facts):
+            raise bad("facts must be a list of [name, arg, ...] lists", "facts")
+    if "generate" in data and data["generate"] is not None:
+        gen = data["generate"]
+        if not isinstance(gen, dict):
+            raise bad("generate must be a mapping {samples: {split: n}, render: ...}", "generate")
+        extra = sorted(str(k) for k in gen if k not in GENERATE_KEYS)
+        if extra:
+            raise bad(f"unknown key {extra[0]!r} (allowed: {', '.join(sorted(GENERATE_KEYS))})",
+                      f"generate.{extra[0]}")
+        if "render" in gen and not isinstance(gen["render"], str):
+            raise bad("render must be a string", "generate.render")
+        samples = gen.get("samples")
+        if samples is not None:
+            if not isinstance(samples, dict):
+                raise bad("samples must be a mapping {split: n}", "generate.samples")
+            for k, v in samples.items():
+                if k not in SPLIT_NAMES:
+                    raise bad(f"unknown split {k!r} ({', '.join(SPLIT_NAMES)})",
+                              f"generate.samples.{k}")
+                if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_SAMPLES:
+                    raise bad(f"sample count must be an integer in 0..{MAX_SAMPLES}, not {v!r}",
+                              f"generate.samples.{k}")
+
+
+def _validate_support(spec, bad) -> None:
+    if spec == "all":
+        return
+    if isinstance(spec, list):
+        if not spec:
+            raise bad("support is empty", "support")
+        for i, w in enumerate(spec):
+            if not isinstance(w, (str, list)) or (isinstance(w, list) and not all(
+                    isinstance(x, (str, int)) and not isinstance(x, bool) for x in w)):
+                raise bad("a support world is a list of values or a string like '0,1'",
+                          f"support[{i}]")
+        return
+    if isinstance(spec, dict):
+        kinds = [k for k in ("file", "sample", "prop_in_dist") if k in spec]
+        extra = sorted(str(k) for k in spec if k not in ("file", "sample", "prop_in_dist", "seed"))
+        if len(kinds) != 1 or extra:
+            raise bad("support is 'all', a list of worlds, {file: F}, {sample: N, seed: S} or "
+                      "{prop_in_dist: P, seed: S}", "support")
+        if "seed" in spec and (not isinstance(spec["seed"], int) or isinstance(spec["seed"], bool)):
+            raise bad("seed must be an integer", "support.seed")
+        if "file" in spec and (not isinstance(spec["file"], str) or not spec["file"]):
+            raise bad("file must be a path", "support.file")
+        if "sample" in spec and (not isinstance(spec["sample"], int) or isinstance(spec["sample"], bool)
+                                 or spec["sample"] < 1):
+            raise bad("sample must be a positive integer", "support.sample")
+        if "prop_in_dist" in spec and (isinstance(spec["prop_in_dist"], bool) or not isinstance(
+                spec["prop_in_dist"], (int, float)) or not 0 < spec["prop_in_dist"] <= 1):
+            raise bad("prop_in_dist must be a number in (0, 1]", "support.prop_in_dist")
+        return
+    raise bad(f"cannot read support {spec!r}: give 'all', a list of worlds, {{file: F}}, "
+              "{sample: N} or {prop_in_dist: P}", "support")
+
+
 # -- loading ---------------------------------------------------------------------------------
+def _one_line(x) -> str:
+    return " ".join(str(x).split())
+
+
 def _term(name: str, idx: tuple):
     return (name, *idx) if idx else name
 
@@ -385,15 +545,22 @@ def load_task(path_or_dict, *, source: str | None = None) -> Task:
         source = source or str(p)
         if not p.exists():
             raise NesyError("task file not found", file=source)
+        if p.is_dir():
+            raise NesyError("task file is a folder", file=source)
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
             line = getattr(getattr(exc, "problem_mark", None), "line", None)
-            raise NesyError(f"YAML does not parse: {getattr(exc, 'problem', exc)}", file=source,
-                            line=line + 1 if line is not None else None) from None
+            raise NesyError(f"YAML does not parse: {_one_line(getattr(exc, 'problem', None) or exc)}",
+                            file=source, line=line + 1 if line is not None else None) from None
+        except UnicodeDecodeError:
+            raise NesyError("task file is not UTF-8 text", file=source) from None
+        except RecursionError:
+            raise NesyError("YAML nested too deeply", file=source) from None
+        except OSError as exc:
+            raise NesyError(f"cannot read the task file: {exc.strerror or exc}", file=source) from None
         base = p.resolve().parent
-    if not isinstance(data, dict):
-        raise NesyError("a task is a YAML mapping", file=source)
+    validate_task_data(data, source)
     name = str(data.get("name", Path(source).stem if source else "task"))
     concepts = data.get("concepts")
     if not isinstance(concepts, list) or not concepts:
@@ -474,7 +641,12 @@ def _prolog_table(task: Task, path: Path) -> None:
         prolog.load_rules_file(module, path, [], task=task.name)
         prolog.use("prolog/shortcuts/rs_knowledge.pl")
         worlds = [list(w) for w in task.all_worlds()]
-        res = prolog.once("rs_knowledge:labels_of(M, Ws, Ls)", M=module, Ws=worlds)
+        res = prolog.once(
+            "catch((rs_knowledge:labels_of(M, Ws, Ls), Err = \"\"), rs_knowledge_error(_W, _S), "
+            "(format(string(Err), 'world ~w: ~w', [_W, _S]), Ls = []))", M=module, Ws=worlds)
+        if res is not None and res["Err"]:
+            raise NesyError(f"the Prolog knowledge hit a limit on {res['Err']} "
+                            "(inference_limit: it loops or explodes; time_limit: too slow)")
     except NesyError as exc:
         raise exc.where(file=str(path), task=task.name) from None
     if res is None:

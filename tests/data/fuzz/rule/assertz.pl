@@ -1,0 +1,1 @@
+valid(X) :- assertz(seen(X)).

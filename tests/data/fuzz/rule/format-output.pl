@@ -1,0 +1,1 @@
+valid(X) :- format("hi~~n"), X = X.

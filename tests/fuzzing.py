@@ -1,0 +1,169 @@
+"""Shared pieces of the property-based tests (tests/test_fuzz.py) and the long fuzz run
+(benchmarks/fuzz.py): input generators that mutate valid seeds, and the one property every
+parser and CLI entry point must have:
+
+    exit status 0 (or a documented status such as 1 for `kandy check`), or exit 2 with exactly
+    one line on stderr starting with ``nesybench: error:``; no traceback; no output folder or
+    temporary folder left behind after a failure.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from hypothesis import strategies as st
+
+from nesybench.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[1]
+FUZZ_DIR = ROOT / "tests" / "data" / "fuzz"
+
+KANDY_KEYS = ["name", "samples", "train_split", "val_split", "gamma", "beta", "noisy_color",
+              "noisy_size", "positive_set", "negative_set", "positive_rule", "rule_file", "seed",
+              "patience", "config", "tasks", "shape", "color", "size", "in", "stack", "repeat",
+              "repeat_before", "palindrome", "n", "list", "min", "max", "union", "store",
+              "recall", "alias", "sort", "keys", "order", "argsort", "idx", "any_composition"]
+RS_KEYS = ["name", "concepts", "knowledge", "formula", "coef", "maps", "support", "supervised",
+           "depends", "labels", "facts", "generate", "domain", "count", "map", "range",
+           "sample", "seed", "prop_in_dist", "file", "samples", "render", "train"]
+
+scalars = (st.none() | st.booleans() | st.integers(-10**7, 10**7)
+           | st.floats(allow_nan=False, allow_infinity=False, width=32)
+           | st.text(max_size=10) | st.sampled_from(["~", "circle", "red", "small", "0,1", "all",
+                                                   "shared", "kb/shortcuts/xor.lp", "valid(X)."]))
+
+
+def values(keys: list[str]):
+    return st.recursive(
+        scalars,
+        lambda kids: st.lists(kids, max_size=4)
+        | st.dictionaries(st.sampled_from(keys) | st.text(max_size=6) | st.integers(0, 9), kids,
+                          max_size=4),
+        max_leaves=16)
+
+
+def _slots(obj, out):
+    """Every (container, key) in a nested structure."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.append((obj, k))
+            _slots(v, out)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out.append((obj, i))
+            _slots(v, out)
+    return out
+
+
+@st.composite
+def mutated_yaml(draw, seeds: list[Path], keys: list[str]) -> str:
+    """A valid seed file with a few structural mutations (replace/delete/insert a value,
+    deep nesting), or a text-level mutation of its bytes."""
+    seed = draw(st.sampled_from(seeds))
+    text = seed.read_text(encoding="utf-8")
+    if draw(st.integers(0, 4)) == 0:                       # text-level
+        pos = draw(st.integers(0, len(text)))
+        cut = draw(st.integers(0, 20))
+        ins = draw(st.text(alphabet=st.sampled_from(list(":-[]{}~,|>&*!#'\"\n ab0\t\\%")),
+                           max_size=8))
+        return text[:pos] + ins + text[pos + cut:]
+    data = yaml.safe_load(text)
+    for _ in range(draw(st.integers(1, 3))):
+        slots = _slots(data, [])
+        if not slots:
+            break
+        container, key = slots[draw(st.integers(0, len(slots) - 1))]
+        action = draw(st.sampled_from(["replace", "delete", "insert", "nest", "grow"]))
+        if action == "replace":
+            container[key] = draw(values(keys))
+        elif action == "delete":
+            del container[key]
+        elif action == "insert":
+            if isinstance(container, dict):
+                container[draw(st.sampled_from(keys))] = draw(values(keys))
+            else:
+                container.insert(key, draw(values(keys)))
+        elif action == "nest":
+            v = container[key]
+            for _ in range(draw(st.integers(1, 120))):
+                v = {draw(st.sampled_from(["stack", "in", "side_by_side"])): [v]}
+            container[key] = v
+        else:
+            v = container[key]
+            if isinstance(v, int) and not isinstance(v, bool):
+                container[key] = draw(st.sampled_from([-1, 0, 10**9, 2**70]))
+    try:
+        return yaml.safe_dump(data, sort_keys=False)
+    except (yaml.YAMLError, RecursionError):
+        return text
+
+
+@st.composite
+def mutated_text(draw, seeds: list[str]) -> str:
+    """A Prolog/ASP text with random insertions/deletions of syntax characters."""
+    text = draw(st.sampled_from(seeds))
+    for _ in range(draw(st.integers(0, 3))):
+        pos = draw(st.integers(0, len(text)))
+        cut = draw(st.integers(0, 6))
+        ins = draw(st.text(alphabet=st.sampled_from(list("():-,.[]|_XYZab0 \n'\"%\\:-=><+*")),
+                           max_size=6))
+        text = text[:pos] + ins + text[pos + cut:]
+    if draw(st.booleans()) and draw(st.integers(0, 9)) == 0:
+        text = "p(X, " + "f(" * 3000 + "X" + ")" * 3000 + ") :- q(X, X).\n"
+    return text
+
+
+@dataclass
+class Outcome:
+    rc: int
+    out: str
+    err: str
+
+
+def run_cli(args: list[str]) -> Outcome:
+    """Run the CLI in-process, capturing stdout/stderr (no exception may escape)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli_main([str(a) for a in args])
+    return Outcome(rc, out.getvalue(), err.getvalue())
+
+
+def check_outcome(res: Outcome, *, ok=(0,), what: str = "") -> None:
+    """The property: a success status, or 2 with exactly one stderr line."""
+    assert "Traceback" not in res.err, f"{what}\n{res.err}"
+    if res.rc in ok:
+        return
+    lines = res.err.strip().splitlines()
+    assert res.rc == 2, f"{what}: exit {res.rc}\n{res.err}"
+    assert len(lines) == 1 and lines[0].startswith("nesybench: error:"), f"{what}\n{res.err}"
+
+
+def check_no_leftovers(folder: Path, keep: set[str]) -> None:
+    left = sorted(p.name for p in folder.iterdir() if p.name not in keep)
+    assert not left, f"left behind: {left}"
+
+
+def save_failure(kind: str, text: str, suffix: str) -> Path:
+    """Keep a failing input in the corpus (tests/data/fuzz/KIND/) so it is re-run forever."""
+    import hashlib
+    d = FUZZ_DIR / kind
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / (hashlib.sha256(text.encode()).hexdigest()[:12] + suffix)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def fresh(folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+__all__ = ["KANDY_KEYS", "RS_KEYS", "mutated_yaml", "mutated_text", "run_cli", "check_outcome",
+           "check_no_leftovers", "save_failure", "fresh", "ROOT", "FUZZ_DIR", "random"]

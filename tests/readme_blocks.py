@@ -1,0 +1,127 @@
+"""Extract the runnable code blocks of README.md (used by tests/test_readme.py).
+
+Convention (docs/CONTRIBUTING-HELPERS.md, "README code blocks are tested"):
+
+* fenced blocks whose info string is ``sh``, ``bash``, ``console``, ``python`` or ``prolog``
+  are run, in document order, in one scratch folder (``curricula/ kb/ prolog/ tests/
+  benchmarks/`` of the repository are linked in; the files of ``tests/data/readme/`` are
+  copied in, for names a snippet uses but does not create, e.g. ``learned.pl``);
+* HTML comments on the lines just above the opening fence steer a block:
+  ``<!-- readme-test: skip REASON -->`` does not run it (use sparingly: a user's MNIST path,
+  a multi-minute benchmark), ``<!-- readme-test: replace OLD => NEW -->`` (repeatable) runs
+  it with OLD replaced by NEW (small inputs), ``<!-- readme-test: exit N -->`` expects exit
+  status N from every command of the block;
+* other blocks (yaml, plain text, output listings) are not run.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RUNNABLE = ("sh", "bash", "console", "python", "prolog")
+_MARK = re.compile(r"^<!--\s*readme-test:\s*(skip|replace|exit)\b\s*(.*?)\s*-->\s*$")
+
+
+@dataclass
+class Block:
+    lang: str
+    text: str
+    line: int                      # 1-based line of the opening fence
+    section: str = ""
+    skip: str | None = None
+    replace: list[tuple[str, str]] = field(default_factory=list)
+    exit: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"L{self.line}-{self.lang}"
+
+    def prepared(self) -> str:
+        text = self.text
+        for old, new in self.replace:
+            if old not in text:
+                raise ValueError(f"README line {self.line}: replace marker {old!r} not in block")
+            text = text.replace(old, new)
+        return text
+
+
+def blocks(readme: str | Path) -> list[Block]:
+    lines = Path(readme).read_text(encoding="utf-8").splitlines()
+    out: list[Block] = []
+    section = ""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#"):
+            section = line.lstrip("#").strip()
+        m = re.match(r"^```(\w*)\s*$", line)
+        if m:
+            lang = m.group(1)
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            if lang in RUNNABLE:
+                b = Block(lang, "\n".join(lines[i + 1:j]) + "\n", i + 1, section)
+                k = i - 1
+                while k >= 0 and lines[k].strip().startswith("<!--"):
+                    mm = _MARK.match(lines[k].strip())
+                    if mm:
+                        kind, arg = mm.groups()
+                        if kind == "skip":
+                            b.skip = arg or "marked skip"
+                        elif kind == "exit":
+                            b.exit = int(arg)
+                        else:
+                            old, sep, new = arg.partition(" =>")
+                            if not sep:
+                                raise ValueError(f"README line {k + 1}: replace needs OLD => NEW")
+                            b.replace.append((old, new.strip()))
+                    k -= 1
+                out.append(b)
+            i = j + 1
+            continue
+        i += 1
+    return out
+
+
+def shell_commands(block: Block) -> list[str]:
+    """Commands of a shell block: console blocks keep only ``$ `` lines; continuation lines
+    ending in a backslash are joined."""
+    cmds, cur = [], ""
+    for raw in block.prepared().splitlines():
+        if block.lang == "console":
+            if not raw.startswith("$ ") and not cur:
+                continue
+            raw = raw[2:] if raw.startswith("$ ") else raw
+        s = raw.rstrip()
+        if not s.strip() or (s.lstrip().startswith("#") and not cur):
+            continue
+        if s.endswith("\\"):
+            cur += s[:-1] + " "
+            continue
+        cmds.append(cur + s)
+        cur = ""
+    return cmds
+
+
+def prolog_queries(block: Block) -> tuple[list[str], list[str]]:
+    """(files to load from ``$ swipl FILE`` lines, queries) of a Prolog block; answer lines
+    (``true.``, ``X = a.``) are ignored."""
+    files, queries, cur = [], [], None
+    for raw in block.prepared().splitlines():
+        s = re.sub(r"\s%.*$", "", raw).strip()
+        if s.startswith("$ swipl"):
+            files.extend(s.split()[2:])
+            continue
+        if s.startswith("?-"):
+            cur = s[2:].strip()
+        elif cur is not None:
+            cur += " " + s
+        else:
+            continue
+        body = cur.rstrip()
+        if body.endswith("."):
+            queries.append(body[:-1])
+            cur = None
+    return files, queries

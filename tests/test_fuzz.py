@@ -1,0 +1,199 @@
+"""Property-based tests (hypothesis) for every parser and the CLI entry points (issue 13).
+
+Random and mutated KANDY curricula, RS task files, ASP knowledge, Prolog rules, RuDaS learned
+programs, prediction CSVs and CLI option values must give exit 0 (or a documented status) or
+exit 2 with exactly one stderr line, within the deadline, leaving no output behind. The
+examples are derandomized and few (CI); `benchmarks/fuzz.py` runs thousands. Inputs that
+once failed are kept in tests/data/fuzz/<kind>/ and re-run by test_corpus.
+"""
+from __future__ import annotations
+
+import datetime
+import glob
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fuzzing import (FUZZ_DIR, KANDY_KEYS, ROOT, RS_KEYS, check_no_leftovers, check_outcome,
+                     fresh, mutated_text, mutated_yaml, run_cli)
+
+#: benchmarks/fuzz.py sets NESYBENCH_FUZZ_SCALE (examples x scale, random instead of the fixed
+#: CI examples) and NESYBENCH_FUZZ_SAVE (keep the last failing input of each test in the corpus)
+SCALE = int(os.environ.get("NESYBENCH_FUZZ_SCALE", "0") or 0)
+SETTINGS = dict(derandomize=not SCALE, database=None, deadline=datetime.timedelta(seconds=30),
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.filter_too_much])
+
+
+def examples(n: int) -> int:
+    return n * SCALE if SCALE else n
+
+
+def keep(kind: str, suffix: str, text: str):
+    """Context: on a failed property, save ``text`` as tests/data/fuzz/KIND/last-failure*
+    (overwritten while hypothesis shrinks, so the shrunk input remains) when asked to."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def _keep():
+        try:
+            yield
+        except AssertionError:
+            if os.environ.get("NESYBENCH_FUZZ_SAVE"):
+                d = FUZZ_DIR / kind
+                d.mkdir(parents=True, exist_ok=True)
+                (d / f"last-failure{suffix}").write_text(text, encoding="utf-8")
+            raise
+    return _keep()
+KANDY_SEEDS = [ROOT / "tests/data/reference_style.yaml", ROOT / "curricula/kandy/easy.yaml"]
+RS_SEEDS = [Path(p) for p in sorted(glob.glob(str(ROOT / "curricula/rs/*.yaml")))
+            if "kandinsky" not in p and "driving" not in p]
+RULE_SEEDS = [Path(p).read_text() for p in sorted(glob.glob(str(ROOT / "kb/kandy/rules/easy/t1*.pl")))]
+ASP_SEEDS = [(ROOT / "kb/shortcuts/xor.lp").read_text()]
+SAMPLE = "side_by_side([stack([triangle_red_small, square_red_small])])"
+
+_scratch = Path(tempfile.mkdtemp(prefix="nesybench-fuzz-"))
+
+
+def _dir(name: str) -> Path:
+    return fresh(_scratch / name)
+
+
+@settings(max_examples=examples(15), **SETTINGS)
+@given(mutated_yaml(KANDY_SEEDS, KANDY_KEYS))
+def test_kandy_validate(text):
+    d = _dir("kv")
+    (d / "c.yaml").write_text(text, encoding="utf-8")
+    with keep("kandy", ".yaml", text):
+        check_outcome(run_cli(["kandy", "validate", d / "c.yaml"]), what=text[:2000])
+
+
+@settings(max_examples=examples(8), **SETTINGS)
+@given(mutated_yaml([ROOT / "tests/data/reference_style.yaml"], KANDY_KEYS))
+def test_kandy_generate_leaves_nothing_on_failure(text):
+    d = _dir("kg")
+    (d / "c.yaml").write_text(text, encoding="utf-8")
+    res = run_cli(["kandy", "generate", d / "c.yaml", "--out", d / "o", "--no-images",
+                   "--samples", "4", "-j", "1", "-q"])
+    check_outcome(res, what=text[:2000])
+    if res.rc != 0:
+        check_no_leftovers(d, {"c.yaml"})
+
+
+@settings(max_examples=examples(20), **SETTINGS)
+@given(mutated_yaml(RS_SEEDS, RS_KEYS))
+def test_rs_task_files(text):
+    d = _dir("rs")
+    (d / "t.yaml").write_text(text, encoding="utf-8")
+    with keep("rs", ".yaml", text):
+        check_outcome(run_cli(["rs", "count", d / "t.yaml"]), what=text[:2000])
+
+
+@settings(max_examples=examples(20), **SETTINGS)
+@given(mutated_text(ASP_SEEDS))
+def test_rs_asp_knowledge(text):
+    d = _dir("asp")
+    (d / "k.lp").write_text(text, encoding="utf-8")
+    (d / "t.yaml").write_text(f"name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\n"
+                              f"knowledge: {d / 'k.lp'}\n")
+    with keep("asp", ".lp", text):
+        check_outcome(run_cli(["rs", "count", d / "t.yaml"]), what=text[:2000])
+
+
+@settings(max_examples=examples(20), **SETTINGS)
+@given(mutated_text(RULE_SEEDS), st.sampled_from([SAMPLE, "in([circle_red_small])", "x", "[]"]))
+def test_kandy_rules(text, sample):
+    d = _dir("rule")
+    (d / "r.pl").write_text(text, encoding="utf-8")
+    with keep("rule", ".pl", text):
+        check_outcome(run_cli(["kandy", "check", d / "r.pl", sample]), ok=(0, 1),
+                      what=text[:2000])
+
+
+@pytest.fixture(scope="module")
+def rudas_ds():
+    d = _scratch / "rudas-ds"
+    if not d.exists():
+        assert run_cli(["rudas", "generate", "--out", d, "--seed", "3"]).rc == 0
+    return d
+
+
+@settings(max_examples=examples(15), **SETTINGS)
+@given(data=st.data())
+def test_rudas_learned_files(rudas_ds, data):
+    rules = (rudas_ds / "rules.txt").read_text()
+    text = data.draw(mutated_text([rules, "0.5::" + rules.splitlines()[0] + "\n"]))
+    d = _dir("rl")
+    (d / "l.pl").write_text(text, encoding="utf-8")
+    with keep("rudas", ".pl", text):
+        check_outcome(run_cli(["rudas", "evaluate", rudas_ds, d / "l.pl", "--time-limit", "5"]),
+                      what=text[:2000])
+
+
+@settings(max_examples=examples(20), **SETTINGS)
+@given(st.lists(st.lists(st.sampled_from(["0", "1", "2", "x", "", "-1", "9"]), min_size=0,
+                         max_size=5), max_size=6),
+       st.sampled_from(["", "digit=d(1)", "digit=d(1),d(2)", "bad", "=", "g=", "digit=d(9)"]))
+def test_rs_metrics_csv(rows, shared):
+    d = _dir("met")
+    header = "label:y,pred_label:y,concept:d(1),pred_concept:d(1)"
+    (d / "p.csv").write_text(header + "\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    args = ["rs", "metrics", d / "p.csv", "--out", d / "o"] + (["--shared", shared] if shared else [])
+    res = run_cli(args)
+    check_outcome(res, what=f"{rows} {shared}")
+    if res.rc != 0:
+        check_no_leftovers(d, {"p.csv"})
+
+
+OPTION_CASES = [
+    (["kandy", "generate", ROOT / "tests/data/reference_style.yaml", "--no-images", "-q",
+      "-j", "1", "--samples", "4"], ["--tasks", "--seed", "--samples", "--workers"]),
+    (["rs", "count", ROOT / "curricula/rs/xor.yaml"], ["--list", "--seed", "--supervised",
+                                                        "--map", "--maps"]),
+    (["rudas", "generate"], ["--depth", "--n-ow", "--size", "--seed", "--max-body"]),
+]
+
+
+@settings(max_examples=examples(20), **SETTINGS)
+@given(st.sampled_from(OPTION_CASES), st.data())
+def test_cli_option_values(case, data):
+    base, options = case
+    opt = data.draw(st.sampled_from(options))
+    val = data.draw(st.sampled_from(["", "-1", "0", "5-3", "abc", "1.5", " , ", "2",
+                                     "100000000", "b(1)", "0-0", "nan"]))
+    d = _dir("opt")
+    args = [*base, opt, val]
+    if base[0] in ("kandy",) or base[:2] == ["rudas", "generate"]:
+        args += ["--out", d / "o"]
+    res = run_cli(args)
+    check_outcome(res, what=" ".join(map(str, args)))
+    if res.rc != 0:
+        check_no_leftovers(d, set())
+
+
+CORPUS = sorted(p for p in FUZZ_DIR.rglob("*") if p.is_file() and p.name != "README.md")
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[str(p.relative_to(FUZZ_DIR)) for p in CORPUS])
+def test_corpus(path, rudas_ds):
+    """Shrunk failures found by fuzzing, re-run as plain regression tests."""
+    kind = path.parent.name
+    d = _dir("corpus")
+    if kind == "kandy":
+        check_outcome(run_cli(["kandy", "validate", path]))
+    elif kind == "rs":
+        check_outcome(run_cli(["rs", "count", path]))
+    elif kind == "rule":
+        check_outcome(run_cli(["kandy", "check", path, SAMPLE]), ok=(0, 1))
+    elif kind == "rudas":
+        check_outcome(run_cli(["rudas", "evaluate", rudas_ds, path, "--time-limit", "5"]))
+    elif kind == "asp":
+        (d / "t.yaml").write_text(f"name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\n"
+                                  f"knowledge: {path}\n")
+        check_outcome(run_cli(["rs", "count", d / "t.yaml"]))
+    else:
+        pytest.fail(f"unknown corpus kind {kind}")
