@@ -149,10 +149,17 @@ def _load_registrations() -> None:
 
 
 #: modules whose import registers their data files (each calls :func:`register`)
-REGISTRY_MODULES: list[str] = []
+REGISTRY_MODULES: list[str] = [
+    "nesybench.ski.data",
+]
 
 
 def main(argv=None) -> int:
+    if __name__ == "__main__":
+        # run as ``python -m``: this module object is __main__, not nesybench.datafiles, and
+        # capability modules register into the latter; delegate so both see one registry
+        from nesybench import datafiles as canonical  # noqa: PLC0415
+        return canonical.main(argv)
     parser = argparse.ArgumentParser(prog="python -m nesybench.datafiles",
                                      description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
