@@ -16,6 +16,7 @@ CELLS: dict[str, str] = {
     "demo.toy": "nesybench.runs.demo:toy_cell",
     "demo.sleep": "nesybench.runs.demo:sleep_cell",
     "rs.count": "nesybench.runs.demo:rs_count_cell",
+    "ski.cell": "nesybench.ski.cells:ski_cell",
 }
 
 
