@@ -19,6 +19,7 @@ CAPABILITIES = {
     "kandy": "nesybench.kandy.cli",
     "rudas": "nesybench.rudas.cli",
     "rs": "nesybench.shortcuts.cli",
+    "ski": "nesybench.ski.cli",
 }
 
 
@@ -49,6 +50,7 @@ def cli():
     kandy  KANDY curricula of Kandinsky-pattern tasks (generate, show, browse, ilp-export, ilp-eval)
     rudas  RuDaS rule-learning datasets (generate, suite, evaluate)
     rs     reasoning shortcuts (generate, count, severity, metrics)
+    ski    knowledge-injection robustness: KBANN/KINS/KILL under degradation (run, table, plot)
     """
 
 

@@ -44,6 +44,17 @@ def knowledge(ds: ski_data.Dataset, kb: str | None = None) -> rules.Knowledge:
     return _CACHE[key]
 
 
+def _point(params: dict) -> dict:
+    """``point: [degradation, level]`` (one axis of a per-level grid) → both parameters."""
+    if params.get("point") is not None:
+        deg, level = params["point"]
+        params = {**params, "degradation": str(deg), "level": float(level)}
+    if "degradation" not in params:
+        raise NesyError("the cell needs degradation (or point: [degradation, level])",
+                        field="degradation")
+    return params
+
+
 def cell_levels(params: dict) -> list[float]:
     deg = params["degradation"]
     degrade.check(deg)
@@ -99,6 +110,7 @@ def make_predictor(params: dict, ds: ski_data.Dataset):
 
 def run(params: dict, seed: int, *, one_at_a_time: bool = False, progress=None) -> dict:
     """Train and evaluate a cell; returns levels, acc [L, R], psi [L, R], seconds."""
+    params = _point(params)
     ds = dataset(params["dataset"], params.get("data_path"))
     deg = params["degradation"]
     levels = cell_levels(params)
@@ -127,6 +139,7 @@ def run(params: dict, seed: int, *, one_at_a_time: bool = False, progress=None) 
 
 def ski_cell(params: dict, seed: int, ctx) -> dict:
     """Run function of the sweep runner (see the module docstring)."""
+    params = _point(params)
     out = run(params, seed)
     full = degrade.LEVELS[params["degradation"]]
     for li, level in enumerate(out["levels"]):
@@ -145,6 +158,6 @@ ski_cell.params_schema = {
     "dataset": str, "degradation": str, "injector": str, "level": (int, float),
     "levels": list, "level_stride": int, "reps": int, "epochs": int, "batch_size": int,
     "lr": (int, float), "split_seed": int, "hidden": list, "kb": str, "data_path": str,
-    "options": dict,
+    "options": dict, "point": list,
 }
-ski_cell.params_required = ("dataset", "degradation", "injector")
+ski_cell.params_required = ("dataset", "injector")
