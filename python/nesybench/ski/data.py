@@ -159,6 +159,8 @@ class _FrameUnpickler(pickle.Unpickler):
                 def __init__(self, *args, **kw):
                     pass
             return Stub
+        if module.startswith("numpy.core"):                 # pickled by numpy 1.x
+            module = "numpy._core" + module[len("numpy.core"):]
         if module.split(".")[0] not in ("numpy", "builtins", "copyreg", "_codecs"):
             raise pickle.UnpicklingError(f"unexpected class {module}.{name} in the data file")
         return super().find_class(module, name)
