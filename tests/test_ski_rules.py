@@ -8,6 +8,10 @@ from nesybench.errors import NesyError
 from nesybench.logic import prolog
 from nesybench.ski import cells, injectors, rules
 
+import torch as _torch  # noqa: E402
+
+_torch.set_num_threads(1)   # tiny tensors: threads only add overhead on a shared machine
+
 RULE = """
 class(X, pos) :- hot(X, a), \\+ hot(X, b).
 class(X, neg) :- \\+ class(X, pos).
