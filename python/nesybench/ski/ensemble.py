@@ -69,10 +69,26 @@ def dense(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _gather(t: torch.Tensor, members: torch.Tensor | None, idx: torch.Tensor) -> torch.Tensor:
+    """Rows ``idx [A, B]`` of each member's matrix ``t [S, N, ...]`` (S = 1: shared)."""
+    A, B = idx.shape
     if t.shape[0] == 1:
-        return t[0][idx]
-    sel = members if members is not None else torch.arange(t.shape[0])
-    return t[sel.unsqueeze(1), idx]
+        out = torch.index_select(t[0], 0, idx.reshape(-1))
+    else:
+        sel = members if members is not None else torch.arange(t.shape[0])
+        flat = (sel.unsqueeze(1) * t.shape[1] + idx).reshape(-1)
+        out = torch.index_select(t.reshape(-1, *t.shape[2:]), 0, flat)
+    return out.view(A, B, *t.shape[2:])
+
+
+def _unflatten(flat: torch.Tensor, shapes) -> list[torch.Tensor]:
+    out, off = [], 0
+    for shape in shapes:
+        n = 1
+        for d in shape:
+            n *= d
+        out.append(flat[:, off:off + n].view(flat.shape[0], *shape))
+        off += n
+    return out
 
 
 def train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
@@ -91,11 +107,13 @@ def train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
     nb_max = int(nb.max()) if E else 0
     aux = model.aux(data.X) if hasattr(model, "aux") else None
     b1, b2 = cfg.betas
-    m = [torch.zeros_like(p) for p in params]
-    v = [torch.zeros_like(p) for p in params]
-    t = torch.zeros(E)
-    for p in params:
-        p.requires_grad_(True)
+    # all parameters of a member live in one row of a flat [E, P] leaf: one gradient and
+    # a handful of Adam operations per step, whatever the number of layers
+    shapes = [tuple(p.shape[1:]) for p in params]
+    flat = torch.cat([p.detach().reshape(E, -1) for p in params], dim=1).requires_grad_(True)
+    m = torch.zeros_like(flat)
+    v = torch.zeros_like(flat)
+    t = torch.zeros(E, 1)
     # members that are still in their epoch at batch b: precomputed per distinct set
     active_at = []
     for b in range(nb_max):
@@ -116,31 +134,34 @@ def train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
             mb = mask[:, b] if ai is None else mask[ai, b]
             xs = _gather(data.X, ai, ib)
             ys = _gather(data.y, ai, ib)
-            sub = params if ai is None else [p[ai] for p in params]
+            sub = _unflatten(flat if ai is None else flat[ai], shapes)
             logits = model.forward(sub, xs)
             ce = F.cross_entropy(logits.flatten(0, 1), ys.flatten(), reduction="none")
             per = ce.view_as(mb)
             if aux is not None:
                 per = per + model.penalty(logits, _gather(aux, ai, ib))
             loss = ((per * mb).sum(1) / mb.sum(1)).sum()
-            grads = torch.autograd.grad(loss, params)
+            (g,) = torch.autograd.grad(loss, flat)
             with torch.no_grad():
-                a = torch.ones(E) if ai is None else torch.zeros(E).index_fill_(0, ai, 1.0)
-                t += a
-                bc1 = 1.0 - b1 ** t.clamp(min=1.0)
-                bc2 = 1.0 - b2 ** t.clamp(min=1.0)
-                for p, g, mm, vv in zip(params, grads, m, v):
-                    shape = (E,) + (1,) * (p.dim() - 1)
-                    af = a.view(shape)
-                    mm.mul_(1.0 - af * (1.0 - b1)).add_(af * (1.0 - b1) * g)
-                    vv.mul_(1.0 - af * (1.0 - b2)).add_(af * (1.0 - b2) * g * g)
-                    step = cfg.lr * (mm / bc1.view(shape)) / (
-                        (vv / bc2.view(shape)).sqrt() + cfg.eps)
-                    p.sub_(af * step)
+                if ai is None:
+                    t += 1.0
+                    m.mul_(b1).add_(g, alpha=1.0 - b1)
+                    v.mul_(b2).addcmul_(g, g, value=1.0 - b2)
+                    step = (m / (1.0 - b1 ** t)) / ((v / (1.0 - b2 ** t)).sqrt_().add_(cfg.eps))
+                    flat.sub_(step, alpha=cfg.lr)
+                else:
+                    a = torch.zeros(E, 1).index_fill_(0, ai, 1.0)
+                    t += a
+                    m.mul_(1.0 - a * (1.0 - b1)).add_(a * (1.0 - b1) * g)
+                    v.mul_(1.0 - a * (1.0 - b2)).add_(a * (1.0 - b2) * g * g)
+                    tc = t.clamp(min=1.0)
+                    step = (m / (1.0 - b1 ** tc)) / ((v / (1.0 - b2 ** tc)).sqrt_().add_(cfg.eps))
+                    flat.sub_(a * step * cfg.lr)
         if progress is not None:
             progress(1)
-    for p in params:
-        p.requires_grad_(False)
+    out = [p.clone() for p in _unflatten(flat.detach(), shapes)]
+    for p, new in zip(params, out):
+        p.data = new
     return params
 
 
