@@ -295,12 +295,14 @@ def _census(path: Path | None) -> Dataset:
     features.append("sex_male")
     cols.append(np.array([1.0 if r["sex"].lower() == "male" else 0.0 for r in records]))
     for name in CENSUS_NOMINAL:
-        values = sorted({_slug(r[name].replace("?", "unknown")) for r in records})
+        slugs = {}
+        codes = np.array([slugs.setdefault(r[name], _slug(r[name].replace("?", "unknown")))
+                          for r in records])
+        values = sorted(set(slugs.values()))
         start = len(cols)
         for v in values:
             features.append(f"{name}_{v}")
-            cols.append(np.array([1.0 if _slug(r[name].replace("?", "unknown")) == v else 0.0
-                                  for r in records]))
+            cols.append((codes == v).astype(np.float64))
         kinds.append((name, "categorical", list(range(start, len(cols)))))
     X = np.stack(cols, axis=1).astype(np.float32)
     classes = ["le50k", "gt50k"]
