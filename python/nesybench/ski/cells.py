@@ -27,6 +27,8 @@ from . import degrade, injectors, magnitude, rules
 from .ensemble import Members
 
 _CACHE: dict = {}
+#: largest total size of the per-member noisy training matrices of one cell
+MAX_NOISE_BYTES = 2 * 2**30
 
 
 def dataset(name: str, path: str | None = None) -> ski_data.Dataset:
@@ -118,6 +120,12 @@ def run(params: dict, seed: int, *, one_at_a_time: bool = False, progress=None) 
     split_seed = int(params.get("split_seed", 0))
     pred = make_predictor(params, ds)
     train, test = ski_data.stratified_split(ds.y, split_seed)
+    if deg == "noise":      # one noisy copy of the training matrix per member
+        need = len(levels) * reps * len(train) * ds.X.shape[1] * 4
+        if need > MAX_NOISE_BYTES:
+            raise NesyError(f"{len(levels)} noise levels × {reps} repetitions of {ds.name} "
+                            f"need {need / 2**30:.1f} GiB of noisy copies; run one cell per "
+                            "level (no --group-levels) or fewer repetitions", field="levels")
     members, psi = build_members(ds, train, deg, levels, reps, split_seed)
     seeds = [derive_seed(seed, "member", f"{lv:.4f}", r) for lv in levels for r in range(reps)]
     Xte = torch.from_numpy(ds.X[test])
