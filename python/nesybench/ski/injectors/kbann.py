@@ -69,8 +69,12 @@ class KBANN(Predictor):
                "mofn": "towell", "delta": 1.0}
 
     def _graph(self):
-        return unit_graph(self.knowledge, omega=float(self.opts["omega"]),
-                          delta=float(self.opts["delta"]), mofn=self.opts["mofn"])
+        key = (float(self.opts["omega"]), float(self.opts["delta"]), self.opts["mofn"])
+        if getattr(self, "_graph_key", None) != key:        # built once per configuration
+            self._graph_cache = unit_graph(self.knowledge, omega=key[0], delta=key[1],
+                                           mofn=key[2])
+            self._graph_key = key
+        return self._graph_cache
 
     def init_member(self, gen):
         graph = self._graph()

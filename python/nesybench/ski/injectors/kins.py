@@ -22,8 +22,12 @@ class KINS(MLPMixin, Predictor):
     OPTIONS = {"omega": 6.0, "layer": None, "mofn": "towell", "delta": 1.0}
 
     def _setup(self):
-        graph = unit_graph(self.knowledge, omega=float(self.opts["omega"]),
-                           delta=float(self.opts["delta"]), mofn=self.opts["mofn"])
+        key = (float(self.opts["omega"]), float(self.opts["delta"]), self.opts["mofn"])
+        if getattr(self, "_graph_key", None) != key:        # built once per configuration
+            self._graph_cache = unit_graph(self.knowledge, omega=key[0], delta=key[1],
+                                           mofn=key[2])
+            self._graph_key = key
+        graph = self._graph_cache
         layer = self.opts["layer"]
         layer = len(self.hidden) if layer is None else int(layer)
         return graph, layer
