@@ -23,6 +23,7 @@ CAPABILITIES = {
     "runs": "nesybench.runs.cli",
     "nesy": "nesybench.nesy.cli",
     "irt": "nesybench.irt.cli",
+    "ski": "nesybench.ski.cli",
 }
 
 
@@ -61,6 +62,7 @@ def cli():
     runs   sweeps and results (start, resume, status, table, plot, export)
     nesy   neuro-symbolic learning: DPL, fuzzy, CBM, NN on the RS tasks (train, eval, sweep)
     irt    IRT robustness of classifier families (population, fit, robustness, taxonomy, study)
+    ski    knowledge-injection robustness: KBANN/KINS/KILL under degradation (run, table, plot)
     """
 
 

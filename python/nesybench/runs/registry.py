@@ -21,6 +21,7 @@ CELLS: dict[str, str] = {
     "kandy.aleph": "nesybench.kandy.learn.cells:aleph_cell",
     "irt.population": "nesybench.irt.cells:population_cell",
     "irt.robustness": "nesybench.irt.cells:robustness_cell",
+    "ski.cell": "nesybench.ski.cells:ski_cell",
 }
 
 

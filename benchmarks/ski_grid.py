@@ -1,0 +1,117 @@
+"""Time of the SKI-robustness paper grid, and batched ensembles vs one model at a time.
+
+The full grid is 3 data sets × (20 drop + 11 noise + 12 flip levels) × 4 predictors ×
+30 repetitions × 100 epochs. Running it needs hours of CPU, so by default this script
+measures every (data set, predictor) pair for ``--measure-epochs`` epochs with ``--reps``
+members on the full training split, and extrapolates: time per epoch of a cell is
+proportional to the number of optimiser steps, i.e. to the fraction of the training set a
+level keeps (1 − p for drop, 1 otherwise); the grid's cells are shared by ``--workers``
+processes. ``--full`` runs the grid for real (through ``nesybench ski run``'s cell function,
+one process) and prints its measured time instead.
+
+``--compare`` trains the same cells batched (one ensemble of REPS members) and one model at
+a time (REPS separate trainings, same code, same seeds, same numbers) and prints the ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+import torch  # noqa: E402
+
+from nesybench.ski import cells, degrade  # noqa: E402
+
+PREDICTORS = ["uneducated", "kins", "kill", "kbann"]
+
+
+def level_work(deg: str, stride: int = 1) -> float:
+    """Σ over the levels of the fraction of the training set each keeps."""
+    return sum((1.0 - lv) if deg == "drop" else 1.0 for lv in degrade.LEVELS[deg][::stride])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", default="bcw,splice,census")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--epochs", type=int, default=100, help="epochs of the grid (paper: 100)")
+    ap.add_argument("--measure-epochs", type=int, default=2,
+                    help="extra epochs timed on top of a 1-epoch run")
+    ap.add_argument("--workers", type=int, default=2, help="processes sharing the grid")
+    ap.add_argument("--compare", action="store_true",
+                    help="batched vs one-at-a-time on bcw and splice cells")
+    ap.add_argument("--compare-epochs", type=int, default=2)
+    ap.add_argument("--full", action="store_true", help="run the whole grid (hours)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    datasets = args.datasets.split(",")
+    load = os.getloadavg()[0]
+    out = {"reps": args.reps, "epochs": args.epochs, "workers": args.workers,
+           "load_average_at_start": load, "cells": [], "compare": []}
+    total = 0.0
+    for ds in datasets:
+        cells.dataset(ds)
+        for pred in PREDICTORS:
+            params = {"dataset": ds, "degradation": "flip", "injector": pred,
+                      "reps": args.reps, "epochs": args.measure_epochs, "level": 0.0}
+            if args.full:
+                secs = 0.0
+                for deg in degrade.DEGRADATIONS:
+                    for lv in degrade.LEVELS[deg]:
+                        secs += cells.run({**params, "degradation": deg, "level": lv,
+                                           "epochs": args.epochs}, 0)["seconds"]
+                grid = secs
+            else:
+                # time per epoch from two runs (1 and 1 + k epochs): the difference
+                # removes the per-cell set-up (initialisation, evaluation)
+                t1 = cells.run({**params, "epochs": 1}, 0)["seconds"]
+                t2 = cells.run({**params, "epochs": 1 + args.measure_epochs}, 0)["seconds"]
+                per_epoch = max(t2 - t1, 1e-9) / args.measure_epochs
+                setup = max(t1 - per_epoch, 0.0)
+                work = sum(level_work(d) for d in degrade.DEGRADATIONS)
+                n_cells = sum(len(degrade.LEVELS[d]) for d in degrade.DEGRADATIONS)
+                grid = per_epoch * args.epochs * work + setup * n_cells
+            total += grid
+            row = {"dataset": ds, "predictor": pred, "grid_seconds": grid,
+                   "measured": bool(args.full)}
+            if not args.full:
+                row["seconds_per_epoch"] = per_epoch
+                row["setup_seconds_per_cell"] = setup
+            out["cells"].append(row)
+            print(f"{ds:7} {pred:10} " + (f"{per_epoch:8.3f} s/epoch ({args.reps} members, "
+                                          f"set-up {setup:.2f} s/cell), "
+                                         if not args.full else "") +
+                  f"grid share {grid / 60:8.1f} min (1 process)", flush=True)
+    out["grid_seconds_one_process"] = total
+    out["grid_seconds_wall"] = total / max(args.workers, 1)
+    kind = "measured" if args.full else "extrapolated from the measured epochs"
+    print(f"full paper grid ({kind}): {total / 3600:.2f} CPU-hours, "
+          f"{total / max(args.workers, 1) / 3600:.2f} h wall on {args.workers} workers "
+          f"(load average at start {load:.1f})")
+    if args.compare:
+        for ds in ("bcw", "splice"):
+            for pred in PREDICTORS:
+                params = {"dataset": ds, "degradation": "drop", "injector": pred,
+                          "reps": args.reps, "epochs": args.compare_epochs, "level": 0.3}
+                a = cells.run(params, 0)
+                b = cells.run(params, 0, one_at_a_time=True)
+                same = float(abs(a["acc"] - b["acc"]).max())
+                ratio = b["seconds"] / a["seconds"]
+                out["compare"].append({"dataset": ds, "predictor": pred,
+                                       "batched_s": a["seconds"], "one_at_a_time_s": b["seconds"],
+                                       "speedup": ratio, "max_acc_difference": same})
+                print(f"compare {ds:7} {pred:10} batched {a['seconds']:7.2f} s, one at a time "
+                      f"{b['seconds']:7.2f} s: x{ratio:5.1f} (max |Δacc| {same:.4f})", flush=True)
+    if args.json:
+        print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""``nesybench ski``: knowledge-injection robustness — run the paper's grid, Table 1, Figure 1."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import NesyError
+from ..io import dumps
+
+CTX = {"help_option_names": ["-h", "--help"]}
+
+
+def _fail(exc: NesyError):
+    click.echo(f"nesybench: error: {exc}", err=True)
+    sys.exit(2)
+
+
+def _split(values, known, what):
+    out = []
+    for v in values:
+        out += [x.strip() for x in v.split(",") if x.strip()]
+    for x in out:
+        if x not in known:
+            raise NesyError(f"unknown {what} {x!r} (known: {', '.join(known)})", field=what)
+    return out or list(known)
+
+
+@click.group(context_settings=CTX)
+def group():
+    """Knowledge-injection robustness (KBANN, KINS, KILL vs an MLP under data degradation)."""
+
+
+@group.command(context_settings=CTX)
+@click.option("--datasets", multiple=True, help="bcw, splice, census (comma-separated; default all)")
+@click.option("--injectors", multiple=True,
+              help="uneducated, kins, kill, kbann (default all; R needs uneducated)")
+@click.option("--degradations", multiple=True, help="drop, noise, flip (default all)")
+@click.option("--reps", default=30, show_default=True, type=click.IntRange(1),
+              help="repetitions per cell (trained as one batched ensemble)")
+@click.option("--epochs", default=100, show_default=True, type=click.IntRange(1))
+@click.option("--level-stride", default=1, show_default=True, type=click.IntRange(1),
+              help="use every k-th level of each degradation (level 0 always)")
+@click.option("--group-levels/--cell-per-level", default=False, show_default=True,
+              help="one cell per (data set, degradation, predictor) training all its levels "
+                   "as one ensemble, or one cell per level")
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="study folder")
+@click.option("--executor", type=click.Choice(["local", "ray", "inline"]), default="local",
+              show_default=True)
+@click.option("--workers", type=int, default=None, help="worker processes (default: cores)")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--data-path", "data_paths", multiple=True, metavar="DATASET=PATH",
+              help="read a data set from UCI file(s) instead of the cache")
+@click.option("--kb", "kbs", multiple=True, metavar="DATASET=FILE", help="another rule file")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+def run(datasets, injectors, degradations, reps, epochs, level_stride, group_levels, out,
+        executor, workers, seed, data_paths, kbs, as_json):
+    """Run the grid (data sets × degradations × predictors × levels, REPS each) into OUT."""
+    from ..runs import GridSpec, run_grid  # noqa: PLC0415
+    from . import cells, degrade  # noqa: PLC0415
+    from .data import DATASETS  # noqa: PLC0415
+    from .injectors import INJECTORS  # noqa: PLC0415
+    try:
+        dss = _split(datasets, DATASETS, "dataset")
+        injs = _split(injectors, list(INJECTORS), "injector")
+        degs = _split(degradations, list(degrade.DEGRADATIONS), "degradation")
+        paths = _pairs(data_paths, dss, "--data-path")
+        kb_files = _pairs(kbs, dss, "--kb")
+        # everything that can be wrong with data or rules fails here, before the study
+        for ds in dss:
+            d = cells.dataset(ds, paths.get(ds))
+            if any(i != "uneducated" for i in injs):
+                cells.knowledge(d, kb_files.get(ds))
+        summaries = []
+        for ds in dss:
+            params = {"dataset": ds, "reps": reps, "epochs": epochs}
+            if ds in paths:
+                params["data_path"] = paths[ds]
+            if ds in kb_files:
+                params["kb"] = kb_files[ds]
+            if group_levels:
+                params["level_stride"] = level_stride
+                axes = {"degradation": degs, "injector": injs}
+            else:
+                points = [[g, lv] for g in degs for lv in degrade.LEVELS[g][::level_stride]]
+                axes = {"point": points, "injector": injs}
+            spec = GridSpec(study="ski", function="ski.cell", params=params, axes=axes,
+                            repetitions=1, seed=seed,
+                            description=f"SKI robustness on {ds}")
+            res = run_grid(spec, f"{out}/{ds}", executor=executor, workers=workers)
+            summaries.append({"dataset": ds, "study": f"{out}/{ds}",
+                              **{k: v for k, v in vars(res.summary).items()
+                                 if isinstance(v, (int, float, str))}})
+    except NesyError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(dumps({"studies": summaries}))
+    else:
+        for s in summaries:
+            click.echo(f"{s['study']}: " + ", ".join(f"{k} {v}" for k, v in s.items()
+                                                   if k not in ("study", "dataset")))
+        click.echo(f"next: nesybench ski table {out}; nesybench ski plot {out}")
+
+
+def _pairs(items, dss, opt):
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or k not in dss:
+            raise NesyError(f"{opt} expects DATASET=PATH with DATASET in {', '.join(dss)}, "
+                            f"not {it!r}", field=opt)
+        out[k] = v
+    return out
+
+
+def _studies(study):
+    from pathlib import Path  # noqa: PLC0415
+
+    p = Path(study)
+    if (p / "study.sqlite").exists() or (p / "spec.yaml").exists():
+        return [p]
+    subs = sorted(q for q in p.iterdir() if q.is_dir()) if p.is_dir() else []
+    subs = [q for q in subs if (q / "spec.yaml").exists()]
+    if not subs:
+        raise NesyError("not a ski study folder (run `nesybench ski run --out ...`)",
+                        file=str(study))
+    return subs
+
+
+@group.command(context_settings=CTX)
+@click.argument("study", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
+def table(study, as_json):
+    """Table 1: robustness gain R = ρ(educated)/ρ(uneducated) with Mann–Whitney p-values."""
+    from .report import table1  # noqa: PLC0415
+    try:
+        rows = [r for s in _studies(study) for r in table1(s)]
+    except NesyError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(dumps({"rows": rows}))
+        return
+    click.echo("R = rho(educated)/rho(uneducated); p = Mann-Whitney U vs uneducated; "
+               "[paper's R]")
+    head = f"{'dataset':8} {'degradation':11} {'injector':8} {'R':>8} {'p':>9} {'paper':>8}" \
+           f" {'rho':>10} {'rho_unedu':>10} {'acc':>6} {'acc_un':>6} levels reps"
+    click.echo(head)
+    for r in rows:
+        paper = "" if r.get("paper_R") is None else f"{r['paper_R']:.4f}"
+        click.echo(f"{r['dataset']:8} {r['degradation']:11} {r['injector']:8} "
+                   f"{r.get('R', float('nan')):8.4f} {r.get('p', float('nan')):9.2e} {paper:>8}"
+                   f" {r['rho']:10.4g} {r.get('rho_uneducated', float('nan')):10.4g} "
+                   f"{r.get('acc_mean', float('nan')):6.3f} "
+                   f"{r.get('acc_mean_uneducated', float('nan')):6.3f} "
+                   f"{r['levels']:6d} {r['reps']:4d}")
+
+
+@group.command(context_settings=CTX)
+@click.argument("study", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
+              help="image file (default STUDY/figure1.png)")
+def plot(study, out):
+    """Figure 1: accuracy vs degradation level (mean ± 95% CI), one panel per data set ×
+    degradation."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from .plots import figure1  # noqa: PLC0415
+    try:
+        subs = _studies(study)
+        outs = []
+        for s in subs:
+            target = Path(out) if (out and len(subs) == 1) else \
+                (Path(out).with_name(f"{Path(out).stem}-{s.name}{Path(out).suffix}") if out
+                 else s / "figure1.png")
+            outs.append(figure1(s, target))
+    except NesyError as exc:
+        _fail(exc)
+    for o in outs:
+        click.echo(f"wrote {o}")

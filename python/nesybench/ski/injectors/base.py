@@ -1,0 +1,101 @@
+"""The common interface of predictors: ``configure``, ``fit``, ``predict`` on ensembles.
+
+A predictor describes one network architecture; :meth:`Predictor.fit` trains ``E``
+independent members of it at once (one per seed) with :func:`nesybench.ski.ensemble.train`.
+A new injector is one more subclass (``init_params`` and ``forward``; optionally ``aux`` and
+``penalty`` for loss-based injection) registered in :data:`nesybench.ski.injectors.INJECTORS`.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...errors import NesyError
+from ...io import derive_seed
+from .. import ensemble
+from ..ensemble import Members, TrainConfig, dense, glorot
+
+
+class Predictor:
+    """An ensemble of networks for a ``n_features`` → ``n_classes`` task.
+
+    Options (``configure``): ``hidden`` (list of ReLU layer widths), ``epochs``,
+    ``batch_size``, ``lr``, and each subclass's own (``OPTIONS``).
+    """
+
+    name = "predictor"
+    OPTIONS: dict = {}
+
+    def __init__(self, n_features: int, n_classes: int, hidden=(16, 8), knowledge=None,
+                 **options):
+        self.n_features, self.n_classes = n_features, n_classes
+        self.hidden = list(hidden)
+        self.knowledge = knowledge
+        self.train_cfg = TrainConfig()
+        self.params: list[torch.Tensor] | None = None
+        self.opts = dict(self.OPTIONS)
+        self.configure(**options)
+
+    def configure(self, **options) -> "Predictor":
+        for key, value in options.items():
+            if key == "hidden":
+                self.hidden = list(value)
+            elif key in ("epochs", "batch_size", "lr"):
+                setattr(self.train_cfg, key, type(getattr(self.train_cfg, key))(value))
+            elif key in self.opts:
+                self.opts[key] = value
+            else:
+                raise NesyError(f"{self.name}: unknown option {key!r} (known: hidden, epochs, "
+                                f"batch_size, lr{''.join(', ' + k for k in self.opts)})",
+                                field=key)
+        return self
+
+    # -- to be provided by subclasses -------------------------------------------------
+    def init_member(self, gen: torch.Generator) -> list[torch.Tensor]:
+        raise NotImplementedError
+
+    def forward(self, params, x):
+        raise NotImplementedError
+
+    # -- ensemble ---------------------------------------------------------------------
+    def init_params(self, seeds: list[int]) -> list[torch.Tensor]:
+        """Stacked initial parameters, member ``e`` drawn from its own ``seeds[e]``."""
+        per = [self.init_member(torch.Generator().manual_seed(int(s) % (2**63)))
+               for s in seeds]
+        return [torch.stack(ts) for ts in zip(*per)]
+
+    def fit(self, data: Members, seeds: list[int], progress=None) -> "Predictor":
+        """Train one member per seed on ``data`` (one member each) as a batched ensemble."""
+        if len(seeds) != data.size:
+            raise NesyError(f"{len(seeds)} seeds for {data.size} members")
+        self.params = self.init_params(seeds)
+        ensemble.train(self, self.params, data, self.train_cfg,
+                       [derive_seed("order", s) for s in seeds], progress=progress)
+        return self
+
+    def predict(self, X: torch.Tensor) -> torch.Tensor:
+        """Predicted class of every member on ``X [N, D]``: long [E, N]."""
+        if self.params is None:
+            raise NesyError(f"{self.name}: predict before fit")
+        return ensemble.predict(self, self.params, X)
+
+    def accuracy(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (self.predict(X) == y.unsqueeze(0)).float().mean(1)
+
+
+class MLPMixin:
+    """ReLU hidden layers and a linear output (softmax is in the loss)."""
+
+    def mlp_init(self, gen, sizes):
+        out = []
+        for i, o in zip(sizes[:-1], sizes[1:]):
+            out += [glorot(gen, i, o), torch.zeros(o)]
+        return out
+
+    @staticmethod
+    def mlp_forward(params, h, relu_last=False):
+        n = len(params) // 2
+        for i in range(n):
+            h = dense(h, params[2 * i], params[2 * i + 1])
+            if i < n - 1 or relu_last:
+                h = torch.relu(h)
+        return h

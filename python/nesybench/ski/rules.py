@@ -1,0 +1,278 @@
+"""Prolog rules → knowledge trees → fuzzy truths and threshold-unit graphs.
+
+:func:`load_knowledge` loads a rule file sandboxed (``nesybench.logic.prolog.load_rules_file``
+with the vocabulary module ``ski_vocab`` of ``prolog/ski/vocab.pl``) and asks
+``prolog/ski/compile.pl`` for one tree per clause (and/or/not/cmp/var/mofn/ref/true, see
+that file). Python only evaluates the trees:
+
+* :meth:`Knowledge.truths` — fuzzy truth of every class rule on inputs ``X [..., D]``:
+  and = min, or = max, not = 1 − t, m-of-n = clamp(Σt − m + 1, 0, 1), and comparisons as
+  ramps of width δ (``gt``: clamp((x − c)/δ, 0, 1), ``ge``: clamp((x − c)/δ + 1, 0, 1),
+  ``lt``/``le`` mirrored). δ = 1 by default: every feature of the three data sets is
+  integer-valued, where these ramps are exactly the crisp comparisons, and they are
+  continuous in between (noisy values). ``>`` rises with x and ``<`` falls with it (the
+  PSyKI fuzzifier treats ``>`` like ``<``).
+* :func:`unit_graph` — Towell's KBANN translation into sigmoid threshold units (used by
+  KBANN and by KINS's modules).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import KB_DIR
+from ..errors import NesyError
+from ..logic import prolog
+
+#: default rule file of each data set
+KB_FILES = {"bcw": KB_DIR / "ski" / "bcw.pl", "splice": KB_DIR / "ski" / "splice.pl",
+            "census": KB_DIR / "ski" / "census.pl"}
+
+
+@dataclass
+class Knowledge:
+    """Compiled rules: ``concepts[name]`` is the list of clause trees of that concept, in
+    ``order`` (every concept after the ones it refers to). Class concepts are ``class:L``."""
+
+    source: str
+    features: list[str]
+    classes: list[str]
+    concepts: dict[str, list[dict]]
+    order: list[str] = field(default_factory=list)
+
+    def class_concept(self, k: int) -> str | None:
+        name = f"class:{self.classes[k]}"
+        return name if name in self.concepts else None
+
+    def truths(self, X, delta: float = 1.0):
+        """Fuzzy truth of each class's rules, a tensor ``[..., K]`` (0 where a class has
+        no rule). ``X``: float tensor ``[..., D]`` in the data set's feature order."""
+        import torch  # noqa: PLC0415
+
+        col = {f: j for j, f in enumerate(self.features)}
+        memo: dict[str, object] = {}
+
+        def ev(t):
+            op = t["op"]
+            if op == "true":
+                return torch.ones_like(X[..., 0])
+            if op == "var":
+                return X[..., col[t["feature"]]].clamp(0.0, 1.0)
+            if op == "cmp":
+                x, c, rel = X[..., col[t["feature"]]], float(t["value"]), t["rel"]
+                if rel == ">":
+                    v = (x - c) / delta
+                elif rel == ">=":
+                    v = (x - c) / delta + 1.0
+                elif rel == "<":
+                    v = (c - x) / delta
+                else:
+                    v = (c - x) / delta + 1.0
+                return v.clamp(0.0, 1.0)
+            if op == "not":
+                return 1.0 - ev(t["args"][0])
+            if op == "ref":
+                return concept(t["concept"])
+            vals = torch.stack([ev(a) for a in t["args"]], dim=-1)
+            if op == "and":
+                return vals.amin(-1)
+            if op == "or":
+                return vals.amax(-1)
+            if op == "mofn":
+                return (vals.sum(-1) - t["m"] + 1.0).clamp(0.0, 1.0)
+            raise NesyError(f"unknown node {op!r} in compiled rules")
+
+        def concept(name):
+            if name not in memo:
+                memo[name] = torch.stack([ev(c) for c in self.concepts[name]], -1).amax(-1)
+            return memo[name]
+
+        out = []
+        for k in range(len(self.classes)):
+            name = self.class_concept(k)
+            out.append(concept(name) if name else torch.zeros_like(X[..., 0]))
+        return torch.stack(out, dim=-1)
+
+
+def load_knowledge(path: str | Path, features: list[str], classes: list[str]) -> Knowledge:
+    """Load, sandbox-check and compile the rule file ``path`` against a data set's features
+    and classes. Raises :class:`NesyError` (syntax error with its line, unsafe call, unknown
+    feature or class, recursive concepts)."""
+    path = Path(path)
+    if not path.is_file():
+        raise NesyError("rule file not found", file=str(path))
+    prolog.use("prolog/ski/vocab.pl")
+    prolog.use("prolog/ski/compile.pl")
+    text = path.read_text(encoding="utf-8")
+    module = "ski_kb_" + hashlib.sha256(
+        (str(path.resolve()) + text).encode()).hexdigest()[:12]
+    prolog.load_rules_file(module, path, ["ski_vocab"])
+    try:
+        res = prolog.once("ski_compile:compile_rules(M, F, C, Kind, Msg, Concepts)",
+                          M=module, F=list(features), C=list(classes))
+    finally:
+        prolog.once("safe_load:unload_rules(M)", M=module)
+    if res is None:
+        raise NesyError("could not compile the rules", file=str(path))
+    if res["Kind"] != "ok":
+        raise NesyError(str(res["Msg"]), file=str(path))
+    concepts = {c["name"]: list(c["clauses"]) for c in res["Concepts"]}
+    if not any(n.startswith("class:") for n in concepts):
+        raise NesyError("the rules conclude no class(X, Label)", file=str(path))
+    return Knowledge(str(path), list(features), list(classes), concepts,
+                     _topo_order(concepts, str(path)))
+
+
+def _refs(tree) -> set[str]:
+    if tree["op"] == "ref":
+        return {tree["concept"]}
+    out = set()
+    for a in tree.get("args", []):
+        out |= _refs(a)
+    return out
+
+
+def _topo_order(concepts, source) -> list[str]:
+    order, state = [], {}
+
+    def visit(n, stack):
+        if state.get(n) == 2:
+            return
+        if state.get(n) == 1:
+            raise NesyError("recursive concepts cannot become a network: "
+                            + " -> ".join(stack + [n]), file=source)
+        if n not in concepts:
+            raise NesyError(f"concept {n} is used but no rule defines it", file=source)
+        state[n] = 1
+        for c in concepts[n]:
+            for r in sorted(_refs(c)):
+                visit(r, stack + [n])
+        state[n] = 2
+        order.append(n)
+
+    for n in sorted(concepts):
+        visit(n, [])
+    return order
+
+
+# -- Towell's translation ------------------------------------------------------------------
+
+@dataclass
+class Unit:
+    """A sigmoid unit σ(Σ w·input + bias); inputs are ``("x", column)`` or ``("u", unit)``."""
+
+    inputs: list[tuple[tuple[str, int], float]]
+    bias: float
+    depth: int
+
+
+@dataclass
+class UnitGraph:
+    units: list[Unit]
+    class_units: dict[int, int]            # class index -> unit index
+    n_features: int
+
+    @property
+    def depth(self) -> int:
+        return max((u.depth for u in self.units), default=0)
+
+
+def unit_graph(kn: Knowledge, omega: float = 6.0, delta: float = 1.0,
+               mofn: str = "towell") -> UnitGraph:
+    """KBANN's rules-to-network translation (Towell & Shavlik).
+
+    A conjunction of P positive and N negated antecedents: weights +ω / −ω, bias
+    −(P − ½)ω. A disjunction (several clauses, or ``;``): weight ω per antecedent, bias
+    −ω/2. m-of-n: weight ω per antecedent, bias −(m − ½)ω (Towell); ``mofn="psyki"`` uses
+    PSyKI's −(m − ½·ω) instead, which is not a threshold at m for ω ≠ 1. A negated
+    antecedent in a disjunction or m-of-n counts as its complement (weight −ω, bias +ω).
+    Comparisons are one-input units σ(±ω(x − θ)/δ) with θ = c ± δ/2 (crisp on integer
+    data). A Boolean feature is an input, not a unit. Identical sub-formulas share a unit.
+
+    ω = 6 by default rather than Towell's 4: with ω = 4 a unit fed by other units (≈0.88
+    for true) can miss its threshold (6 of 10 pyrimidine units give 6·0.88·4 < 5.5·4), so
+    the initial network would not compute the splice theory.
+    """
+    col = {f: j for j, f in enumerate(kn.features)}
+    units: list[Unit] = []
+    memo: dict[str, tuple] = {}
+    concept_src: dict[str, tuple] = {}
+
+    def add(inputs, bias):
+        depth = 1 + max((units[s[1]].depth if s[0] == "u" else 0) for s, _ in inputs) \
+            if inputs else 1
+        units.append(Unit(inputs, bias, depth))
+        return ("u", len(units) - 1)
+
+    def literal(t):
+        """(source, positive?) of a node: inputs and units, negation folded in."""
+        if t["op"] == "not":
+            src, pos = literal(t["args"][0])
+            return src, not pos
+        return node(t), True
+
+    def threshold_unit(args, theta):
+        lits = [literal(a) for a in args]
+        inputs = [(s, omega if pos else -omega) for s, pos in lits]
+        n_neg = sum(1 for _, pos in lits if not pos)
+        return add(inputs, omega * n_neg - theta * omega)
+
+    def node(t):
+        if t["op"] == "__src__":                # an already built clause unit
+            return t["src"]
+        key = json.dumps(t, sort_keys=True)
+        if key in memo:
+            return memo[key]
+        op = t["op"]
+        if op == "var":
+            src = ("x", col[t["feature"]])
+        elif op == "ref":
+            src = concept(t["concept"])
+        elif op == "cmp":
+            c, rel = float(t["value"]), t["rel"]
+            sign = 1.0 if rel in (">", ">=") else -1.0
+            theta = c + delta / 2 if rel in (">", "=<") else c - delta / 2
+            w = sign * omega / delta
+            src = add([(("x", col[t["feature"]]), w)], -w * theta)
+        elif op == "true":
+            src = threshold_unit([], -0.5)
+        elif op == "not":
+            src = threshold_unit([t], 0.5)          # a unit computing the complement
+        elif op == "and":
+            src = threshold_unit(t["args"], len(t["args"]) - 0.5)
+        elif op == "or":
+            src = threshold_unit(t["args"], 0.5)
+        elif op == "mofn":
+            m = float(t["m"])
+            if mofn == "psyki":
+                lits = [literal(a) for a in t["args"]]
+                inputs = [(s, omega if pos else -omega) for s, pos in lits]
+                src = add(inputs, -(m - 0.5 * omega))
+            else:
+                src = threshold_unit(t["args"], m - 0.5)
+        else:
+            raise NesyError(f"unknown node {op!r} in compiled rules")
+        memo[key] = src
+        return src
+
+    def concept(name):
+        if name not in concept_src:
+            clauses = kn.concepts[name]
+            if len(clauses) == 1:
+                concept_src[name] = node(clauses[0])
+            else:
+                concept_src[name] = threshold_unit(
+                    [{"op": "__src__", "src": node(c)} for c in clauses], 0.5)
+        return concept_src[name]
+
+    class_units = {}
+    for k in range(len(kn.classes)):
+        name = kn.class_concept(k)
+        if name:
+            src = concept(name)
+            if src[0] == "x":                   # a class that is one Boolean feature
+                src = add([(src, omega)], -omega / 2)
+            class_units[k] = src[1]
+    return UnitGraph(units, class_units, len(kn.features))

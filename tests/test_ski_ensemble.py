@@ -1,0 +1,118 @@
+"""Batched ensembles equal one-at-a-time training; the sweep cell; CLI and data errors."""
+import numpy as np
+import pytest
+import torch
+
+from nesybench.cli import main
+from nesybench.errors import NesyError
+from nesybench.runs import CellContext
+from nesybench.ski import cells, injectors, rules
+from nesybench.ski import data as ski_data
+from nesybench.ski.ensemble import Members
+
+import torch as _torch  # noqa: E402
+
+_torch.set_num_threads(1)   # tiny tensors: threads only add overhead on a shared machine
+
+
+def _members(E=4, N=70, D=2, K=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = (torch.rand(N, D, generator=g) > 0.5).float()
+    y = torch.randint(0, K, (E, N), generator=g)               # per-member labels
+    rows = [torch.randperm(N, generator=g)[: N - 9 * e] for e in range(E)]   # unequal sizes
+    return Members(X.unsqueeze(0), y, rows)
+
+
+@pytest.mark.parametrize("name", ["uneducated", "kill", "kbann", "kins"])
+def test_batched_equals_one_at_a_time(tmp_path, name):
+    p = tmp_path / "r.pl"
+    p.write_text("class(X, pos) :- hot(X, a), \\+ hot(X, b).\nclass(X, neg) :- \\+ class(X, pos).\n")
+    kn = rules.load_knowledge(p, ["a", "b"], ["pos", "neg"])
+    mem = _members()
+    seeds = [11, 12, 13, 14]
+    batched = injectors.make(name, 2, 2, [5, 3], kn, epochs=3, batch_size=8).fit(mem, seeds)
+    for e in range(mem.size):
+        one = injectors.make(name, 2, 2, [5, 3], kn, epochs=3, batch_size=8)
+        one.fit(mem.select([e]), [seeds[e]])
+        for pb, po in zip(batched.params, one.params):
+            torch.testing.assert_close(pb[e], po[0], rtol=1e-5, atol=1e-6)
+
+
+def test_cell_through_cell_context(tmp_path):
+    params = {"dataset": "bcw", "degradation": "flip", "injector": "kill", "reps": 2,
+              "epochs": 1, "levels": [0.0, 0.48]}
+    ctx = CellContext("c0", params, 5, tmp_path)
+    out = cells.ski_cell(params, 5, ctx)
+    assert out["members"] == 4.0 and 0.0 <= out["acc_mean"] <= 1.0
+    names = {(n, s) for n, s, _ in ctx._curves}
+    assert ("acc/1", 6) in names and ("psi/0", 0) in names     # 0.48 is level 6 of flip
+    # the same cell is deterministic
+    again = cells.ski_cell(params, 5, CellContext("c0", params, 5, tmp_path))
+    assert again["acc_mean"] == out["acc_mean"]
+
+
+def test_degraded_sets_do_not_depend_on_the_predictor():
+    ds = cells.dataset("bcw")
+    tr, _ = ski_data.stratified_split(ds.y, 0)
+    m1, psi1 = cells.build_members(ds, tr, "noise", [0.3], 2)
+    m2, psi2 = cells.build_members(ds, tr, "noise", [0.3], 2)
+    assert torch.equal(m1.X, m2.X) and np.array_equal(psi1, psi2)
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--injectors", "semloss"], "unknown injector"),
+    (["--degradations", "blur"], "unknown degradation"),
+    (["--datasets", "iris"], "unknown dataset"),
+    (["--kb", "bcw=/nonexistent.pl"], "not found"),
+])
+def test_cli_bad_input_exit_2(tmp_path, capsys, args, msg):
+    out = tmp_path / "study"
+    argv = ["ski", "run", *args, "--out", str(out)]
+    if "--datasets" not in args:
+        argv[2:2] = ["--datasets", "bcw"]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert msg in capsys.readouterr().err and not out.exists()
+
+
+def test_cli_bad_rule_file(tmp_path, capsys):
+    bad = tmp_path / "bad.pl"
+    bad.write_text("class(X, benign) :- gt(X, tumour_colour, 3).\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["ski", "run", "--datasets", "bcw", "--kb", f"bcw={bad}",
+              "--out", str(tmp_path / "s")])
+    assert exc.value.code == 2
+    assert "tumour_colour" in capsys.readouterr().err and not (tmp_path / "s").exists()
+
+
+def test_corrupt_data_file(tmp_path, monkeypatch):
+    (tmp_path / "ski").mkdir()
+    (tmp_path / "ski" / "biopsy.pkl.xz").write_bytes(b"not the file")
+    monkeypatch.setenv("NESYBENCH_DATA", str(tmp_path))
+    with pytest.raises(NesyError, match="checksum"):
+        ski_data.load("bcw")
+    with pytest.raises(NesyError, match="not cached"):
+        ski_data.load("splice")
+
+
+def test_datasets_match_the_paper():
+    assert ski_data.load("bcw").counts() == [458, 241]
+    sp = ski_data.load("splice")
+    assert sp.X.shape == (3190, 240) and sp.counts() == [767, 768, 1655]
+    assert sp.X.sum(1).min() == 60 and sp.X.sum(1).max() > 60      # ambiguity codes
+
+
+def test_uci_files_instead_of_the_cache(tmp_path):
+    bcw = tmp_path / "breast-cancer-wisconsin.data"
+    bcw.write_text("1000025,5,1,1,1,2,1,3,1,1,2\n1002945,5,4,4,5,7,?,3,2,1,4\n")
+    d = ski_data.load("bcw", bcw)
+    assert d.X.shape == (2, 9) and d.y.tolist() == [0, 1] and d.X[1, 5] == 0.0
+    sp = tmp_path / "splice.data"
+    sp.write_text("EI,  ATRINS-DONOR-521,  " + "CCAGCTGCATCACAGGAGGCCAGCGAGCAGGTCTGTTCCAAGGGCCTTCGAGCCAGTCTG\n"
+                  "N,  X,  " + "N" * 59 + "D\n")
+    s = ski_data.load("splice", sp)
+    assert s.y.tolist() == [0, 2] and s.X[1].sum() == 59 * 4 + 3
+    (tmp_path / "bad.data").write_text("EI, x, ACGT\n")
+    with pytest.raises(NesyError, match="60"):
+        ski_data.load("splice", tmp_path / "bad.data")
