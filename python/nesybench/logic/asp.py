@@ -27,12 +27,14 @@ class AspResult:
     count : number of (projected) models enumerated
     exhausted : True when the search space was exhausted (the count is exact)
     satisfiable : whether at least one model exists
+    timed_out : True when ``time_limit`` stopped the search (the count is a lower bound)
     """
 
     models: list[list[tuple]] = field(default_factory=list)
     count: int = 0
     exhausted: bool = True
     satisfiable: bool = False
+    timed_out: bool = False
 
 
 def _clingo():
@@ -78,12 +80,14 @@ def to_python(sym):
 def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
           models: int = 0, project: bool = False, keep_models: bool = True,
           consts: dict[str, int | str] | None = None, options: Sequence[str] = (),
-          on_model: Callable[[list[tuple]], bool | None] | None = None) -> AspResult:
+          on_model: Callable[[list[tuple]], bool | None] | None = None,
+          time_limit: float | None = None) -> AspResult:
     """Ground and solve ``programs`` (``.lp`` paths, relative to the repo root) plus ``facts``.
 
     ``models=0`` enumerates all models; ``project=True`` enumerates distinct projections onto
     the ``#project`` atoms (or the shown atoms when the program declares none). ``on_model``
-    may return False to stop early.
+    may return False to stop early. ``time_limit`` (seconds) stops the search (not the
+    grounding) and sets ``timed_out``.
     """
     clingo = _clingo()
     args = [str(models)]
@@ -128,8 +132,16 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
             return False
         return True
 
-    handle = ctl.solve(on_model=_model)
-    result.exhausted = bool(handle.exhausted)
+    if time_limit is None:
+        handle = ctl.solve(on_model=_model)
+        result.exhausted = bool(handle.exhausted)
+        return result
+    with ctl.solve(on_model=_model, async_=True) as handle:
+        if not handle.wait(max(0.0, float(time_limit))):
+            handle.cancel()
+            result.timed_out = True
+        res = handle.get()
+        result.exhausted = bool(res.exhausted) and not result.timed_out
     return result
 
 
