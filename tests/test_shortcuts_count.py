@@ -43,8 +43,8 @@ def test_mnist_regressions():
     assert r.count == 36 and r.count_without_identity == 35 and len(r.rss) == 5
 
 
-def test_evenodd_49_needs_values_up_to_12():
-    """The paper's 49 only appears if maps may use digit values up to 12 (documented)."""
+def test_evenodd_is_36_not_49():
+    """The paper's 49 needs digit images up to 10 (test_shortcuts_fidelity.py)."""
     # With the image domain restricted to 0-9 the count is 36; the 49 cannot be reached.
     t = load_task("curricula/rs/mnadd_evenodd.yaml")
     assert count_rs(t, maps="shared").count != 49

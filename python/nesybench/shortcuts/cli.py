@@ -50,7 +50,10 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json):
         res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite)
     except NesyError as exc:
         _fail(exc)
-    _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts}, as_json,
+    for w in res.warnings:
+        click.echo(f"nesybench: warning: {w}", err=True)
+    _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts,
+           "warnings": res.warnings}, as_json,
           f"wrote {res.out}: " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
 
 
