@@ -159,16 +159,16 @@ def test_kandinsky_numpy_labels_match_asp():
 
 
 def test_kandinsky_counts_match_brute_force():
-    t = kandinsky(2, 2, support={"sample": 60, "seed": 0})
+    t = kandinsky(2, 2, support={"sample": 30, "seed": 0})
     sup = t.support()
     assert count_rs(t).count == brute_force(t, sup, maps="shared")
     full = kandinsky(1, 2, support="all")
     assert count_rs(full).count == brute_force(full, full.support(), maps="shared")
     # joint: numpy labels agree with the ASP labelling path
     assert count_rs(t, map_class="joint").count == count_rs(plain(kandinsky(
-        2, 2, support={"sample": 60, "seed": 0})), map_class="joint").count
+        2, 2, support={"sample": 30, "seed": 0})), map_class="joint").count
     assert count_rs(t, map_class="joint", supervised=["shape(1,1)"]).count == count_rs(
-        plain(kandinsky(2, 2, support={"sample": 60, "seed": 0})), map_class="joint",
+        plain(kandinsky(2, 2, support={"sample": 30, "seed": 0})), map_class="joint",
         supervised=["shape(1,1)"]).count
 
 
