@@ -162,6 +162,10 @@ def count_rs(task: Task, *, map_class: str = "disentangled", maps: str | None = 
         worlds = list(dict.fromkeys(worlds))
         if not worlds:
             raise NesyError("the support is empty", file=task.source, task=task.name)
+        if st is not None and not list_n and engine in ("auto", "struct") and \
+                len(worlds) == task.n_worlds:   # an explicit list of every world
+            res = _structured_all(task, st, map_class, maps, sup_ix, perm_count, deadline)
+    if res is None:
         if map_class == "joint":
             res = _joint(task, worlds, sup_ix, list_n, seed)
         elif map_class == "disentangled":
