@@ -88,8 +88,12 @@ def test_formula_labels_match_asp():
         [list(x) for x in t.labels_of(w)]
 
 
-def test_multi_digit_addition_row_dp_equals_brute_force():
-    """Numbers of 2 digits in 0..2 (label 3a + b + 3c + d), restricted supports."""
+@pytest.mark.parametrize("lattice", [True, False])
+def test_multi_digit_addition_row_dp_equals_brute_force(lattice, monkeypatch):
+    """Numbers of 2 digits in 0..2 (label 3a + b + 3c + d), restricted supports; both the
+    linear-equation (lattice) method and the row-by-row programme."""
+    if not lattice:
+        monkeypatch.setattr(structure, "LATTICE_ENUM", 0)
     t = numbers(2, hi=2)
     st = structure.recognise(t)
     w = list(t.all_worlds())
@@ -99,7 +103,7 @@ def test_multi_digit_addition_row_dp_equals_brute_force():
     for size in (1, 2, 4, 9):
         sup = rng.sample(w, size)
         r = count_rs(t, support=sup, engine="struct")
-        assert "row-by-row" in r.method
+        assert "additive labels on the support" in r.method
         assert r.count == brute_force(t, sup, maps="shared")
         assert r.count == count_rs(plain(numbers(2, hi=2)), support=sup).count
     # separate maps: 3 variables (brute force over 27^3 maps)
@@ -127,7 +131,8 @@ def test_four_digit_numbers_scale():
         numbers(4, hi=4), support=low).count
 
 
-def test_state_and_time_budgets_raise_clear_errors():
+def test_state_and_time_budgets_raise_clear_errors(monkeypatch):
+    monkeypatch.setattr(structure, "LATTICE_ENUM", 0)     # force the row-by-row programme
     t = numbers(2, hi=9)
     sup = [(1, 2, 3, 4), (5, 6, 7, 8), (9, 0, 1, 2)]
     with pytest.raises(BudgetExceeded, match="partial states"):

@@ -287,7 +287,8 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine="auto", *,
         if isinstance(st, structure.Additive):
             n = structure.count_additive_support(st, task, groups, worlds, set(sup_ix),
                                                  max_states=max_states, deadline=deadline)
-            method = "structure: row-by-row dynamic programme over additive labels"
+            method = ("structure: additive labels on the support (linear equations solved "
+                      "exactly, else a row-by-row dynamic programme)")
         else:
             n = structure.count_by_enumeration(task, st, groups,
                                                structure.world_positions(task, worlds),

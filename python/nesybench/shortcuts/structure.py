@@ -276,6 +276,7 @@ def count_additive_support(st: Additive, task, groups, worlds, sup_ix, *,
     rows: dict = {}                    # (g, x position) -> row id
     forced: set = set()
     contrib: list[dict] = []           # row -> {world: [vector per z]}
+    reads: dict = {}                   # (row, world) -> variables of the world reading the row
     for w_id, w in enumerate(pos):
         for i, x in enumerate(w):
             key = (g_of[i], int(x))
@@ -283,6 +284,7 @@ def count_additive_support(st: Additive, task, groups, worlds, sup_ix, *,
                 rows[key] = len(rows)
                 contrib.append({})
             r = rows[key]
+            reads.setdefault((r, w_id), []).append(i)
             k = len(groups[g_of[i]][1])
             cur = contrib[r].setdefault(w_id, [zero] * k)
             contrib[r][w_id] = [_add(c, _sub(st.f[i][z], st.f[i][x], st), st)
@@ -321,11 +323,123 @@ def count_additive_support(st: Additive, task, groups, worlds, sup_ix, *,
         comps.setdefault(find(next(iter(cw))), []).append(r)
     total = free
     for rows_c in comps.values():
-        total *= _frontier_dp(st, rows_c, contrib, w_rows, allowed, zero, max_states,
-                              deadline, task.name)
+        n = _lattice_count(st, task, groups, rows, rows_c, contrib, allowed, w_rows, reads,
+                           deadline)
+        if n is None:
+            n = _frontier_dp(st, rows_c, contrib, w_rows, allowed, zero, max_states,
+                             deadline, task.name)
+        total *= n
         if not total:
             return 0
     return total
+
+
+#: free-variable assignments the lattice method may enumerate
+LATTICE_ENUM = 1 << 21
+
+
+def _affine(st, task, i):
+    """``(c, b)`` per label with ``f_i(value) = c * value + b``, or None."""
+    dom = task.variables[i].domain
+    if st.mod or len(dom) < 2:
+        return None if st.mod else [(0, v) for v in st.f[i][0]]
+    out = []
+    for li in range(st.n_labels):
+        c = (st.f[i][1][li] - st.f[i][0][li]) / (dom[1] - dom[0])
+        if c != int(c):
+            return None
+        c = int(c)
+        b = st.f[i][0][li] - c * dom[0]
+        if any(st.f[i][j][li] != c * x + b for j, x in enumerate(dom)):
+            return None
+        out.append((c, b))
+    return out
+
+
+def _lattice_count(st, task, groups, rows, rows_c, contrib, allowed, w_rows, reads, deadline):
+    """Exact count for integer labels affine in the values (sums, weighted sums): every
+    support world is a linear equation over the row values ``u_r = α_G(x)``; Gaussian
+    elimination (fractions) leaves a few free rows, whose assignments are enumerated (numpy,
+    exact integers) while the pivot rows follow and must be integers of their domains.
+    ``None`` when labels are not affine or too many free assignments remain."""
+    from fractions import Fraction  # noqa: PLC0415
+    from math import lcm  # noqa: PLC0415
+    if st.mod:
+        return None
+    key_of = {r: k for k, r in rows.items()}
+    g_vars = {g: ix for g, (_, _, ix) in enumerate(groups)}
+    aff = {}
+    for r in rows_c:
+        g, _ = key_of[r]
+        for i in g_vars[g]:
+            if i not in aff:
+                a = _affine(st, task, i)
+                if a is None:
+                    return None
+                aff[i] = a
+    cols = sorted(rows_c)
+    cix = {r: j for j, r in enumerate(cols)}
+    dom_vals = {r: [groups[key_of[r][0]][1][z] for z in allowed[r]] for r in cols}
+    # equations: Σ_r a_r u_r = Σ_r a_r x_r per (world, label); a from the affine slopes
+    eqs = []
+    worlds_c = sorted({w for r in cols for w in contrib[r]})
+    for w in worlds_c:
+        for li in range(st.n_labels):
+            row = [Fraction(0)] * (len(cols) + 1)
+            for r in w_rows[w]:
+                g, xpos = key_of[r]
+                x = groups[g][1][xpos]
+                # slope of row r in world w: Σ over the world's variables of group g with value x
+                a = sum(aff[i][li][0] for i in reads[(r, w)])
+                row[cix[r]] += a
+                row[-1] += a * x
+            eqs.append(row)
+    # forced rows (supervision): u_r = x_r
+    for r in cols:
+        if len(allowed[r]) == 1:
+            row = [Fraction(0)] * (len(cols) + 1)
+            row[cix[r]] = Fraction(1)
+            row[-1] = Fraction(dom_vals[r][0])
+            eqs.append(row)
+    # reduced row echelon form
+    piv_cols, m = [], [list(e) for e in eqs]
+    rank = 0
+    for c in range(len(cols)):
+        _tick(deadline)
+        p = next((k for k in range(rank, len(m)) if m[k][c] != 0), None)
+        if p is None:
+            continue
+        m[rank], m[p] = m[p], m[rank]
+        pv = m[rank][c]
+        m[rank] = [v / pv for v in m[rank]]
+        for k in range(len(m)):
+            if k != rank and m[k][c] != 0:
+                f = m[k][c]
+                m[k] = [a - f * b for a, b in zip(m[k], m[rank])]
+        piv_cols.append(c)
+        rank += 1
+    if any(all(v == 0 for v in row[:-1]) and row[-1] != 0 for row in m[rank:]):
+        return 0
+    free = [c for c in range(len(cols)) if c not in piv_cols]
+    space = 1
+    for c in free:
+        space *= len(dom_vals[cols[c]])
+        if space > LATTICE_ENUM:
+            return None
+    grids = np.array(list(product(*[dom_vals[cols[c]] for c in free])),
+                     dtype=np.int64).reshape(space, len(free))
+    ok = np.ones(grids.shape[0], dtype=bool)
+    for k, c in enumerate(piv_cols):
+        _tick(deadline)
+        row = m[k]
+        den = lcm(*[v.denominator for v in row])
+        num = [int(v * den) for v in row]
+        val = num[-1] - grids @ np.array([num[f] for f in free], dtype=np.int64) \
+            if free else np.full(grids.shape[0], num[-1], dtype=np.int64)
+        q, rem = np.divmod(val, num[c])
+        ok &= rem == 0
+        ok &= np.isin(q, np.array(dom_vals[cols[c]], dtype=np.int64))
+    return int(ok.sum())
 
 
 def _frontier_dp(st, rows_c, contrib, w_rows, allowed, zero, max_states, deadline, name) -> int:
