@@ -380,46 +380,56 @@ def _lattice_count(st, task, groups, rows, rows_c, contrib, allowed, w_rows, rea
     cols = sorted(rows_c)
     cix = {r: j for j, r in enumerate(cols)}
     dom_vals = {r: [groups[key_of[r][0]][1][z] for z in allowed[r]] for r in cols}
-    # equations: Σ_r a_r u_r = Σ_r a_r x_r per (world, label); a from the affine slopes
-    eqs = []
+    # equations: Σ_r a_r u_r = Σ_r a_r x_r per (world, label); a from the affine slopes.
+    # Sparse rows {column: coefficient}, the right-hand side under key -1.
+    eqs = set()
     worlds_c = sorted({w for r in cols for w in contrib[r]})
     for w in worlds_c:
         for li in range(st.n_labels):
-            row = [Fraction(0)] * (len(cols) + 1)
+            row: dict = {}
+            rhs = 0
             for r in w_rows[w]:
                 g, xpos = key_of[r]
                 x = groups[g][1][xpos]
-                # slope of row r in world w: Σ over the world's variables of group g with value x
                 a = sum(aff[i][li][0] for i in reads[(r, w)])
-                row[cix[r]] += a
-                row[-1] += a * x
-            eqs.append(row)
-    # forced rows (supervision): u_r = x_r
-    for r in cols:
+                if a:
+                    row[cix[r]] = row.get(cix[r], 0) + a
+                    rhs += a * x
+            eqs.add((tuple(sorted((c, v) for c, v in row.items() if v)), rhs))
+    for r in cols:                       # forced rows (supervision): u_r = x_r
         if len(allowed[r]) == 1:
-            row = [Fraction(0)] * (len(cols) + 1)
-            row[cix[r]] = Fraction(1)
-            row[-1] = Fraction(dom_vals[r][0])
-            eqs.append(row)
-    # reduced row echelon form
-    piv_cols, m = [], [list(e) for e in eqs]
-    rank = 0
-    for c in range(len(cols)):
-        _tick(deadline)
-        p = next((k for k in range(rank, len(m)) if m[k][c] != 0), None)
-        if p is None:
+            eqs.add((((cix[r], 1),), dom_vals[r][0]))
+    # incremental sparse reduced row echelon form: basis[pivot column] = row
+    basis: dict = {}
+    for k, (coefs, rhs) in enumerate(sorted(eqs)):
+        if not k & 0xFF:
+            _tick(deadline)
+        row = {c: Fraction(v) for c, v in coefs}
+        row[-1] = Fraction(rhs)
+        for c in [c for c in row if c in basis]:
+            f = row.get(c, 0)
+            if f:
+                for cc, v in basis[c].items():
+                    row[cc] = row.get(cc, 0) - f * v
+        row = {c: v for c, v in row.items() if v}
+        lead = [c for c in row if c != -1]
+        if not lead:
+            if row.get(-1, 0):
+                return 0                      # inconsistent: no optimal map
             continue
-        m[rank], m[p] = m[p], m[rank]
-        pv = m[rank][c]
-        m[rank] = [v / pv for v in m[rank]]
-        for k in range(len(m)):
-            if k != rank and m[k][c] != 0:
-                f = m[k][c]
-                m[k] = [a - f * b for a, b in zip(m[k], m[rank])]
-        piv_cols.append(c)
-        rank += 1
-    if any(all(v == 0 for v in row[:-1]) and row[-1] != 0 for row in m[rank:]):
-        return 0
+        p = min(lead)
+        pv = row[p]
+        row = {c: v / pv for c, v in row.items()}
+        for q, brow in basis.items():
+            f = brow.get(p, 0)
+            if f:
+                for cc, v in row.items():
+                    brow[cc] = brow.get(cc, 0) - f * v
+                basis[q] = {c: v for c, v in brow.items() if v}
+        basis[p] = row
+    piv_cols = sorted(basis)
+    m = [[basis[p].get(c, Fraction(0)) for c in range(len(cols))] + [basis[p].get(-1, Fraction(0))]
+         for p in piv_cols]
     free = [c for c in range(len(cols)) if c not in piv_cols]
     space = 1
     for c in free:
@@ -434,6 +444,9 @@ def _lattice_count(st, task, groups, rows, rows_c, contrib, allowed, w_rows, rea
         row = m[k]
         den = lcm(*[v.denominator for v in row])
         num = [int(v * den) for v in row]
+        if max(map(abs, num)) * (1 + max(abs(v) for r_ in cols for v in dom_vals[r_])) * \
+                (len(free) + 1) > 1 << 62:
+            return None                       # would overflow int64: the programme counts it
         val = num[-1] - grids @ np.array([num[f] for f in free], dtype=np.int64) \
             if free else np.full(grids.shape[0], num[-1], dtype=np.int64)
         q, rem = np.divmod(val, num[c])
