@@ -143,6 +143,13 @@ def test_state_and_time_budgets_raise_clear_errors(monkeypatch):
         count_rs(t, map_class="perm", perm_count="both")
     with pytest.raises(NesyError, match="no structured counting"):
         count_rs(plain(xor(3)), engine="struct")
+    # clingo's grounding cannot be interrupted: its size is bounded up front
+    from nesybench.shortcuts import count as C
+    monkeypatch.setattr(C, "GROUND_BUDGET", 20)
+    with pytest.raises(BudgetExceeded, match="would ground about 48 image atoms"):
+        count_rs(plain(xor(3)), engine="asp")
+    with pytest.raises(BudgetExceeded, match="would ground"):
+        count_rs(plain(xor(2)), map_class="perm", support=[(0, 1), (1, 1), (0, 0)])
 
 
 # -- item 13: Kandinsky ----------------------------------------------------------------------

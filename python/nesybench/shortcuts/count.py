@@ -49,6 +49,9 @@ if hasattr(sys, "set_int_max_str_digits"):
     sys.set_int_max_str_digits(0)
 #: worlds we are willing to label for the joint closed form
 JOINT_WORLDS = 1 << 21
+#: image atoms clingo may ground (support worlds x variables x domain size; x variables for
+#: the permutation class): grounding cannot be interrupted, so this bounds its time and memory
+GROUND_BUDGET = 2_000_000
 #: default wall-clock budget of one count (seconds)
 TIME_LIMIT = 120.0
 
@@ -452,6 +455,15 @@ def _solve(task, programs, facts, models, on_model, deadline):
     """clingo under the time budget (the search is cancelled when the budget runs out; a
     callback also stops enumerations that find models quickly but too many)."""
     left = _deadline_left(deadline)
+    n_val = sum(1 for f in facts if f[0] == "val")
+    dom = max((len(v.domain) for v in task.variables), default=1)
+    size = n_val * dom * (len(task.variables) if PERM_LP in programs else 1)
+    if size > GROUND_BUDGET:
+        raise BudgetExceeded(
+            f"clingo would ground about {size} image atoms ({n_val // max(1, len(task.variables))} "
+            f"support worlds; budget {GROUND_BUDGET}), which the time limit cannot interrupt; "
+            "use a smaller support, another map class, or knowledge with a structured counter",
+            file=task.source, task=task.name)
     hit = []
 
     def cb(atoms):
