@@ -56,12 +56,35 @@ def test_collapse_hand_made():
     assert M.collapse(allone, "hard") == pytest.approx(1.0)
     assert M.collapse(allone, "relaxed") == pytest.approx(1.0)
     # two of four predicted values used, unevenly
+    # paper Appendix B.2: "relaxed" = is the value predicted at all (indicator), "hard" =
+    # the mass with which it is predicted (issue 14: the names used to be swapped)
     c = np.array([[9, 1, 0, 0], [9, 1, 0, 0], [10, 0, 0, 0], [10, 0, 0, 0]])
-    assert M.collapse(c, "hard") == pytest.approx(1 - math.log(2) / math.log(4))
+    assert M.collapse(c, "relaxed") == pytest.approx(1 - math.log(2) / math.log(4))
     p = np.array([3.8, 0.2]) / 4
     h = -(p * np.log(p)).sum() / math.log(4)
-    assert M.collapse(c, "relaxed") == pytest.approx(1 - h)
-    assert M.collapse(c, "relaxed") > M.collapse(c, "hard")
+    assert M.collapse(c, "hard") == pytest.approx(1 - h)
+    assert M.collapse(c, "hard") > M.collapse(c, "relaxed")
+
+
+def test_collapse_names_in_cli_json(tmp_path):
+    """`rs metrics --json` reports the indicator version as relaxed, the mass one as hard."""
+    import json
+
+    from click.testing import CliRunner
+
+    from nesybench.shortcuts.cli import group
+    p = tmp_path / "pred.csv"
+    rows = ["concept:c,pred_concept:c"] + [f"{t},{q}" for t, q in
+                                            [(0, 0)] * 9 + [(0, 1)] + [(1, 0)] * 10 + [(2, 0)] * 10 + [(3, 0)] * 10]
+    p.write_text("\n".join(rows) + "\n")
+    res = CliRunner().invoke(group, ["metrics", str(p), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["collapse_relaxed"] == pytest.approx(1 - math.log(2) / math.log(4))
+    assert d["collapse_hard"] > d["collapse_relaxed"]
+    assert d["per_concept"]["c"]["collapse_relaxed"] == d["collapse_relaxed"]
+    text = CliRunner().invoke(group, ["metrics", str(p)]).output
+    assert f"collapse hard {d['collapse_hard']:.4f} relaxed {d['collapse_relaxed']:.4f}" in text
 
 
 def test_f1_and_compute():

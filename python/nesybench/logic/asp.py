@@ -37,12 +37,14 @@ class AspResult:
     count : number of (projected) models enumerated
     exhausted : True when the search space was exhausted (the count is exact)
     satisfiable : whether at least one model exists
+    timed_out : True when ``time_limit`` stopped the search (the count is a lower bound)
     """
 
     models: list[list[tuple]] = field(default_factory=list)
     count: int = 0
     exhausted: bool = True
     satisfiable: bool = False
+    timed_out: bool = False
 
 
 def _clingo():
@@ -94,9 +96,12 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
 
     ``models=0`` enumerates all models; ``project=True`` enumerates distinct projections onto
     the ``#project`` atoms (or the shown atoms when the program declares none). ``on_model``
-    may return False to stop early. The search runs at most ``time_limit`` seconds (default
-    :data:`DEFAULT_TIME_LIMIT`; then :class:`~nesybench.errors.BudgetExceeded`) and stops at
-    once on Ctrl-C / SIGTERM.
+    may return False to stop early. The search stops at once on Ctrl-C / SIGTERM. With an
+    explicit ``time_limit`` (seconds) a search that runs longer is cancelled and the result
+    has ``timed_out`` set (the count is a lower bound; the caller decides); without one, the
+    default cap :data:`DEFAULT_TIME_LIMIT` applies and raises
+    :class:`~nesybench.errors.BudgetExceeded` (knowledge of an RS task is untrusted input).
+    Grounding itself is not interrupted.
     """
     clingo = _clingo()
     args = [str(models)]
@@ -141,20 +146,24 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
             return False
         return True
 
-    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
-    deadline = time.monotonic() + limit
+    explicit = time_limit is not None
+    limit = float(time_limit) if explicit else DEFAULT_TIME_LIMIT
+    deadline = time.monotonic() + max(0.0, limit)
     with ctl.solve(on_model=_model, async_=True) as handle:
         try:
             # wait in short steps so that Python's signal handlers (Ctrl-C, SIGTERM) run
             while not handle.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
                 if time.monotonic() >= deadline:
                     handle.cancel()
-                    raise BudgetExceeded(f"clingo searched longer than {limit:g} s "
-                                         f"({result.count} models so far)")
+                    if not explicit:
+                        raise BudgetExceeded(f"clingo searched longer than {limit:g} s "
+                                             f"({result.count} models so far)")
+                    result.timed_out = True
+                    break
         except BaseException:
             handle.cancel()
             raise
-        result.exhausted = bool(handle.get().exhausted)
+        result.exhausted = bool(handle.get().exhausted) and not result.timed_out
     return result
 
 

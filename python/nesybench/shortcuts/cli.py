@@ -60,7 +60,10 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet):
                   progress=not (as_json or quiet))
     except NesyError as exc:
         _fail(exc)
-    _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts}, as_json,
+    for w in res.warnings:
+        click.echo(f"nesybench: warning: {w}", err=True)
+    _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts,
+           "warnings": res.warnings}, as_json,
           f"wrote {res.out}: " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
 
 
@@ -75,21 +78,36 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet):
               help="disentangled: one map per concept (shared) or per variable (default: task's)")
 @click.option("--supervised", default="", help="comma-separated variables with concept supervision")
 @click.option("--list", "list_n", default=0, type=int, help="also list up to N reasoning shortcuts")
-@click.option("--engine", type=click.Choice(["auto", "asp", "elim"]), default="auto", show_default=True)
+@click.option("--perm-count", type=click.Choice(["functions", "pairs"]), default="functions",
+              show_default=True,
+              help="--map perm: count distinct maps (functions) or (permutation, per-variable "
+                   "map) pairs as rsbench-code does; they differ when an optimal map has a "
+                   "constant component")
+@click.option("--engine", type=click.Choice(["auto", "struct", "asp", "elim"]), default="auto",
+              show_default=True, help="auto: structure-aware counting for the shipped knowledge, "
+                                      "else exact elimination / clingo enumeration")
+@click.option("--time-limit", default=120.0, show_default=True, type=float,
+              help="seconds one count may take (0: no limit); exceeded: error, exit 2")
+@click.option("--max-states", default=2_000_000, show_default=True, type=int,
+              help="states of the row-by-row dynamic programme (its memory)")
 @click.option("--seed", default=0, show_default=True, type=int, help="seed for supports/sampling")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
-def count(task_yaml, support_file, map_class, maps, supervised, list_n, engine, seed, out, as_json):
+def count(task_yaml, support_file, map_class, maps, supervised, list_n, perm_count, engine,
+          time_limit, max_states, seed, out, as_json):
     """Count the optimal concept maps (incl. and excl. the identity) of TASK_YAML exactly."""
     from .count import count_rs  # noqa: PLC0415
     try:
         if list_n < 0:
             raise NesyError(f"--list must be >= 0, got {list_n}")
         task = load_task(task_yaml)
-        support = read_support(task, support_file) if support_file else task.support(seed=seed)
+        # support 'all' is handled symbolically where the knowledge's structure allows it
+        support = read_support(task, support_file) if support_file else (
+            None if task.support_spec in (None, "all") else task.support(seed=seed))
         sup = [s.strip() for s in _split_vars(supervised)] if supervised else None
         res = count_rs(task, map_class=map_class, maps=maps, support=support, supervised=sup,
-                       list_n=list_n, seed=seed, engine=engine)
+                       list_n=list_n, seed=seed, engine=engine, perm_count=perm_count,
+                       time_limit=time_limit or None, max_states=max_states)
         d = res.to_json()
         if out:
             _write_result(out, d)

@@ -30,10 +30,14 @@ from dataclasses import asdict, dataclass, field
 from ..errors import BudgetExceeded, NesyError
 from ..io import derive_seed
 from ..logic import asp
+from . import structure
+from .structure import MAX_STATES
 from .task import Task, fmt_term
 
 DIS_LP = "prolog/shortcuts/disentangled.lp"
 PERM_LP = "prolog/shortcuts/perm.lp"
+PERM_FUNCS_LP = "prolog/shortcuts/perm_functions.lp"
+PERM_PAIRS_LP = "prolog/shortcuts/perm_pairs.lp"
 #: projected models clingo may enumerate per component before we give up
 ENUM_BUDGET = 20_000
 #: sparse components are counted by elimination first (label table size, largest factor)
@@ -45,6 +49,63 @@ if hasattr(sys, "set_int_max_str_digits"):
     sys.set_int_max_str_digits(0)
 #: worlds we are willing to label for the joint closed form
 JOINT_WORLDS = 1 << 21
+#: image atoms clingo may ground (support worlds x variables x domain size; x variables for
+#: the permutation class): grounding cannot be interrupted, so this bounds its time and memory
+GROUND_BUDGET = 2_000_000
+#: default wall-clock budget of one count (seconds)
+TIME_LIMIT = 120.0
+
+
+def _deadline_left(deadline) -> float | None:
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise BudgetExceeded("time budget exhausted while counting (raise --time-limit)")
+    return left
+
+
+def _structured_all(task, st, map_class, maps, sup_ix, perm_count, deadline):
+    """Counts on the support of all worlds from the label's structure (structure.py), or
+    None when no structured method applies."""
+    n = None
+    if map_class == "disentangled":
+        groups = task.groups(maps)
+        if isinstance(st, structure.Additive):
+            n = structure.count_additive_all(st, groups, set(sup_ix), deadline)
+            method = "structure: additive labels on all worlds (per-group differences, linear in n)"
+        elif isinstance(st, structure.Formula):
+            n = structure.count_formula_all(st, task, groups, set(sup_ix), deadline)
+            method = "structure: read-once formula tree on all worlds"
+        if n is None and task.n_worlds <= JOINT_WORLDS:
+            n = structure.count_by_enumeration(task, st, groups, structure.all_positions(task),
+                                               set(sup_ix), deadline=deadline)
+            method = "enumeration of all maps, numpy labels on all worlds"
+        if n is None:
+            return None
+        return CountResult(task.name, "disentangled", maps, task.n_worlds, n, n - 1, method)
+    if map_class == "perm":
+        if sup_ix or not isinstance(st, structure.Additive):
+            return None
+        groups = task.groups("shared")
+        if any(any(st.f[i] != st.f[ix[0]] for i in ix) for _, _, ix in groups):
+            return None   # labels not symmetric under the permutations
+        nonconst = all(len(set(st.f[i])) > 1 for i in range(len(task.variables)))
+        if perm_count == "functions" and not nonconst:
+            return None
+        n_sep = structure.count_additive_all(st, task.groups("separate"), set(), deadline)
+        total = n_sep * math.prod(math.factorial(len(ix)) for _, _, ix in groups)
+        return CountResult(task.name, "perm", "-", task.n_worlds, total, total - 1,
+                           "symmetry on all worlds: prod |G|! x per-variable count (structure)",
+                           components=[{"separate_maps": n_sep}])
+    if map_class == "joint" and task.n_worlds <= JOINT_WORLDS:
+        pos = structure.all_positions(task)
+        labs = np.concatenate([structure.labels_np(task, st, pos), pos[:, sup_ix]], axis=1)
+        _, counts = np.unique(labs, axis=0, return_counts=True)
+        total = math.prod(int(c) ** int(c) for c in counts)
+        return CountResult(task.name, "joint", "-", task.n_worlds, total, total - 1,
+                           "closed-form product over support worlds (numpy labels)")
+    return None
 
 
 @dataclass
@@ -73,28 +134,50 @@ class CountResult:
 
 def count_rs(task: Task, *, map_class: str = "disentangled", maps: str | None = None,
              support=None, supervised=None, list_n: int = 0, seed: int = 0,
-             budget: int = ENUM_BUDGET, engine: str = "auto") -> CountResult:
+             budget: int = ENUM_BUDGET, engine: str = "auto", perm_count: str = "functions",
+             time_limit: float | None = TIME_LIMIT, max_states: int = MAX_STATES) -> CountResult:
     """Count (and optionally list ``list_n``) the optimal maps of ``task`` on ``support``.
 
     ``support``: list of worlds (default: the task's own support); ``supervised``: variable
-    names with concept supervision (default: the task's).
+    names with concept supervision (default: the task's). ``perm_count`` (``--map perm``):
+    ``functions`` counts distinct maps α, ``pairs`` counts (permutation, per-variable map)
+    pairs as rsbench-code does (they differ when an optimal map has a constant component).
+    Budgets: ``budget`` maps enumerated by clingo per component, ``time_limit`` seconds
+    (clingo and the dynamic programmes stop with :class:`BudgetExceeded`), ``max_states``
+    states of the row-by-row programme (its memory).
     """
     t0 = time.perf_counter()
-    worlds = task.support() if support is None else [task.check_world(w) for w in support]
-    worlds = list(dict.fromkeys(worlds))
-    if not worlds:
-        raise NesyError("the support is empty", file=task.source, task=task.name)
+    if map_class not in ("joint", "disentangled", "perm"):
+        raise NesyError(f"unknown map class {map_class!r} (joint, disentangled, perm)")
+    if perm_count not in ("functions", "pairs"):
+        raise NesyError(f"perm_count must be 'functions' or 'pairs', not {perm_count!r}")
+    deadline = time.monotonic() + time_limit if time_limit else None
     sup = list(task.supervised if supervised is None else supervised)
     sup_ix = sorted({task.var_index(s) for s in sup})
     maps = maps or task.maps
-    if map_class == "joint":
-        res = _joint(task, worlds, sup_ix, list_n, seed)
-    elif map_class == "disentangled":
-        res = _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine)
-    elif map_class == "perm":
-        res = _perm(task, worlds, sup_ix, list_n, budget)
-    else:
-        raise NesyError(f"unknown map class {map_class!r} (joint, disentangled, perm)")
+    st = structure.recognise(task)
+    product_support = support is None and task.support_spec in (None, "all")
+    res = None
+    if st is not None and product_support and not list_n and engine in ("auto", "struct"):
+        res = _structured_all(task, st, map_class, maps, sup_ix, perm_count, deadline)
+    if res is None:
+        worlds = task.support() if support is None else [task.check_world(w) for w in support]
+        worlds = list(dict.fromkeys(worlds))
+        if not worlds:
+            raise NesyError("the support is empty", file=task.source, task=task.name)
+        if st is not None and not list_n and engine in ("auto", "struct") and \
+                len(worlds) == task.n_worlds:   # an explicit list of every world
+            res = _structured_all(task, st, map_class, maps, sup_ix, perm_count, deadline)
+    if res is None:
+        if map_class == "joint":
+            res = _joint(task, worlds, sup_ix, list_n, seed)
+        elif map_class == "disentangled":
+            res = _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine,
+                                deadline=deadline, max_states=max_states)
+        else:
+            res = _perm(task, worlds, sup_ix, list_n, budget, perm_count, deadline)
+    if map_class == "perm":
+        res.method += f"; {perm_count} counted"
     res.seconds = round(time.perf_counter() - t0, 4)
     res.supervised = [task.variables[i].name for i in sup_ix]
     if map_class != "disentangled":
@@ -108,6 +191,17 @@ def _joint(task, worlds, sup_ix, list_n, seed) -> CountResult:
         raise NesyError(f"the joint class needs the labels of all {task.n_worlds} worlds "
                         f"(limit {JOINT_WORLDS}); use --map disentangled, which scales with "
                         "the domains, not the number of worlds", file=task.source, task=task.name)
+    st = structure.recognise(task)
+    if st is not None and not list_n:   # vectorised labelling of all worlds
+        pos = structure.all_positions(task)
+        labs = np.concatenate([structure.labels_np(task, st, pos), pos[:, sup_ix]], axis=1)
+        _, key_id, hist = np.unique(labs, axis=0, return_inverse=True, return_counts=True)
+        sizes = [len(v.domain) for v in task.variables]
+        stride = np.cumprod([1] + sizes[::-1])[:-1][::-1]
+        w_ix = (structure.world_positions(task, worlds) * stride).sum(axis=1)
+        total = math.prod(int(h) for h in hist[key_id.reshape(-1)[w_ix]])
+        return CountResult(task.name, "joint", "-", len(worlds), total, total - 1,
+                           "closed-form product over support worlds (numpy labels)")
     all_w = list(task.all_worlds())
     labels = task.labels_of(all_w)
     key = lambda w, lab: (lab, tuple(w[i] for i in sup_ix))  # noqa: E731
@@ -185,10 +279,30 @@ def _components(task, groups) -> tuple[list[tuple[list[int], list[str]]], list[i
     return [(sorted(gs), labs) for gs, labs in comps.values()], free
 
 
-def _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine="auto") -> CountResult:
-    if engine not in ("auto", "asp", "elim"):
-        raise NesyError(f"unknown engine {engine!r} (auto, asp, elim)")
+def _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine="auto", *,
+                  deadline=None, max_states=MAX_STATES) -> CountResult:
+    if engine not in ("auto", "asp", "elim", "struct"):
+        raise NesyError(f"unknown engine {engine!r} (auto, asp, elim, struct)")
     groups = task.groups(maps)
+    st = structure.recognise(task)
+    if st is not None and not list_n and engine in ("auto", "struct"):
+        n, method = None, ""
+        if isinstance(st, structure.Additive):
+            n = structure.count_additive_support(st, task, groups, worlds, set(sup_ix),
+                                                 max_states=max_states, deadline=deadline)
+            method = ("structure: additive labels on the support (linear equations solved "
+                      "exactly, else a row-by-row dynamic programme)")
+        else:
+            n = structure.count_by_enumeration(task, st, groups,
+                                               structure.world_positions(task, worlds),
+                                               set(sup_ix), deadline=deadline)
+            method = "enumeration of all maps, numpy labels on the support"
+        if n is not None:
+            return CountResult(task.name, "disentangled", maps, len(worlds), n, n - 1, method)
+    if engine == "struct":
+        raise NesyError("no structured counting method applies to this task (engine 'struct' "
+                        "needs the shipped xor/addition/linear/formula/kandinsky knowledge)",
+                        file=task.source, task=task.name)
     comps, free = _components(task, groups)
     base = [*task.params, *task.world_facts(worlds), *[("sup", task.variables[i].term) for i in sup_ix]]
     total = 1
@@ -219,8 +333,7 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine="auto") -> 
                 methods.add("exact variable elimination")
             except BudgetExceeded:
                 n = None
-        res = asp.solve(task.programs(DIS_LP), facts, models=budget + 1, project=True,
-                        keep_models=False, on_model=on_model) if n is None else None
+        res = _solve(task, [DIS_LP], facts, budget + 1, on_model, deadline) if n is None else None
         if n is not None:
             pass
         elif res.count <= budget:
@@ -338,7 +451,38 @@ def _combine(groups, per_comp_models, free, list_n):
 
 
 # -- permutation class ---------------------------------------------------------------------
-def _perm(task, worlds, sup_ix, list_n, budget) -> CountResult:
+def _solve(task, programs, facts, models, on_model, deadline):
+    """clingo under the time budget (the search is cancelled when the budget runs out; a
+    callback also stops enumerations that find models quickly but too many)."""
+    left = _deadline_left(deadline)
+    n_val = sum(1 for f in facts if f[0] == "val")
+    dom = max((len(v.domain) for v in task.variables), default=1)
+    size = n_val * dom * (len(task.variables) if PERM_LP in programs else 1)
+    if size > GROUND_BUDGET:
+        raise BudgetExceeded(
+            f"clingo would ground about {size} image atoms ({n_val // max(1, len(task.variables))} "
+            f"support worlds; budget {GROUND_BUDGET}), which the time limit cannot interrupt; "
+            "use a smaller support, another map class, or knowledge with a structured counter",
+            file=task.source, task=task.name)
+    hit = []
+
+    def cb(atoms):
+        if on_model is not None:
+            on_model(atoms)
+        if deadline is not None and time.monotonic() > deadline:
+            hit.append(True)
+            return False
+        return True
+    res = asp.solve(task.programs(*programs), facts, models=models, project=True,
+                    keep_models=False, on_model=cb, time_limit=left)
+    if hit or res.timed_out:
+        raise BudgetExceeded("time budget exhausted while clingo enumerated maps (raise "
+                             "--time-limit, or use a smaller support/another map class)",
+                             file=task.source, task=task.name)
+    return res
+
+
+def _perm(task, worlds, sup_ix, list_n, budget, perm_count="functions", deadline=None) -> CountResult:
     groups = task.groups("shared")
     base = [*task.params, *task.world_facts(worlds), *[("sup", task.variables[i].term) for i in sup_ix],
             *[("active", lab) for lab in task.label_names()]]
@@ -347,11 +491,9 @@ def _perm(task, worlds, sup_ix, list_n, budget) -> CountResult:
         sep = task.groups("separate")
         facts = [*task.params, *task.world_facts(worlds), *_group_facts(task, sep),
                  *[("active", lab) for lab in task.label_names()]]
-        n_sep = asp.solve(task.programs(DIS_LP), facts, models=budget + 1, project=True,
-                          keep_models=False)
-        n_const = asp.solve(task.programs(DIS_LP), facts + [("require_const",)], models=1,
-                            project=True, keep_models=False)
-        if n_sep.count <= budget and not n_const.satisfiable:
+        n_sep = _solve(task, [DIS_LP], facts, budget + 1, None, deadline)
+        n_const = _solve(task, [DIS_LP], facts + [("require_const",)], 1, None, deadline)
+        if n_sep.count <= budget and (perm_count == "pairs" or not n_const.satisfiable):
             total = n_sep.count * math.prod(math.factorial(len(ix)) for _, _, ix in groups)
             return CountResult(task.name, "perm", "-", len(worlds), total, total - 1,
                                "symmetry: prod |G|! x per-variable count (clingo)",
@@ -362,8 +504,8 @@ def _perm(task, worlds, sup_ix, list_n, budget) -> CountResult:
         if len(models) < list_n + 1:
             models.append(atoms)
 
-    res = asp.solve(task.programs(PERM_LP), base + _group_facts(task, groups), models=budget + 1,
-                    project=True, keep_models=False, on_model=on_model)
+    res = _solve(task, [PERM_LP, PERM_PAIRS_LP if perm_count == "pairs" else PERM_FUNCS_LP],
+                 base + _group_facts(task, groups), budget + 1, on_model, deadline)
     if res.count > budget:
         raise BudgetExceeded(f"more than {budget} maps in the permutation class; use --map "
                              "disentangled or --map joint, which scale", file=task.source,

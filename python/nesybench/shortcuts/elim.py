@@ -14,7 +14,9 @@ import numpy as np
 
 from ..errors import BudgetExceeded
 
-MAX_FACTOR = 20_000_000
+#: largest factor (entries) built during elimination: object arrays of Python ints take about
+#: 40-80 bytes an entry, so this bounds the memory of one product to a few hundred MB
+MAX_FACTOR = 1 << 22
 
 
 def count_rows(n_rows_dom: list[int], factors: list[tuple[tuple[int, ...], np.ndarray]],
@@ -47,8 +49,9 @@ def count_rows(n_rows_dom: list[int], factors: list[tuple[tuple[int, ...], np.nd
             return size
         r = min(live, key=cost)
         if cost(r) > max_factor:
-            raise BudgetExceeded("the map-row interaction graph is too dense for exact "
-                                 "elimination")
+            raise BudgetExceeded(f"the map-row interaction graph is too dense for exact "
+                                 f"elimination (a factor of {cost(r)} entries, memory budget "
+                                 f"{max_factor})")
         touching = [f for f in facs if r in f[0]]
         facs = [f for f in facs if r not in f[0]]
         union = sorted({x for rows, _ in touching for x in rows})

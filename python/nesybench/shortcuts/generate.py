@@ -22,7 +22,7 @@ import csv
 import gzip
 import random
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +42,7 @@ class GenerateResult:
     out: str
     counts: dict
     label_counts: dict
+    warnings: list = field(default_factory=list)
 
 
 # -- digit pools -----------------------------------------------------------------------------
@@ -210,6 +211,7 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
              mnist: str | None = None, overwrite: bool = False, progress: bool = False) -> GenerateResult:
     """Generate the task's data set into ``out`` (see module docstring)."""
     spec = task.raw.get("generate", {}) or {}
+    samples_arg = samples
     samples = {**{"train": 100, "val": 20, "test": 20, "ood": 20}, **(spec.get("samples") or {}),
                **(samples or {})}
     render = spec.get("render", "digits")
@@ -231,6 +233,20 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
     pools = {"train": support, "val": support, "test": support, "ood": ood}
     lab_of = dict(zip(support + ood, task.labels_of(support + ood)))
     names = task.label_names()
+    warnings = []
+    want_ood = int(samples.get("ood", 0))
+    if want_ood and not ood:
+        msg = (f"the task has no OOD worlds (its support is all {task.n_worlds} worlds), so "
+               f"the ood split is empty, not {want_ood} samples")
+        if (samples_arg or {}).get("ood"):
+            raise NesyError(msg + "; drop the ood sample request or restrict the support",
+                            file=task.source, task=task.name, field="samples")
+        warnings.append(msg)
+    sup_labels = {lab_of[w] for w in support}
+    if len(sup_labels) == 1:
+        warnings.append(f"every support world has the same label {sup_labels.pop()}: the "
+                        "train/val/test splits are single-label, and a model can fit them "
+                        "without looking at the concepts")
     x = pools_img = None
     if render == "digits":
         x, y = load_digits_source(mnist)
@@ -273,13 +289,13 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
             "seed": seed, "render": render, "labels": names,
             "concepts": [{"name": v.name, "domain": list(v.domain)} for v in task.variables],
             "support_size": len(support), "ood_worlds": len(ood), "counts": counts,
-            "label_counts": label_counts,
+            "label_counts": label_counts, "warnings": warnings,
             "digits": (mnist or "sklearn.datasets.load_digits (8x8 upscaled to 28x28)")
             if render == "digits" else None,
         }
         manifest["checksums"] = checksums(tmp)
         write_json(tmp / "manifest.json", manifest)
-    return GenerateResult(str(out), counts, label_counts)
+    return GenerateResult(str(out), counts, label_counts, warnings)
 
 
 class RSDataset:

@@ -3,11 +3,13 @@
 * label / concept accuracy, macro-F1 (and micro-F1 for multilabel label vectors);
 * per-concept confusion matrices (true value x predicted value) and the per-world confusion
   matrix (true concept vector x predicted concept vector, restricted to worlds that occur);
-* concept collapse, 1 - H(p) / log k for a k x k confusion matrix C (rows: true values):
-  - relaxed: p_j ∝ Σ_i C_ij / Σ_j' C_ij' (column mass of the row-normalised matrix: how much
-    each predicted value is used, every true value weighing the same);
-  - hard: p_j ∝ 1[Σ_i C_ij > 0] (which predicted values are ever used at all).
+* concept collapse, 1 - H(p) / log k for a k x k confusion matrix C (rows: true values),
+  named as in the rsbench paper's Appendix B.2 (and rsbench-code):
+  - relaxed: p_j ∝ 1[Σ_i C_ij > 0] (whether a predicted value is used at all);
+  - hard: p_j ∝ Σ_i C_ij / Σ_j' C_ij' (column mass of the row-normalised matrix: penalises
+    the disproportion with which values are predicted, every true value weighing the same).
   0 = every value used evenly, 1 = a single value predicted for everything.
+  (nesybench before issue 14 printed the two names the other way round.)
 * plots of the confusion matrices (matplotlib, Agg backend).
 
 Predictions file (CSV): columns ``label:<name>`` / ``pred_label:<name>`` and
@@ -65,9 +67,9 @@ def _entropy_collapse(p: np.ndarray) -> float:
 def collapse(c: np.ndarray, version: str = "hard") -> float:
     """Concept collapse of confusion matrix ``c`` (module docstring), in [0, 1]."""
     c = np.asarray(c, dtype=float)
-    if version == "hard":
+    if version == "relaxed":
         p = (c.sum(axis=0) > 0).astype(float)
-    elif version == "relaxed":
+    elif version == "hard":
         rows = c.sum(axis=1, keepdims=True)
         p = np.divide(c, rows, out=np.zeros_like(c), where=rows > 0).sum(axis=0)
     else:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import NesyError
 from ..logic import asp
-from .count import DIS_LP, PERM_LP, _group_facts, count_rs
+from .count import DIS_LP, PERM_FUNCS_LP, PERM_LP, _group_facts, count_rs
 from .task import Task, fmt_term
 
 
@@ -81,7 +81,7 @@ def enumerate_maps(task: Task, *, map_class: str = "disentangled", maps: str | N
             out.append((fn, pr))
     elif map_class == "perm":
         groups = task.groups("shared")
-        res = asp.solve(task.programs(PERM_LP), facts + _group_facts(task, groups),
+        res = asp.solve(task.programs(PERM_LP, PERM_FUNCS_LP), facts + _group_facts(task, groups),
                         models=limit + 2, project=True)
         out = []
         for atoms in res.models:
