@@ -111,6 +111,9 @@ def test_world_budget_and_missing_circuit(root, monkeypatch):
     task = load_task(root / "curricula/rs/mnadd_half.yaml")
     with pytest.raises(NesyError, match="circuit"):
         WorldEnumeration(task, budget=10)
+    circuit = build_semantics("circuit", task)     # the compiled engine, same interface
+    assert type(circuit).__name__ == "CompiledProgram"
+    assert circuit.concept_domains == WorldEnumeration(task).concept_domains
     monkeypatch.setitem(sys.modules, "nesybench.nesy.circuit", None)   # import fails
     with pytest.raises(NesyError, match="not available"):
         build_semantics("circuit", task)

@@ -91,17 +91,16 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
           models: int = 0, project: bool = False, keep_models: bool = True,
           consts: dict[str, int | str] | None = None, options: Sequence[str] = (),
           on_model: Callable[[list[tuple]], bool | None] | None = None,
-          time_limit: float | None = None) -> AspResult:
+          time_limit: float | None = None, partial_ok: bool = False) -> AspResult:
     """Ground and solve ``programs`` (``.lp`` paths, relative to the repo root) plus ``facts``.
 
     ``models=0`` enumerates all models; ``project=True`` enumerates distinct projections onto
     the ``#project`` atoms (or the shown atoms when the program declares none). ``on_model``
-    may return False to stop early. The search stops at once on Ctrl-C / SIGTERM. With an
-    explicit ``time_limit`` (seconds) a search that runs longer is cancelled and the result
-    has ``timed_out`` set (the count is a lower bound; the caller decides); without one, the
-    default cap :data:`DEFAULT_TIME_LIMIT` applies and raises
-    :class:`~nesybench.errors.BudgetExceeded` (knowledge of an RS task is untrusted input).
-    Grounding itself is not interrupted.
+    may return False to stop early. The search stops at once on Ctrl-C / SIGTERM, and after
+    ``time_limit`` seconds (default :data:`DEFAULT_TIME_LIMIT`: knowledge of an RS task is
+    untrusted input) with :class:`~nesybench.errors.BudgetExceeded` — or, with
+    ``partial_ok=True``, with ``timed_out`` set on the result (the count is then a lower
+    bound and the caller decides). Grounding itself is not interrupted.
     """
     clingo = _clingo()
     args = [str(models)]
@@ -146,8 +145,7 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
             return False
         return True
 
-    explicit = time_limit is not None
-    limit = float(time_limit) if explicit else DEFAULT_TIME_LIMIT
+    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
     deadline = time.monotonic() + max(0.0, limit)
     with ctl.solve(on_model=_model, async_=True) as handle:
         try:
@@ -155,7 +153,7 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
             while not handle.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
                 if time.monotonic() >= deadline:
                     handle.cancel()
-                    if not explicit:
+                    if not partial_ok:
                         raise BudgetExceeded(f"clingo searched longer than {limit:g} s "
                                              f"({result.count} models so far)")
                     result.timed_out = True

@@ -311,8 +311,10 @@ def build_semantics(kind: str, task, **kw) -> LabelSemantics:
     if kind == "worlds":
         return WorldEnumeration(task, **kw)
     if kind == "circuit":
+        import importlib  # noqa: PLC0415
+
         try:
-            from . import circuit  # noqa: PLC0415
+            circuit = importlib.import_module("nesybench.nesy.circuit")
         except ImportError as exc:
             raise NesyError("the compiled-circuit engine (nesybench.nesy.circuit) is not "
                             f"available here ({exc}); use --semantics worlds",

@@ -474,7 +474,7 @@ def _solve(task, programs, facts, models, on_model, deadline):
             return False
         return True
     res = asp.solve(task.programs(*programs), facts, models=models, project=True,
-                    keep_models=False, on_model=cb, time_limit=left)
+                    keep_models=False, on_model=cb, time_limit=left, partial_ok=True)
     if hit or res.timed_out:
         raise BudgetExceeded("time budget exhausted while clingo enumerated maps (raise "
                              "--time-limit, or use a smaller support/another map class)",
