@@ -19,10 +19,11 @@ from nesybench.rudas.core import PhaseBar, RudasParams, evaluate, generate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(*args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+def cli(*args, delay="0"):
+    """Run the CLI; ``delay``: NESYBENCH_PROGRESS_DELAY (0: draw the bar at once)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), NESYBENCH_PROGRESS_DELAY=delay)
     return subprocess.run([sys.executable, "-m", "nesybench", *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=cwd)
+                          capture_output=True, text=True, timeout=120)
 
 
 def tree(path: Path) -> dict:
@@ -76,10 +77,11 @@ def test_evaluate_reports_chase_counts_and_r_score(closure):
 
 def test_python_thread_runs_during_a_long_prolog_call():
     """janus releases the GIL while Prolog runs: the bar's ticker thread redraws meanwhile."""
-    bar = PhaseBar("busy", interval=0.02)
+    bar = PhaseBar("busy", interval=0.02, delay=0)
     ticks = []
     with bar:
         bar._bar.refresh = lambda *a, **k: ticks.append(time.monotonic())
+        bar._bar.close = lambda: None
         t0 = time.monotonic()
         prolog.once("numlist(1, 2000000, _L), sum_list(_L, _S), numlist(1, 2000000, _M), "
                     "msort(_M, _)")
@@ -119,3 +121,16 @@ def test_rs_generate_bar_and_quiet(tmp_path):
         q = cli(*args, "--out", tmp_path / f"q{flag}", flag)
         assert q.returncode == 0 and q.stderr == "", q.stderr
         assert tree(tmp_path / f"q{flag}") == tree(tmp_path / "bar")
+
+
+def test_no_bar_before_the_delay_so_quick_runs_and_errors_keep_stderr_clean(tmp_path, closure):
+    d, learned = closure
+    r = cli("rudas", "generate", "--out", tmp_path / "xs", "--size", "xs", delay="30")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    r = cli("rudas", "evaluate", d, learned, delay="30")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    bad = tmp_path / "bad.pl"
+    bad.write_text("p(X,Y) :- e(X,Y\n")
+    r = cli("rudas", "evaluate", d, bad)               # a bar at once, still one error line
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("nesybench: error:")

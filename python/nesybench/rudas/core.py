@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import BudgetExceeded, NesyError
-from ..io import FORMAT_VERSION, atomic_output_dir, derive_seed, dumps, checksums
+from ..io import (FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, dumps,
+                  progress_delay)
 from ..logic import prolog
 
 PL = "prolog/rudas/rudas.pl"
@@ -127,7 +128,9 @@ class PhaseBar:
     determinate when the phase has a total (e.g. training facts against the size target)
     and a counter with elapsed time otherwise (facts derived so far). A ticker thread
     redraws it every ``interval`` seconds so that the elapsed time moves between reports
-    (janus releases the GIL while Prolog runs, so the thread gets to run).
+    (janus releases the GIL while Prolog runs, so the thread gets to run). Nothing is drawn
+    before :func:`nesybench.io.progress_delay` seconds (a quick call, or one that fails on
+    bad input, leaves stderr to its one error line).
 
     Use as ``with PhaseBar("rudas generate", unit="fact") as bar: ...`` around the call; a
     disabled bar (``enabled=False``) installs nothing. Reports never change the results.
@@ -137,20 +140,29 @@ class PhaseBar:
     UNITS = {"R-score": "rule"}
 
     def __init__(self, title: str, *, unit: str = "fact", enabled: bool = True,
-                 interval: float = 0.5):
+                 interval: float = 0.5, delay: float | None = None):
         self.title, self.unit, self.enabled, self.interval = title, unit, enabled, interval
+        self.delay = progress_delay() if delay is None else delay
         self.phase: str | None = None
         self.phases: list[str] = []        # phases seen, in order (tests and debugging)
+        self.shown = False
         self._bar = None
         self._stop = None
+        self._lock = None
 
     def __enter__(self):
         if not self.enabled:
             return self
         import threading  # noqa: PLC0415
+        import time  # noqa: PLC0415
         from tqdm import tqdm  # noqa: PLC0415
+        # tqdm's own delay keeps __init__ and close() silent until we draw (self._show sets
+        # it to 0); a huge one, as start_t + a tiny delay rounds to start_t
         self._bar = tqdm(total=None, desc=self.title, unit=self.unit, leave=False,
-                         dynamic_ncols=True)
+                         dynamic_ncols=True, delay=1e9)
+        self._t0 = time.monotonic()
+        self._clock = time.monotonic
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._cm = prolog.progress(self._event)
         self._cm.__enter__()
@@ -158,27 +170,45 @@ class PhaseBar:
         self._thread.start()
         return self
 
+    def _show(self) -> bool:
+        """Draw from now on once the delay is over; True when the bar is shown."""
+        if not self.shown and self._clock() - self._t0 >= self.delay:
+            self.shown = True
+            self._bar.delay = 0
+            self._bar.refresh()
+        return self.shown
+
     def _tick(self):
         while not self._stop.wait(self.interval):
-            bar = self._bar
-            if bar is not None:
-                bar.refresh()
+            with self._lock:
+                if self._bar is not None and not self._show():
+                    continue
+                if self._bar is not None:
+                    self._bar.refresh()
 
     def _event(self, phase: str, done: int, total: int | None) -> None:
-        bar = self._bar
-        if bar is None:
-            return
-        if phase != self.phase:
-            self.phase = phase
-            self.phases.append(phase)
-            bar.unit = self.UNITS.get(phase, self.unit)
-            bar.set_description_str(f"{self.title}: {phase}", refresh=False)
-            bar.total = total              # reset(total=None) would keep the old total
-            bar.reset(total=total)
-        elif total != bar.total:
-            bar.total = total
-        n = min(done, total) if total is not None else done
-        bar.update(n - bar.n)
+        with self._lock:
+            bar = self._bar
+            if bar is None:
+                return
+            shown = self._show()
+            if phase != self.phase:
+                self.phase = phase
+                self.phases.append(phase)
+                bar.unit = self.UNITS.get(phase, self.unit)
+                bar.set_description_str(f"{self.title}: {phase}", refresh=False)
+                bar.total = total              # reset(total=None) would keep the old total
+                if shown:
+                    bar.reset(total=total)
+                else:
+                    bar.n = bar.last_print_n = 0
+            elif total != bar.total:
+                bar.total = total
+            n = min(done, total) if total is not None else done
+            if shown:
+                bar.update(n - bar.n)
+            else:
+                bar.n = n
 
     def __exit__(self, *exc):
         if self._bar is None:
@@ -186,8 +216,9 @@ class PhaseBar:
         self._stop.set()
         self._thread.join()
         self._cm.__exit__(*exc)
-        self._bar.close()
-        self._bar = None
+        with self._lock:
+            self._bar.close()
+            self._bar = None
         return False
 
 

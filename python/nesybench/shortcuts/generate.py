@@ -30,7 +30,8 @@ import yaml
 from PIL import Image, ImageDraw
 
 from ..errors import NesyError
-from ..io import FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, write_json
+from ..io import (FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, progress_delay,
+                  write_json)
 from .task import Task
 
 SPLITS = ("train", "val", "test", "ood")
@@ -256,7 +257,8 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
     counts, label_counts = {}, {}
     from tqdm import tqdm  # noqa: PLC0415
     total = sum(int(samples.get(s_, 0)) for s_ in SPLITS)
-    bar = tqdm(total=total, desc=f"rs generate {task.name}", unit="img", disable=not progress)
+    bar = tqdm(total=total, desc=f"rs generate {task.name}", unit="img", disable=not progress,
+               delay=progress_delay())
     with bar, atomic_output_dir(out, overwrite=overwrite,
                                 inputs=[p for p in (task.source, mnist) if p]) as tmp:
         for split in SPLITS:
