@@ -58,6 +58,7 @@ swipl prolog/rudas/chase.pl
 :- use_module(library(error)).
 :- use_module(library(pairs)).
 :- use_module(library(aggregate)).
+:- use_module('../progress').
 :- use_module(library(assoc)).
 :- use_module(library(solution_sequences)).
 
@@ -81,7 +82,8 @@ chase(Rules, Facts, Derived, Options) :-
 %   Options: max_derived(N), time_limit(Seconds), plan(auto|forward|backward) (how rules
 %   fire, see the module comment; the facts are the same), backward_min_work(W) (auto
 %   considers firing a rule backward only when its estimated forward work exceeds W;
-%   default 50000).
+%   default 50000), progress(Phase) (report the facts derived so far under Phase through
+%   nesy_progress:progress/3, every round and every 4096 facts; a no-op without a listener).
 chase(Rules, Facts, Derived, Status, Options) :-
     setup_call_cleanup(
         store_new(Store, Rules),
@@ -254,6 +256,9 @@ store_saturate(Store, Delta, Options, Derived, Status) :-
     retract(Trig:round(K0)),
     nb_setval('$rudas_derived', 0),
     nb_setval('$rudas_round', K0),
+    option(progress(Phase), Options, none),     % report facts derived under Phase
+    nb_setval('$rudas_progress', Phase),
+    chase_progress(0),
     Ctx = ctx(Store, M, Trie, Trig, Max),
     Run = ( fact_rules(Ctx, K0, Facts),
             append(Delta, Facts, Delta1),
@@ -289,6 +294,8 @@ rounds(_, K, [], Acc, Acc) :- !,
 rounds(Ctx, K, Delta, Acc0, Acc) :-
     Ctx = ctx(_, _, _, Trig, _),
     nb_setval('$rudas_round', K),
+    nb_getval('$rudas_derived', Derived),
+    chase_progress(Derived),
     compile_plans(Ctx),
     group_delta(Trig, Delta, Groups),
     K1 is K + 1,
@@ -483,7 +490,16 @@ add_fact(ctx(_, M, Trie, Trig, Max), K, H) :-
     nb_getval('$rudas_derived', C0),
     C is C0 + 1,
     nb_setval('$rudas_derived', C),
+    (   C /\ 4095 =:= 0 -> chase_progress(C) ; true ),
     (   C >= Max -> throw(rudas_budget_facts) ; true ).
+
+%   chase_progress(+Derived): report the facts derived so far when the chase was given a
+%   progress(Phase) option (every round, and every 4096 facts inside a round).
+chase_progress(C) :-
+    (   nb_current('$rudas_progress', Phase), Phase \== none
+    ->  progress(Phase, C, none)
+    ;   true
+    ).
 
 add_projections(M, Trig, Int, F, K) :-
     (   Trig:proj(Int, _, _)

@@ -36,6 +36,7 @@ Errors in the parameters throw rudas_error(Message).
 :- use_module(library(yall)).
 :- use_module(library(dicts)).
 :- use_module(chase).
+:- use_module('../progress').
 
 %!  size_class(?Class:atom, ?Min:integer, ?Max:integer) is nondet.
 %
@@ -189,10 +190,12 @@ generate_safe(Params, Dir, Summary, Error) :-
 generate(Params, Dir, Summary) :-
     resolve_params(Params, P),
     set_random(seed(P.seed)),
+    progress('rules', 0, none),
     generate_rules(P, Graph, Rules),
     Graph = graph(Comps, Nodes, Preds, Targets),
     constants(P, Consts),
     facts_attempts(P, 1, none, Nodes, Comps, Rules, Consts, Targets, Preds, Sets-Uncovered),
+    progress('writing files', 0, none),
     write_dataset(Dir, P, Rules, Preds, Targets, Sets),
     summary(P, Graph, Rules, Sets, Summary0),
     Summary = Summary0.put(uncovered, Uncovered).
@@ -437,10 +440,12 @@ fill_pos(P, Atoms, HVs, HPairs, K-I, Seen0, Seen) :-
 %   inside the size class is kept and Uncovered = _{eval:Ids, train_cw:Ids, train:Ids} names
 %   the rules without an instance (written to the manifest as uncovered_rules).
 facts_attempts(P, K, First, Nodes, Comps, Rules, Consts, Targets, Preds, Result) :-
+    nb_setval('$rudas_attempt', K),
     facts_phase(P, Nodes, Comps, Rules, Consts, Targets, Preds, Sets0),
     length(Sets0.train, N),
     (   N >= P.size_min, N =< P.size_max
-    ->  uncovered_rules(Nodes, Sets0, Unc),
+    ->  progress('rule coverage', 0, none),
+        uncovered_rules(Nodes, Sets0, Unc),
         (   Unc == _{eval:[], train_cw:[], train:[]}
         ->  Result = Sets0-Unc
         ;   ( First == none -> First1 = Sets0-Unc ; First1 = First ),
@@ -491,6 +496,7 @@ facts_phase(P, Nodes, Comps, Rules, Consts, Targets, Preds, Sets) :-
     grow(P, Index, NComps, Rules, Consts, Goal, train, S, C),
     EvalGoal is max(20, round(P.eval_ratio * P.target)),
     grow(P, Index, NComps, Rules, Consts, EvalGoal, eval, S1, C1),
+    progress('open world and noise', 0, none),
     msort(S, SS), msort(C, CS), msort(S1, SS1), msort(C1, CS1),
     open_world(P, Targets, CS, CKept, CRemoved),
     noise(P, Targets, Preds, Consts, SS, CS, CKept, SKept, Plus, PlusT, SS1, CS1),
@@ -538,6 +544,7 @@ grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, SAcc, C
 grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yield, Done,
           SAcc, CAcc, S, C) :-
     estimate(P, Phase, NS, NC, Est),
+    grow_progress(Phase, Est, Goal),
     length(Index, NAll), length(Done, NDone),
     (   Est >= Goal, ( Phase == train -> true ; NDone >= NAll )
     ->  append(SAcc, S), append(CAcc, C)
@@ -581,6 +588,19 @@ grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yie
         ( N1 + N2 =:= 0 -> Stall1 is Stall + 1 ; Stall1 = 0 ),
         grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter1, Stall1, NS1, NC1, BNext, Yield1,
                   Done1, [New|SAcc], [Derived|CAcc], S, C)
+    ).
+
+%   grow_progress(+Phase, +Estimate, +Goal): report the estimated size against its goal
+%   ("training facts", "training facts, attempt K" after a redraw, "evaluation facts").
+grow_progress(Phase, Est, Goal) :-
+    (   progress_enabled
+    ->  ( nb_current('$rudas_attempt', K) -> true ; K = 1 ),
+        (   Phase == eval -> Name = 'evaluation facts'
+        ;   K =:= 1 -> Name = 'training facts'
+        ;   format(atom(Name), "training facts, attempt ~w", [K])
+        ),
+        progress(Name, Est, Goal)
+    ;   true
     ).
 
 estimate(_, eval, NS, NC, Est) :- !, Est is NS + NC.

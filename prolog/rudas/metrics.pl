@@ -41,6 +41,7 @@ With I(R,F) the facts derived from F by R, excluding F (rudas_chase:chase/5):
 :- use_module(library(yall)).
 :- use_module(library(aggregate)).
 :- use_module(chase).
+:- use_module('../progress').
 
 %!  evaluate_safe(+Dir, +LearnedFile, +Options:dict, -Result:dict, -Error:dict) is det.
 %
@@ -215,9 +216,10 @@ learned_rule(T, 1.0, rule(H, B), Why) :-
 %
 %   Options: aux (predicate names whose facts are ignored), max_derived, time_limit.
 herbrand_metrics(Orig, Learned, Support, Options, M) :-
-    chase(Orig, Support, I, _, []),
+    chase(Orig, Support, I, _, [progress('chasing original rules')]),
     opt(Options, max_derived, inf, Max), opt(Options, time_limit, inf, TL),
-    chase(Learned, Support, I1, Status, [max_derived(Max), time_limit(TL)]),
+    chase(Learned, Support, I1, Status, [max_derived(Max), time_limit(TL),
+                                         progress('chasing learned rules')]),
     opt(Options, aux, [], Aux), opt(Options, aux_pis, [], AuxPIs),
     exclude(aux_fact(Aux, AuxPIs), I1, I2),
     sort(I, IS), sort(I2, IS2),
@@ -588,10 +590,17 @@ r_score([], _, _, 1.0, false) :- !.
 r_score(Orig, Learned, Options, Score, Partial) :-
     opt(Options, time_limit, inf, TL),
     ( TL == inf -> Deadline = inf ; get_time(T0), Deadline is T0 + TL ),
-    foldl(best_match(Learned, Deadline), Orig, 0-true, Sum-Complete),
     length(Orig, N),
+    progress('R-score', 0, N),
+    foldl(best_match(Learned, Deadline, N), Orig, 0-true-0, Sum-Complete-_),
     Score is 1 - Sum / N,
     ( Complete == true -> Partial = false ; Partial = true ).
+
+%   best_match/6: best_match/5 with a count of the rules scored, reported as progress.
+best_match(Learned, Deadline, N, R, S0-C0-I0, S-C-I) :-
+    best_match(Learned, Deadline, R, S0-C0, S-C),
+    I is I0 + 1,
+    progress('R-score', I, N).
 
 best_match(Learned, Deadline, R, S0-C0, S-C) :-
     R = rule(H, _), functor(H, N, A),

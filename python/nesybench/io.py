@@ -210,3 +210,15 @@ def derive_seed(*parts) -> int:
     """A 63-bit seed from any parts (ints/strings), independent of ``PYTHONHASHSEED``."""
     h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
     return int.from_bytes(h[:8], "big") >> 1
+
+
+def progress_delay() -> float:
+    """Seconds a progress bar waits before it first draws (``NESYBENCH_PROGRESS_DELAY``,
+    default 1.0): a command that ends sooner (or fails on bad input at once) prints nothing
+    on stderr but its result or its one error line. Tests set it to 0 to see the bar."""
+    raw = os.environ.get("NESYBENCH_PROGRESS_DELAY", "")
+    try:
+        v = float(raw) if raw else 1.0
+    except ValueError:
+        v = 1.0
+    return max(0.0, v) if v == v else 1.0

@@ -5,6 +5,7 @@ Everything Python asks of Prolog goes through this module:
 * :func:`use` loads a module from ``prolog/`` or ``kb/`` once per process;
 * :func:`once` / :func:`solutions` run a goal with Python values bound to its variables
   (lists of strings go in and out as one call, so callers batch their work);
+* :func:`progress` routes progress reports of long Prolog work to a Python callback (a bar);
 * :func:`load_rules` compiles *untrusted* rule text into a fresh module after reading it
   clause by clause (syntax errors with their line) and checking it with ``library(sandbox)``.
 
@@ -12,6 +13,7 @@ Prolog exceptions become :class:`nesybench.errors.PrologError`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -142,6 +144,39 @@ def once(goal: str, **inputs):
     if not res.pop("truth", True):
         return None
     return res
+
+
+#: the callback of the active :func:`progress` block (None: no bar listening)
+_progress_cb = None
+
+
+@contextlib.contextmanager
+def progress(callback):
+    """While the block runs, ``nesy_progress:progress(Phase, Done, Total)`` calls in Prolog
+    (``prolog/progress.pl``) reach ``callback(phase: str, done: int, total: int | None)``.
+
+    Prolog calls back into Python (janus ``py_call``) from the thread running the query, so
+    the callback runs in that thread while the query is in progress; it must be quick and
+    must not call Prolog. Outside the block the Prolog side only reads one flag.
+    """
+    global _progress_cb
+    use("prolog/progress.pl")
+    with _lock:
+        _progress_cb = callback
+        janus().query_once("flag(nesy_progress, _, 1)")
+    try:
+        yield
+    finally:
+        with _lock:
+            _progress_cb = None
+            janus().query_once("flag(nesy_progress, _, 0)")
+
+
+def _progress_event(phase, done, total) -> None:
+    """Called from Prolog (``py_call``) by ``nesy_progress:progress/3``."""
+    cb = _progress_cb
+    if cb is not None:
+        cb(str(phase), int(done), None if total in ("none", None) else int(total))
 
 
 def _raise_signal(sig: str):

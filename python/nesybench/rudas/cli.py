@@ -52,11 +52,12 @@ def group():
 @click.option("--eval-ratio", default=0.25, show_default=True, type=float)
 @click.option("--overwrite", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="print the manifest counts as JSON")
-def generate(out, overwrite, as_json, **kw):
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+def generate(out, overwrite, as_json, quiet, **kw):
     """Generate one RuDaS dataset folder (RuDaS layout + manifest.json + rule_graph.dot)."""
     from .core import RudasParams, generate as gen  # noqa: PLC0415
     params = RudasParams(**{k: (v.lower() if isinstance(v, str) else v) for k, v in kw.items()})
-    res = gen(params, out, overwrite=overwrite)
+    res = gen(params, out, overwrite=overwrite, progress=not (as_json or quiet))
     if as_json:
         click.echo(dumps({"path": str(res.path), "counts": res.manifest["counts"],
                           "targets": res.manifest["targets"]}), nl=False)
@@ -110,11 +111,14 @@ def _eval_opts(f):
 @click.argument("learned", type=click.Path())
 @_eval_opts
 @click.option("--json", "as_json", is_flag=True)
-def evaluate(dataset, learned, threshold, aux, max_derived, time_limit, strict_budget, as_json):
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+def evaluate(dataset, learned, threshold, aux, max_derived, time_limit, strict_budget, as_json,
+             quiet):
     """Evaluate LEARNED rules (Prolog syntax) on DATASET (paper §5 measures)."""
     from .core import evaluate as ev  # noqa: PLC0415
     m = ev(dataset, learned, threshold=threshold, aux=list(aux), max_derived=max_derived,
-           time_limit=time_limit, strict_budget=strict_budget)
+           time_limit=time_limit, strict_budget=strict_budget,
+           progress=not (as_json or quiet))
     if m["partial"]:
         click.echo(f"nesybench: warning: budget hit ({m['budget']}); metrics are partial", err=True)
     if m.get("r_score_partial"):
@@ -134,7 +138,9 @@ def evaluate(dataset, learned, threshold, aux, max_derived, time_limit, strict_b
 @click.argument("learned_dir", type=click.Path())
 @_eval_opts
 @click.option("--json", "as_json", is_flag=True)
-def table(suite_dir, learned_dir, threshold, aux, max_derived, time_limit, strict_budget, as_json):
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+def table(suite_dir, learned_dir, threshold, aux, max_derived, time_limit, strict_budget, as_json,
+          quiet):
     """Evaluate LEARNED_DIR/<dataset>.pl for every dataset of a suite; print a table + means."""
     from .core import evaluate as ev  # noqa: PLC0415
     sd, ld = Path(suite_dir), Path(learned_dir)
@@ -142,7 +148,9 @@ def table(suite_dir, learned_dir, threshold, aux, max_derived, time_limit, stric
         raise NesyError("not a RuDaS suite folder (no suite.json)", file=str(sd))
     names = [d["name"] for d in json.loads((sd / "suite.json").read_text())["datasets"]]
     rows = []
-    for n in names:
+    from tqdm import tqdm  # noqa: PLC0415
+    for n in tqdm(names, desc="rudas table", unit="dataset", leave=False,
+                  disable=as_json or quiet):
         lf = ld / f"{n}.pl"
         if lf.exists():
             m = ev(sd / n, lf, threshold=threshold, aux=list(aux), max_derived=max_derived,

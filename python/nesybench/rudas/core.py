@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import BudgetExceeded, NesyError
-from ..io import FORMAT_VERSION, atomic_output_dir, derive_seed, dumps, checksums
+from ..io import (FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, dumps,
+                  progress_delay)
 from ..logic import prolog
 
 PL = "prolog/rudas/rudas.pl"
@@ -121,10 +122,111 @@ class GenerateResult:
     manifest: dict = field(default_factory=dict)
 
 
-def _generate_into(params: RudasParams, tmp: Path) -> dict:
+class PhaseBar:
+    """A tqdm bar on stderr fed by the Prolog side's progress reports (``prolog/progress.pl``)
+    while one long Prolog call runs: the description is the current phase, the bar is
+    determinate when the phase has a total (e.g. training facts against the size target)
+    and a counter with elapsed time otherwise (facts derived so far). A ticker thread
+    redraws it every ``interval`` seconds so that the elapsed time moves between reports
+    (janus releases the GIL while Prolog runs, so the thread gets to run). Nothing is drawn
+    before :func:`nesybench.io.progress_delay` seconds (a quick call, or one that fails on
+    bad input, leaves stderr to its one error line).
+
+    Use as ``with PhaseBar("rudas generate", unit="fact") as bar: ...`` around the call; a
+    disabled bar (``enabled=False``) installs nothing. Reports never change the results.
+    """
+
+    #: phases counted in something else than the bar's unit
+    UNITS = {"R-score": "rule"}
+
+    def __init__(self, title: str, *, unit: str = "fact", enabled: bool = True,
+                 interval: float = 0.5, delay: float | None = None):
+        self.title, self.unit, self.enabled, self.interval = title, unit, enabled, interval
+        self.delay = progress_delay() if delay is None else delay
+        self.phase: str | None = None
+        self.phases: list[str] = []        # phases seen, in order (tests and debugging)
+        self.shown = False
+        self._bar = None
+        self._stop = None
+        self._lock = None
+
+    def __enter__(self):
+        if not self.enabled:
+            return self
+        import threading  # noqa: PLC0415
+        import time  # noqa: PLC0415
+        from tqdm import tqdm  # noqa: PLC0415
+        # tqdm's own delay keeps __init__ and close() silent until we draw (self._show sets
+        # it to 0); a huge one, as start_t + a tiny delay rounds to start_t
+        self._bar = tqdm(total=None, desc=self.title, unit=self.unit, leave=False,
+                         dynamic_ncols=True, delay=1e9)
+        self._t0 = time.monotonic()
+        self._clock = time.monotonic
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._cm = prolog.progress(self._event)
+        self._cm.__enter__()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._thread.start()
+        return self
+
+    def _show(self) -> bool:
+        """Draw from now on once the delay is over; True when the bar is shown."""
+        if not self.shown and self._clock() - self._t0 >= self.delay:
+            self.shown = True
+            self._bar.delay = 0
+            self._bar.refresh()
+        return self.shown
+
+    def _tick(self):
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                if self._bar is not None and not self._show():
+                    continue
+                if self._bar is not None:
+                    self._bar.refresh()
+
+    def _event(self, phase: str, done: int, total: int | None) -> None:
+        with self._lock:
+            bar = self._bar
+            if bar is None:
+                return
+            shown = self._show()
+            if phase != self.phase:
+                self.phase = phase
+                self.phases.append(phase)
+                bar.unit = self.UNITS.get(phase, self.unit)
+                bar.set_description_str(f"{self.title}: {phase}", refresh=False)
+                bar.total = total              # reset(total=None) would keep the old total
+                if shown:
+                    bar.reset(total=total)
+                else:
+                    bar.n = bar.last_print_n = 0
+            elif total != bar.total:
+                bar.total = total
+            n = min(done, total) if total is not None else done
+            if shown:
+                bar.update(n - bar.n)
+            else:
+                bar.n = n
+
+    def __exit__(self, *exc):
+        if self._bar is None:
+            return False
+        self._stop.set()
+        self._thread.join()
+        self._cm.__exit__(*exc)
+        with self._lock:
+            self._bar.close()
+            self._bar = None
+        return False
+
+
+def _generate_into(params: RudasParams, tmp: Path, progress: bool = False) -> dict:
     prolog.use(PL)
-    res = prolog.once("rudas_generate:generate_safe(P, Dir, S, E)", P=params.to_prolog(),
-                      Dir=str(tmp))
+    with PhaseBar(f"rudas generate {params.size}", unit="fact", enabled=progress):
+        res = prolog.once("rudas_generate:generate_safe(P, Dir, S, E)", P=params.to_prolog(),
+                          Dir=str(tmp))
     if res is None:
         raise NesyError("the RuDaS generator failed unexpectedly")
     if res["E"]:
@@ -150,11 +252,14 @@ def _generate_into(params: RudasParams, tmp: Path) -> dict:
     return manifest
 
 
-def generate(params: RudasParams, out: str | os.PathLike, *, overwrite: bool = False) -> GenerateResult:
-    """Generate one dataset into ``out`` (appears whole or not at all)."""
+def generate(params: RudasParams, out: str | os.PathLike, *, overwrite: bool = False,
+             progress: bool = False) -> GenerateResult:
+    """Generate one dataset into ``out`` (appears whole or not at all). ``progress``: a
+    :class:`PhaseBar` on stderr (phases: rules, training facts against the size target,
+    evaluation facts, writing files); the files are the same with or without it."""
     params.validate()
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
-        manifest = _generate_into(params, tmp)
+        manifest = _generate_into(params, tmp, progress)
     return GenerateResult(Path(out), manifest)
 
 
@@ -327,7 +432,7 @@ def check_budget(max_derived, time_limit) -> None:
 
 def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
              max_derived: int = 5_000_000, time_limit: float = 600.0,
-             strict_budget: bool = False) -> dict:
+             strict_budget: bool = False, progress: bool = False) -> dict:
     """Metrics of §5 for the learned rules in ``learned`` on ``dataset`` (S' = eval-support).
 
     Returns a dict: tp, fp, fn, tn (standard meaning: FP = derived but not in I(R,S')),
@@ -341,6 +446,8 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
     predicates to ignore. ``time_limit`` bounds the chase and then the R-score (which gets
     what is left, at least 1 s): a R-score cut short is the best bound found (a lower bound
     of the true R-score) and ``r_score_partial`` is True (``strict_budget`` then raises).
+    ``progress``: a :class:`PhaseBar` on stderr (chasing original rules, chasing learned
+    rules: facts derived so far; R-score: original rules scored of all).
     """
     check_budget(max_derived, time_limit)
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or \
@@ -354,9 +461,10 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
     if not lp.exists():
         raise NesyError("file not found", file=str(lp))
     prolog.use(PL)
-    res = prolog.once("rudas_metrics:evaluate_safe(D, F, O, R, E)", D=str(ds), F=str(lp),
-                      O={"threshold": float(threshold), "aux": list(aux),
-                         "max_derived": int(max_derived), "time_limit": float(time_limit)})
+    with PhaseBar("rudas evaluate", unit="fact", enabled=progress):
+        res = prolog.once("rudas_metrics:evaluate_safe(D, F, O, R, E)", D=str(ds), F=str(lp),
+                          O={"threshold": float(threshold), "aux": list(aux),
+                             "max_derived": int(max_derived), "time_limit": float(time_limit)})
     err = res["E"]
     if err != "none":
         err = _plain(err)

@@ -30,7 +30,8 @@ import yaml
 from PIL import Image, ImageDraw
 
 from ..errors import NesyError
-from ..io import FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, write_json
+from ..io import (FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, progress_delay,
+                  write_json)
 from .task import Task
 
 SPLITS = ("train", "val", "test", "ood")
@@ -209,7 +210,9 @@ def balanced(worlds, labels, n, rng) -> list[int]:
 
 def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
              mnist: str | None = None, overwrite: bool = False, progress: bool = False) -> GenerateResult:
-    """Generate the task's data set into ``out`` (see module docstring)."""
+    """Generate the task's data set into ``out`` (see module docstring). ``progress``: a tqdm
+    bar on stderr over the images written (its total is the requested samples; a split with
+    fewer worlds than asked may end it short)."""
     spec = task.raw.get("generate", {}) or {}
     samples_arg = samples
     samples = {**{"train": 100, "val": 20, "test": 20, "ood": 20}, **(spec.get("samples") or {}),
@@ -252,8 +255,12 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
         x, y = load_digits_source(mnist)
         pools_img = digit_pools(x, y, seed)
     counts, label_counts = {}, {}
-    with atomic_output_dir(out, overwrite=overwrite,
-                           inputs=[p for p in (task.source, mnist) if p]) as tmp:
+    from tqdm import tqdm  # noqa: PLC0415
+    total = sum(int(samples.get(s_, 0)) for s_ in SPLITS)
+    bar = tqdm(total=total, desc=f"rs generate {task.name}", unit="img", disable=not progress,
+               delay=progress_delay())
+    with bar, atomic_output_dir(out, overwrite=overwrite,
+                                inputs=[p for p in (task.source, mnist) if p]) as tmp:
         for split in SPLITS:
             n = int(samples.get(split, 0))
             worlds = pools[split]
@@ -272,6 +279,7 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                 fname = f"{k:05d}.png"
                 img.save(tmp / split / fname, optimize=False)
                 rows.append([fname, *lab_of[w], *w])
+                bar.update()
             with open(tmp / split / "labels.csv", "w", newline="") as fh:
                 wr = csv.writer(fh, lineterminator="\n")
                 wr.writerow(["file", *[f"label:{n_}" for n_ in names],
