@@ -24,6 +24,7 @@ prepended to its ``sys.path``; install it with
 from __future__ import annotations
 
 import argparse
+import re
 import json
 import os
 import resource
@@ -267,8 +268,10 @@ def run_reference(n: int, args, data) -> dict:
             return {"engine": "deepproblog-2.1.0", "n": n,
                     "error": f"timed out after {args.reference_timeout} s"}
     if r.returncode != 0:
-        return {"engine": "deepproblog-2.1.0", "n": n,
-                "error": (r.stderr.strip().splitlines() or ["failed"])[-1]}
+        lines = r.stderr.strip().splitlines() or ["failed"]
+        # the exception line of the traceback, not the source line above it
+        errs = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception)\b", ln)]
+        return {"engine": "deepproblog-2.1.0", "n": n, "error": (errs or lines)[-1]}
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 

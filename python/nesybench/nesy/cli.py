@@ -101,9 +101,10 @@ def _common(f):
               help="run folder (default out/nesy/TASK-MODEL-sSEED)")
 @click.option("--overwrite", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_sup, concept_vars,
               concept_weight, tnorm, epochs, batch, lr, device, threads, seed, out, overwrite,
-              as_json):
+              as_json, quiet):
     """Train a model on TASK (a curricula/rs/*.yaml file) and evaluate it on val/test/OOD.
 
     Writes OUT/config.json, best.pt/last.pt checkpoints, history in metrics.json,
@@ -127,7 +128,7 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
         raise NesyError("task file not found", file=str(task))
     out = out or f"out/nesy/{Path(task).stem}-{model}-s{seed}"
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
-        summary = run_experiment(cfg, tmp, progress=not as_json)
+        summary = run_experiment(cfg, tmp, progress=not (as_json or quiet))
         if cfg.data is None:
             summary["config"]["data"] = str(Path(out).resolve() / "data")
             _fix_data_path(tmp, Path(out).resolve() / "data")
@@ -223,8 +224,9 @@ def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
 @click.option("--out", "-o", type=click.Path(), default=None,
               help="study folder (default out/nesy-sweep/TASK); re-running resumes")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
 def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr, semantics,
-              device, executor, workers, seed, out, as_json):
+              device, executor, workers, seed, out, as_json, quiet):
     """Seeds x models x concept supervision on TASK through the sweep runner (nesybench.runs).
 
     Results go to the study's SQLite store (read them with `nesybench runs table`).
@@ -261,7 +263,8 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
                             "device": device},
                     axes={"model": ms, "concept_sup": sup_values},
                     repetitions=seeds, seed=seed)
-    res = run_grid(spec, out, executor=executor, workers=workers, progress=not as_json)
+    res = run_grid(spec, out, executor=executor, workers=workers,
+                   progress=not (as_json or quiet))
     rows = res.rows()
     if as_json:
         click.echo(dumps({"study": str(out), "rows": rows}))
