@@ -465,6 +465,9 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
         res = prolog.once("rudas_metrics:evaluate_safe(D, F, O, R, E)", D=str(ds), F=str(lp),
                           O={"threshold": float(threshold), "aux": list(aux),
                              "max_derived": int(max_derived), "time_limit": float(time_limit)})
+    if res is None:         # the evaluator failed without naming a clause: still one error
+        raise NesyError("the learned rules cannot be evaluated (every rule is "
+                        "Head :- Body over predicates of arity >= 1)", file=str(lp))
     err = res["E"]
     if err != "none":
         err = _plain(err)

@@ -454,9 +454,16 @@ def _term(name: str, idx: tuple):
     return (name, *idx) if idx else name
 
 
+#: clingo's integers are 32-bit: domain values outside this range cannot reach the solver
+CLINGO_INT = (-(2 ** 31), 2 ** 31 - 1)
+
+
 def _domain(spec, where, source):
     if isinstance(spec, dict) and "range" in spec:
         lo, hi = spec["range"]
+        if not (CLINGO_INT[0] <= int(lo) and int(hi) <= CLINGO_INT[1]):
+            raise NesyError(f"range [{lo}, {hi}] leaves clingo's 32-bit integers",
+                            file=source, field=f"{where}.range")
         return tuple(range(int(lo), int(hi) + 1))
     if isinstance(spec, list) and spec:
         out = []
@@ -465,6 +472,9 @@ def _domain(spec, where, source):
                     (isinstance(x, str) and not _ATOM.match(x)):
                 raise NesyError(f"domain value {x!r} must be an int or a lowercase identifier",
                                 file=source, field=where)
+            if isinstance(x, int) and not CLINGO_INT[0] <= x <= CLINGO_INT[1]:
+                raise NesyError(f"domain value {x} leaves clingo's 32-bit integers "
+                                f"({CLINGO_INT[0]}..{CLINGO_INT[1]})", file=source, field=where)
             out.append(x)
         if len(set(out)) != len(out):
             raise NesyError("domain has repeated values", file=source, field=where)
