@@ -142,6 +142,10 @@ class Task:
             if atom[0] != "y" or len(atom) != 4:
                 continue
             _, ctx, lab, val = atom
+            if not (isinstance(ctx, tuple) and len(ctx) == 2 and isinstance(ctx[1], int)
+                    and 0 <= ctx[1] < len(worlds)):
+                raise NesyError(f"the knowledge derives a label for {ctx!r}: the first argument "
+                                "of y/3 must be the context K of ctx(K)", file=self.source)
             w_id = ctx[1]
             seen = found.setdefault(w_id, {})
             if lab in seen and seen[lab] != val:
