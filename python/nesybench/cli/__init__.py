@@ -59,10 +59,10 @@ def cli():
            ilp-run, train, table, plot)
     rudas  RuDaS rule-learning datasets (generate, suite, evaluate)
     rs     reasoning shortcuts (generate, count, severity, metrics)
-    runs   sweeps and results (start, resume, status, table, plot, export)
-    nesy   neuro-symbolic learning: DPL, fuzzy, CBM, NN on the RS tasks (train, eval, sweep)
-    irt    IRT robustness of classifier families (population, fit, robustness, taxonomy, study)
+    nesy   neuro-symbolic learning: DPL, fuzzy, CBM, NN on the RS tasks (train, eval, sweep, report)
     ski    knowledge-injection robustness: KBANN/KINS/KILL under degradation (run, table, plot)
+    irt    IRT robustness of classifier families (population, fit, robustness, taxonomy, study)
+    runs   sweeps and results (start, resume, status, table, plot, export)
     """
 
 
