@@ -306,26 +306,27 @@ def rule_graph_dot(nodes: list[dict]) -> str:
         if n["parent"] != "none":
             groups.setdefault((n["parent"], n["head"]), []).append(n["id"])
     for (parent, head), kids in sorted(groups.items()):
-        if len(kids) > 1:
-            orid = f'or_{parent}_{head.replace("/", "_")}'
-            lines.append(f'  {orid} [shape=circle, label="OR", fontsize=8];')
-            lines.append(f"  {orid} -> {parent};")
-            lines.extend(f"  {k} -> {orid};" for k in kids)
-        else:
-            lines.append(f"  {kids[0]} -> {parent};")
+        _or_edges(lines, f'or_{parent}_{head.replace("/", "_")}', parent, kids, "", "")
     rec: dict[str, list[str]] = {}
     for e in recursive_edges(nodes):
         rec.setdefault(e["parent"], []).append(e["child"])
     for parent, kids in sorted(rec.items()):
-        if len(kids) > 1:
-            orid = f"or_rec_{parent}"
-            lines.append(f'  {orid} [shape=circle, label="OR", fontsize=8];')
-            lines.append(f'  {orid} -> {parent} [style=dashed, label="rec"];')
-            lines.extend(f"  {k} -> {orid} [style=dashed];" for k in kids)
-        else:
-            lines.append(f'  {kids[0]} -> {parent} [style=dashed, label="rec"];')
+        _or_edges(lines, f"or_rec_{parent}", parent, kids, ' [style=dashed, label="rec"]',
+                  " [style=dashed]")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _or_edges(lines: list[str], orid: str, parent: str, kids: list[str], to_parent: str,
+              to_or: str) -> None:
+    """Edges from ``kids`` to ``parent``: direct for one kid, through an OR node for several
+    (``to_parent`` / ``to_or``: DOT attributes of the edges into the parent / the OR node)."""
+    if len(kids) > 1:
+        lines.append(f'  {orid} [shape=circle, label="OR", fontsize=8];')
+        lines.append(f"  {orid} -> {parent}{to_parent};")
+        lines.extend(f"  {k} -> {orid}{to_or};" for k in kids)
+    else:
+        lines.append(f"  {kids[0]} -> {parent}{to_parent};")
 
 
 # --- suite -------------------------------------------------------------------------------
