@@ -116,3 +116,52 @@ def test_uci_files_instead_of_the_cache(tmp_path):
     (tmp_path / "bad.data").write_text("EI, x, ACGT\n")
     with pytest.raises(NesyError, match="60"):
         ski_data.load("splice", tmp_path / "bad.data")
+
+
+def test_one_member_equals_a_plain_torch_mlp_with_adam():
+    """The hand-written backward, the member ordering and the fused Adam against the
+    textbook: nn.Linear layers, autograd, torch.optim.Adam (eps 1e-7), same batches."""
+    g = torch.Generator().manual_seed(3)
+    N, D, K = 50, 6, 3
+    X = torch.randn(N, D, generator=g)
+    y = torch.randint(0, K, (N,), generator=g)
+    rows = torch.randperm(N, generator=g)[:45]           # 45 rows: last batch of 13 is short
+    net = injectors.make("uneducated", D, K, [7, 5], epochs=3, batch_size=16)
+    net.fit(Members(X.unsqueeze(0), y.unsqueeze(0), [rows]), [21])
+    # the reference starts from the same initial weights and replays the same shuffles
+    init = net.init_params([21])
+    ref = torch.nn.Sequential(torch.nn.Linear(D, 7), torch.nn.ReLU(), torch.nn.Linear(7, 5),
+                              torch.nn.ReLU(), torch.nn.Linear(5, K))
+    with torch.no_grad():
+        for lin, (W, b) in zip(ref[::2], zip(init[::2], init[1::2])):
+            lin.weight.copy_(W[0])
+            lin.bias.copy_(b[0])
+    opt = torch.optim.Adam(ref.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
+    from nesybench.io import derive_seed
+    order = torch.Generator().manual_seed(derive_seed("order", 21) % (2**63))
+    for _ in range(3):
+        perm = rows[torch.randperm(len(rows), generator=order)]
+        for s in range(0, len(perm), 16):
+            ib = perm[s:s + 16]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(ref(X[ib]), y[ib]).backward()
+            opt.step()
+    for lin, (W, b) in zip(ref[::2], zip(net.params[::2], net.params[1::2])):
+        torch.testing.assert_close(W[0], lin.weight.detach(), rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(b[0], lin.bias.detach(), rtol=1e-4, atol=1e-6)
+
+
+def test_levels_per_cell_chunks_the_levels(tmp_path, capsys):
+    """4 flip levels in chunks of 3: two cells per predictor, all 4 levels in the table,
+    and the chunked cells log the same per-level curves a cell per level would."""
+    out = tmp_path / "s"
+    main(["ski", "run", "--datasets", "bcw", "--degradations", "flip", "--injectors",
+          "uneducated,kill", "--reps", "2", "--epochs", "1", "--level-stride", "3",
+          "--levels-per-cell", "3", "--executor", "inline", "--out", str(out), "--json"])
+    import json
+    summary = json.loads(capsys.readouterr().out)["studies"][0]
+    assert summary["done"] == 4                     # 2 chunks × 2 predictors
+    main(["ski", "table", str(out), "--json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    kill = [r for r in rows if r["injector"] == "kill"]
+    assert kill and kill[0]["levels"] == 4 and kill[0]["reps"] == 2

@@ -47,10 +47,18 @@ def knowledge(ds: ski_data.Dataset, kb: str | None = None) -> rules.Knowledge:
 
 
 def _point(params: dict) -> dict:
-    """``point: [degradation, level]`` (one axis of a per-level grid) → both parameters."""
+    """``point: [degradation, level, ...]`` (one axis of a grid of level chunks) → the
+    degradation and its ``level`` (one) or ``levels`` (several)."""
     if params.get("point") is not None:
-        deg, level = params["point"]
-        params = {**params, "degradation": str(deg), "level": float(level)}
+        deg, *levels = params["point"]
+        if not levels:
+            raise NesyError("point needs [degradation, level, ...]", field="point")
+        params = {**params, "degradation": str(deg)}
+        if len(levels) == 1:
+            params["level"] = float(levels[0])
+        else:
+            params["levels"] = [float(v) for v in levels]
+            params.pop("level", None)
     if "degradation" not in params:
         raise NesyError("the cell needs degradation (or point: [degradation, level])",
                         field="degradation")
@@ -124,8 +132,8 @@ def run(params: dict, seed: int, *, one_at_a_time: bool = False, progress=None) 
         need = len(levels) * reps * len(train) * ds.X.shape[1] * 4
         if need > MAX_NOISE_BYTES:
             raise NesyError(f"{len(levels)} noise levels × {reps} repetitions of {ds.name} "
-                            f"need {need / 2**30:.1f} GiB of noisy copies; run one cell per "
-                            "level (no --group-levels) or fewer repetitions", field="levels")
+                            f"need {need / 2**30:.1f} GiB of noisy copies; use fewer levels per "
+                            "cell (--levels-per-cell) or fewer repetitions", field="levels")
     members, psi = build_members(ds, train, deg, levels, reps, split_seed)
     seeds = [derive_seed(seed, "member", f"{lv:.4f}", r) for lv in levels for r in range(reps)]
     Xte = torch.from_numpy(ds.X[test])

@@ -41,9 +41,11 @@ def group():
 @click.option("--epochs", default=100, show_default=True, type=click.IntRange(1))
 @click.option("--level-stride", default=1, show_default=True, type=click.IntRange(1),
               help="use every k-th level of each degradation (level 0 always)")
-@click.option("--group-levels/--cell-per-level", default=False, show_default=True,
-              help="one cell per (data set, degradation, predictor) training all its levels "
-                   "as one ensemble, or one cell per level")
+@click.option("--levels-per-cell", default=4, show_default=True, type=click.IntRange(1),
+              help="consecutive levels of a degradation trained as one ensemble (one cell): "
+                   "REPS x K members per step run faster than REPS; 1 = a cell per level")
+@click.option("--group-levels", is_flag=True,
+              help="all levels of a (data set, degradation, predictor) in one cell")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="study folder")
 @click.option("--executor", type=click.Choice(["local", "ray", "inline"]), default="local",
               show_default=True)
@@ -53,8 +55,8 @@ def group():
               help="read a data set from UCI file(s) instead of the cache")
 @click.option("--kb", "kbs", multiple=True, metavar="DATASET=FILE", help="another rule file")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def run(datasets, injectors, degradations, reps, epochs, level_stride, group_levels, out,
-        executor, workers, seed, data_paths, kbs, as_json):
+def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_per_cell,
+        group_levels, out, executor, workers, seed, data_paths, kbs, as_json):
     """Run the grid (data sets × degradations × predictors × levels, REPS each) into OUT."""
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
     from . import cells, degrade  # noqa: PLC0415
@@ -82,7 +84,11 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, group_lev
                 params["level_stride"] = level_stride
                 axes = {"degradation": degs, "injector": injs}
             else:
-                points = [[g, lv] for g in degs for lv in degrade.LEVELS[g][::level_stride]]
+                points = []
+                for g in degs:
+                    lvs = degrade.LEVELS[g][::level_stride]
+                    points += [[g, *lvs[i:i + levels_per_cell]]
+                               for i in range(0, len(lvs), levels_per_cell)]
                 axes = {"point": points, "injector": injs}
             spec = GridSpec(study="ski", function="ski.cell", params=params, axes=axes,
                             repetitions=1, seed=seed,

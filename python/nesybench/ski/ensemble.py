@@ -3,7 +3,7 @@
 A *member* is one repetition (and, when a cell groups them, one degradation level): its own
 initial weights, its own training set (rows of a shared or per-member matrix, own labels),
 its own shuffling. Every parameter tensor has the members as its leading dimension
-``E``; a dense layer is ``torch.baddbmm(b[:, None], x [E, B, in], W [E, in, out])``.
+``E``; a dense layer is ``x [E, B, in] @ W [E, out, in]ᵀ + b`` (:func:`dense`).
 
 Each optimiser step takes the next mini-batch (size ``batch_size``, the last one of an
 epoch smaller) of every member that still has one; members whose epoch is over (smaller
@@ -12,8 +12,11 @@ counts do not move, so every member follows exactly the trajectory it would foll
 were trained alone (:func:`train` with one member gives the same numbers up to
 floating-point summation order; ``tests/test_ski_ensemble.py`` checks it).
 
-Adam with Keras's defaults (the paper's set-up): lr 1e-3, β = (0.9, 0.999), ε = 1e-7; the
-loss of a member is the mean cross-entropy over its mini-batch (+ the injector's penalty).
+Adam with Keras's defaults (the paper's set-up): lr 1e-3, β = (0.9, 0.999), ε = 1e-7, in
+PyTorch's formula (ε added to the bias-corrected √v̂; Keras adds it to √v, which differs only
+where √v ≲ 1e-7) and PyTorch's fused single-pass kernel, so one step of a member is exactly
+``torch.optim.Adam``'s (tested); the loss of a member is the mean cross-entropy over its
+mini-batch (+ the injector's penalty).
 """
 from __future__ import annotations
 
@@ -58,110 +61,182 @@ class Members:
 
 
 def glorot(gen: torch.Generator, fan_in: int, fan_out: int) -> torch.Tensor:
-    """Keras's default initialiser: U(±sqrt(6 / (fan_in + fan_out))), shape [fan_in, fan_out]."""
+    """Keras's default initialiser: U(±sqrt(6 / (fan_in + fan_out))), shape [fan_out, fan_in]
+    (a weight is stored output-major, like ``nn.Linear``'s; see :func:`dense`)."""
     a = math.sqrt(6.0 / (fan_in + fan_out))
-    return (torch.rand(fan_in, fan_out, generator=gen) * 2.0 - 1.0) * a
+    return ((torch.rand(fan_in, fan_out, generator=gen) * 2.0 - 1.0) * a).t().contiguous()
+
+
+class _Dense(torch.autograd.Function):
+    """``x @ Wᵀ + b`` per member with a hand-written backward.
+
+    Why: autograd's backward of ``bmm(x, Wᵀ)`` forms ``xᵀ @ g`` (a transposed read of the
+    whole mini-batch) and transposes the result; ``gᵀ @ x`` gives the output-major gradient
+    directly and is about twice as fast on this shape of problem (32 rows, many members),
+    and no gradient is formed for an input that does not need one.
+    """
+
+    @staticmethod
+    def forward(ctx, x, W, b):
+        ctx.save_for_backward(x, W)
+        return torch.baddbmm(b.unsqueeze(1), x, W.transpose(1, 2))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, W = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        gx = torch.bmm(g, W) if need_x else None
+        gw = torch.bmm(g.transpose(1, 2), x) if need_w else None
+        gb = g.sum(1) if need_b else None
+        return gx, gw, gb
 
 
 def dense(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Per-member affine map: x [E, B, in], W [E, in, out], b [E, out] -> [E, B, out]."""
-    return torch.baddbmm(b.unsqueeze(1), x, W)
+    """Per-member affine map: x [E, B, in], W [E, out, in], b [E, out] -> [E, B, out]."""
+    return _Dense.apply(x, W, b)
 
 
-def _gather(t: torch.Tensor, members: torch.Tensor | None, idx: torch.Tensor) -> torch.Tensor:
-    """Rows ``idx [A, B]`` of each member's matrix ``t [S, N, ...]`` (S = 1: shared)."""
+def matmul_t(h: torch.Tensor, W: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
+    """``acc + h @ Wᵀ`` per member (W [E, out, in]): a dense map without bias added to
+    pre-activations computed elsewhere."""
+    return torch.baddbmm(acc, h, W.transpose(1, 2))
+
+
+def _gather(t: torch.Tensor, off: torch.Tensor, idx: torch.Tensor,
+            out: torch.Tensor | None = None) -> torch.Tensor:
+    """Rows ``idx [A, B]`` of each member's matrix ``t [S, N, ...]``: of the shared one when
+    S = 1, else of member ``a``'s own at flat row ``off[a] + idx[a, b]``."""
     A, B = idx.shape
-    if t.shape[0] == 1:
-        out = torch.index_select(t[0], 0, idx.reshape(-1))
+    flat = idx.reshape(-1) if t.shape[0] == 1 else (off.view(A, 1) + idx).reshape(-1)
+    src = t.reshape(-1, *t.shape[2:])
+    if out is None:
+        res = torch.index_select(src, 0, flat)
     else:
-        sel = members if members is not None else torch.arange(t.shape[0])
-        flat = (sel.unsqueeze(1) * t.shape[1] + idx).reshape(-1)
-        out = torch.index_select(t.reshape(-1, *t.shape[2:]), 0, flat)
-    return out.view(A, B, *t.shape[2:])
+        res = torch.index_select(src, 0, flat, out=out[:A * B])
+    return res.view(A, B, *t.shape[2:])
 
 
-def _unflatten(flat: torch.Tensor, shapes) -> list[torch.Tensor]:
-    out, off = [], 0
-    for shape in shapes:
-        n = 1
-        for d in shape:
-            n *= d
-        out.append(flat[:, off:off + n].view(flat.shape[0], *shape))
-        off += n
-    return out
+def _prefix_plan(nb: list[int]):
+    """Members sorted by decreasing number of mini-batches per epoch (stable), so that the
+    members still in their epoch at batch ``b`` are always a prefix ``[:k]``; and the groups
+    of members with equal ``nb`` (equal step counts, hence one Adam bias correction each)
+    as ``(lo, hi, nb)`` ranges of that order."""
+    order = sorted(range(len(nb)), key=lambda e: -nb[e])
+    groups, lo = [], 0
+    for i in range(1, len(order) + 1):
+        if i == len(order) or nb[order[i]] != nb[order[lo]]:
+            groups.append((lo, i, nb[order[lo]]))
+            lo = i
+    return order, groups
 
 
 def train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
           order_seeds: list[int], progress=None) -> list[torch.Tensor]:
+    """:func:`_train` with denormal floats flushed to zero.
+
+    Gradients through KBANN's saturated sigmoid units reach 1e-38; a matmul over a few such
+    subnormal values runs up to 3× slower on x86. Flushing them changes numbers only below
+    1.2e-38, far below any float32 weight update. (The flag is per thread; it is turned off
+    again afterwards, PyTorch's default.)"""
+    torch.set_flush_denormal(True)
+    try:
+        return _train(model, params, data, cfg, order_seeds, progress)
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
+           order_seeds: list[int], progress=None) -> list[torch.Tensor]:
     """Train ``params`` (leading dim E) of ``model`` on ``data`` in place; returns them.
 
     ``model`` gives ``forward(params, x) -> logits [E, B, K]`` and optionally
     ``aux(X [S, N, D]) -> [S, N, A] | None`` (per-sample constants, e.g. rule truths) and
     ``penalty(logits, aux_batch) -> [E, B]`` added to each sample's loss.
+
+    Cost (why it looks the way it does): at the paper's batch of 32 the matmuls are small, so
+    what used to dominate was everything around them. Each parameter tensor is its own
+    leaf (no slicing of one flat vector, whose backward zero-fills a full copy per slice);
+    members are ordered so that those still in their epoch are a prefix (views, no index
+    copies); Adam is PyTorch's fused single-pass kernel, called on one view per group of
+    members with equal step counts; mini-batches are gathered into preallocated buffers.
     """
     E = data.size
     B = cfg.batch_size
-    gens = [torch.Generator().manual_seed(int(s) % (2**63)) for s in order_seeds]
-    n = torch.tensor([len(r) for r in data.rows])
-    nb = (n + B - 1) // B
-    nb_max = int(nb.max()) if E else 0
+    nb = [(len(r) + B - 1) // B for r in data.rows]
+    order, groups = _prefix_plan(nb)
+    nb_max = max(nb) if E else 0
+    perm = torch.tensor(order, dtype=torch.long)
+    identity = order == list(range(E))
+    P = [p.detach().clone() if identity else p.detach()[perm].contiguous() for p in params]
+    gens = [torch.Generator().manual_seed(int(order_seeds[e]) % (2**63)) for e in order]
+    rows = [data.rows[e] for e in order]
+    sizes = torch.tensor([len(r) for r in rows])
     aux = model.aux(data.X) if hasattr(model, "aux") else None
-    b1, b2 = cfg.betas
-    # all parameters of a member live in one row of a flat [E, P] leaf: one gradient and
-    # a handful of Adam operations per step, whatever the number of layers
-    shapes = [tuple(p.shape[1:]) for p in params]
-    flat = torch.cat([p.detach().reshape(E, -1) for p in params], dim=1).requires_grad_(True)
-    m = torch.zeros_like(flat)
-    v = torch.zeros_like(flat)
-    t = torch.zeros(E, 1)
-    # members that are still in their epoch at batch b: precomputed per distinct set
-    active_at = []
+    exp_avg = [torch.zeros_like(p) for p in P]
+    exp_avg_sq = [torch.zeros_like(p) for p in P]
+    steps = [torch.zeros(()) for _ in groups]
+    # at batch b the active members are [:k]; the groups they form
+    active = []
     for b in range(nb_max):
-        act = nb > b
-        active_at.append(None if bool(act.all()) else act.nonzero().squeeze(1))
+        gs = [gi for gi, (_lo, _hi, n) in enumerate(groups) if n > b]
+        k = groups[gs[-1]][1]
+        partial = bool(((sizes[:k] - b * B) < B).any())     # some batch shorter than B
+        active.append((k, gs, partial))
+    views = {}                                  # active groups -> Adam's tensor lists
+
+    def adam_lists(gs):
+        key = tuple(gs)
+        if key not in views:
+            sl = [slice(groups[g][0], groups[g][1]) for g in gs]
+            views[key] = ([p[s] for p in P for s in sl], [m[s] for m in exp_avg for s in sl],
+                          [v[s] for v in exp_avg_sq for s in sl],
+                          [steps[g] for _p in P for g in gs], sl)
+        return views[key]
+
+    member_of = perm                            # internal position -> data member
+    X, y = data.X, data.y
+    xbuf = torch.empty(E * B, *X.shape[2:])
     for _epoch in range(cfg.epochs):
         idx = torch.zeros(E, nb_max * B, dtype=torch.long)
         mask = torch.zeros(E, nb_max * B)
         for e in range(E):
-            k = len(data.rows[e])
-            idx[e, :k] = data.rows[e][torch.randperm(k, generator=gens[e])]
+            k = len(rows[e])
+            idx[e, :k] = rows[e][torch.randperm(k, generator=gens[e])]
             mask[e, :k] = 1.0
         idx = idx.view(E, nb_max, B)
         mask = mask.view(E, nb_max, B)
+        # row offsets into per-member matrices (noise: X [E, N, D]; flip: y [E, N])
+        off = (member_of * X.shape[1]).view(E, 1, 1)
         for b in range(nb_max):
-            ai = active_at[b]
-            ib = idx[:, b] if ai is None else idx[ai, b]
-            mb = mask[:, b] if ai is None else mask[ai, b]
-            xs = _gather(data.X, ai, ib)
-            ys = _gather(data.y, ai, ib)
-            sub = _unflatten(flat if ai is None else flat[ai], shapes)
-            logits = model.forward(sub, xs)
-            ce = F.cross_entropy(logits.flatten(0, 1), ys.flatten(), reduction="none")
-            per = ce.view_as(mb)
+            k, gs, partial = active[b]
+            ib = idx[:k, b]
+            xs = _gather(X, off[:k, 0], ib, xbuf)
+            ys = _gather(y, off[:k, 0], ib)
+            leaves = [p[:k].detach().requires_grad_(True) for p in P]
+            logits = model.forward(leaves, xs)
+            per = F.cross_entropy(logits.flatten(0, 1), ys.flatten(),
+                                  reduction="none").view(k, B)
             if aux is not None:
-                per = per + model.penalty(logits, _gather(aux, ai, ib))
-            loss = ((per * mb).sum(1) / mb.sum(1)).sum()
-            (g,) = torch.autograd.grad(loss, flat)
-            with torch.no_grad():
-                if ai is None:
-                    t += 1.0
-                    m.mul_(b1).add_(g, alpha=1.0 - b1)
-                    v.mul_(b2).addcmul_(g, g, value=1.0 - b2)
-                    step = (m / (1.0 - b1 ** t)) / ((v / (1.0 - b2 ** t)).sqrt_().add_(cfg.eps))
-                    flat.sub_(step, alpha=cfg.lr)
-                else:
-                    a = torch.zeros(E, 1).index_fill_(0, ai, 1.0)
-                    t += a
-                    m.mul_(1.0 - a * (1.0 - b1)).add_(a * (1.0 - b1) * g)
-                    v.mul_(1.0 - a * (1.0 - b2)).add_(a * (1.0 - b2) * g * g)
-                    tc = t.clamp(min=1.0)
-                    step = (m / (1.0 - b1 ** tc)) / ((v / (1.0 - b2 ** tc)).sqrt_().add_(cfg.eps))
-                    flat.sub_(a * step * cfg.lr)
+                per = per + model.penalty(logits, _gather(aux, off[:k, 0], ib))
+            if partial:
+                mb = mask[:k, b]
+                loss = ((per * mb).sum(1) / mb.sum(1)).sum()
+            else:
+                loss = per.mean(1).sum()
+            grads = torch.autograd.grad(loss, leaves)
+            ps, ms, vs, st, sl = adam_lists(gs)
+            for g in gs:
+                steps[g] += 1.0
+            torch._fused_adam_(ps, [g[s] for g in grads for s in sl], ms, vs, [], st,
+                               amsgrad=False, lr=cfg.lr, beta1=cfg.betas[0],
+                               beta2=cfg.betas[1], weight_decay=0.0, eps=cfg.eps,
+                               maximize=False)
         if progress is not None:
             progress(1)
-    out = [p.clone() for p in _unflatten(flat.detach(), shapes)]
-    for p, new in zip(params, out):
-        p.data = new
+    inv = torch.empty_like(perm)
+    inv[perm] = torch.arange(E)
+    for p, new in zip(params, P):
+        p.data = new if identity else new[inv].contiguous()
     return params
 
 
