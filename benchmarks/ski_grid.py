@@ -2,12 +2,13 @@
 
 The full grid is 3 data sets × (20 drop + 11 noise + 12 flip levels) × 4 predictors ×
 30 repetitions × 100 epochs. Running it needs hours of CPU, so by default this script
-measures every (data set, predictor) pair for ``--measure-epochs`` epochs with ``--reps``
-members on the full training split, and extrapolates: time per epoch of a cell is
-proportional to the number of optimiser steps, i.e. to the fraction of the training set a
-level keeps (1 − p for drop, 1 otherwise); the grid's cells are shared by ``--workers``
-processes. ``--full`` runs the grid for real (through ``nesybench ski run``'s cell function,
-one process) and prints its measured time instead.
+measures every (data set, predictor) pair for ``--measure-epochs`` epochs on a cell the way
+``nesybench ski run`` forms them (``--levels-per-cell`` levels × ``--reps`` members as one
+ensemble, full training split), and extrapolates: time per epoch of a level is proportional
+to the number of optimiser steps, i.e. to the fraction of the training set the level keeps
+(1 − p for drop, 1 otherwise); the grid's cells are shared by ``--workers`` processes.
+``--full`` runs the grid for real (through ``nesybench ski run``'s cell function, one
+process, a cell per level) and prints its measured time instead.
 
 ``--compare`` trains the same cells batched (one ensemble of REPS members) and one model at
 a time (REPS separate trainings, same code, same seeds, same numbers) and prints the ratio.
@@ -39,6 +40,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default="bcw,splice,census")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--levels-per-cell", type=int, default=4,
+                    help="levels trained as one ensemble (as `ski run --levels-per-cell`)")
     ap.add_argument("--epochs", type=int, default=100, help="epochs of the grid (paper: 100)")
     ap.add_argument("--measure-epochs", type=int, default=2,
                     help="extra epochs timed on top of a 1-epoch run")
@@ -53,13 +56,16 @@ def main(argv=None) -> int:
     datasets = args.datasets.split(",")
     load = os.getloadavg()[0]
     out = {"reps": args.reps, "epochs": args.epochs, "workers": args.workers,
+           "levels_per_cell": args.levels_per_cell,
            "load_average_at_start": load, "cells": [], "compare": []}
     total = 0.0
     for ds in datasets:
         cells.dataset(ds)
         for pred in PREDICTORS:
+            K = max(args.levels_per_cell, 1)
             params = {"dataset": ds, "degradation": "flip", "injector": pred,
-                      "reps": args.reps, "epochs": args.measure_epochs, "level": 0.0}
+                      "reps": args.reps, "epochs": args.measure_epochs,
+                      "levels": degrade.LEVELS["flip"][:K]}
             if args.full:
                 secs = 0.0
                 for deg in degrade.DEGRADATIONS:
@@ -70,9 +76,9 @@ def main(argv=None) -> int:
             else:
                 # time per epoch from two runs (1 and 1 + k epochs): the difference
                 # removes the per-cell set-up (initialisation, evaluation)
-                t1 = cells.run({**params, "epochs": 1}, 0)["seconds"]
-                t2 = cells.run({**params, "epochs": 1 + args.measure_epochs}, 0)["seconds"]
-                per_epoch = max(t2 - t1, 1e-9) / args.measure_epochs
+                t1 = cells.run({**params, "epochs": 1}, 0)["seconds"] / K
+                t2 = cells.run({**params, "epochs": 1 + args.measure_epochs}, 0)["seconds"] / K
+                per_epoch = max(t2 - t1, 1e-9) / args.measure_epochs    # of one level
                 setup = max(t1 - per_epoch, 0.0)
                 work = sum(level_work(d) for d in degrade.DEGRADATIONS)
                 n_cells = sum(len(degrade.LEVELS[d]) for d in degrade.DEGRADATIONS)
@@ -84,8 +90,9 @@ def main(argv=None) -> int:
                 row["seconds_per_epoch"] = per_epoch
                 row["setup_seconds_per_cell"] = setup
             out["cells"].append(row)
-            print(f"{ds:7} {pred:10} " + (f"{per_epoch:8.3f} s/epoch ({args.reps} members, "
-                                          f"set-up {setup:.2f} s/cell), "
+            print(f"{ds:7} {pred:10} " + (f"{per_epoch:8.3f} s/epoch per level ({args.reps} "
+                                          f"members, {K} levels per cell; set-up "
+                                          f"{setup:.2f} s/level), "
                                          if not args.full else "") +
                   f"grid share {grid / 60:8.1f} min (1 process)", flush=True)
     out["grid_seconds_one_process"] = total

@@ -165,3 +165,28 @@ def test_levels_per_cell_chunks_the_levels(tmp_path, capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     kill = [r for r in rows if r["injector"] == "kill"]
     assert kill and kill[0]["levels"] == 4 and kill[0]["reps"] == 2
+
+
+@pytest.mark.parametrize("opt, msg", [
+    ("kbann.mofn=tuprolog", "must be one of towell, psyki"),
+    ("kill.weight=heavy", "must be a number"),
+    ("kbann.colour=red", "unknown option 'colour'"),
+    ("kins.omega=2", "not one of the injectors run"),
+    ("mofn=psyki", "INJECTOR.KEY=VALUE"),
+])
+def test_injector_option_errors_exit_2(tmp_path, capsys, opt, msg):
+    out = tmp_path / "study"
+    with pytest.raises(SystemExit) as exc:
+        main(["ski", "run", "--datasets", "bcw", "--injectors", "uneducated,kbann,kill",
+              "--injector-option", opt, "--out", str(out)])
+    assert exc.value.code == 2
+    assert msg in capsys.readouterr().err and not out.exists()
+
+
+def test_injector_option_reaches_the_predictor():
+    ds = cells.dataset("bcw")
+    p = cells.make_predictor({"injector": "kbann", "options": {"kbann": {"mofn": "psyki"},
+                                                             "kill": {"weight": 2.0}}}, ds)
+    assert p.opts["mofn"] == "psyki"
+    assert cells.make_predictor({"injector": "kill", "options": {"kill": {"weight": 2}}},
+                                ds).opts["weight"] == 2.0

@@ -6,7 +6,8 @@ either ``level`` (one level: a cell per level) or ``levels`` (a list; default: a
 paper's levels of the degradation, every ``level_stride``-th); ``reps`` (30), ``epochs``
 (100), ``batch_size`` (32), ``lr`` (1e-3), ``split_seed`` (0: the stratified 2/3–1/3 split),
 ``hidden`` (default: the paper's widths), ``kb`` (rule file; default ``kb/ski/<dataset>.pl``),
-``data_path`` (UCI file(s) instead of the cache), ``options`` (injector options).
+``data_path`` (UCI file(s) instead of the cache), ``options`` (per-injector options, e.g.
+``{"kbann": {"mofn": "psyki"}}``).
 
 Logged curves (step = the level's index in the degradation's full level list):
 ``level``, ``acc/<rep>``, ``psi/<rep>`` and their means ``acc_mean``, ``psi_mean``.
@@ -110,7 +111,8 @@ def make_predictor(params: dict, ds: ski_data.Dataset):
         raise NesyError(f"unknown injector {name!r} (known: {', '.join(injectors.INJECTORS)})",
                         field="injector")
     kn = None if name == "uneducated" else knowledge(ds, params.get("kb"))
-    opts = dict(params.get("options") or {})
+    # options of this predictor: {"kbann": {"mofn": "psyki"}, ...} (one dict for the grid)
+    opts = dict((params.get("options") or {}).get(name) or {})
     for key in ("epochs", "batch_size", "lr"):
         if params.get(key) is not None:
             opts[key] = params[key]

@@ -54,9 +54,11 @@ def group():
 @click.option("--data-path", "data_paths", multiple=True, metavar="DATASET=PATH",
               help="read a data set from UCI file(s) instead of the cache")
 @click.option("--kb", "kbs", multiple=True, metavar="DATASET=FILE", help="another rule file")
+@click.option("--injector-option", "inj_opts", multiple=True, metavar="INJECTOR.KEY=VALUE",
+              help="an injector option, e.g. kbann.mofn=psyki or kill.weight=0.5 (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_per_cell,
-        group_levels, out, executor, workers, seed, data_paths, kbs, as_json):
+        group_levels, out, executor, workers, seed, data_paths, kbs, inj_opts, as_json):
     """Run the grid (data sets × degradations × predictors × levels, REPS each) into OUT."""
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
     from . import cells, degrade  # noqa: PLC0415
@@ -68,6 +70,7 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
         degs = _split(degradations, list(degrade.DEGRADATIONS), "degradation")
         paths = _pairs(data_paths, dss, "--data-path")
         kb_files = _pairs(kbs, dss, "--kb")
+        options = _injector_options(inj_opts, injs)
         # everything that can be wrong with data or rules fails here, before the study
         for ds in dss:
             d = cells.dataset(ds, paths.get(ds))
@@ -80,6 +83,8 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
                 params["data_path"] = paths[ds]
             if ds in kb_files:
                 params["kb"] = kb_files[ds]
+            if options:
+                params["options"] = options
             if group_levels:
                 params["level_stride"] = level_stride
                 axes = {"degradation": degs, "injector": injs}
@@ -106,6 +111,28 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
             click.echo(f"{s['study']}: " + ", ".join(f"{k} {v}" for k, v in s.items()
                                                    if k not in ("study", "dataset")))
         click.echo(f"next: nesybench ski table {out}; nesybench ski plot {out}")
+
+
+def _injector_options(items, injs) -> dict:
+    """``INJECTOR.KEY=VALUE`` strings → {injector: {key: value}}, each checked by the
+    injector's own ``configure`` (unknown injector or key: one error, nothing written)."""
+    import yaml  # noqa: PLC0415
+
+    from .injectors import INJECTORS  # noqa: PLC0415
+    out: dict = {}
+    for it in items:
+        key, sep, raw = it.partition("=")
+        inj, dot, name = key.partition(".")
+        if not sep or not dot or not name:
+            raise NesyError(f"--injector-option expects INJECTOR.KEY=VALUE, not {it!r}",
+                            field="--injector-option")
+        if inj not in injs:
+            raise NesyError(f"--injector-option {it!r}: {inj!r} is not one of the injectors "
+                            f"run ({', '.join(injs)})", field="--injector-option")
+        value = yaml.safe_load(raw) if raw.strip() else raw
+        INJECTORS[inj](2, 2, [2], None).configure(**{name: value})
+        out.setdefault(inj, {})[name] = value
+    return out
 
 
 def _pairs(items, dss, opt):

@@ -24,6 +24,8 @@ class Predictor:
 
     name = "predictor"
     OPTIONS: dict = {}
+    #: options whose value is one of a few names
+    CHOICES: dict = {}
 
     def __init__(self, n_features: int, n_classes: int, hidden=(16, 8), knowledge=None,
                  **options):
@@ -42,12 +44,29 @@ class Predictor:
             elif key in ("epochs", "batch_size", "lr"):
                 setattr(self.train_cfg, key, type(getattr(self.train_cfg, key))(value))
             elif key in self.opts:
-                self.opts[key] = value
+                self.opts[key] = self._checked(key, value)
             else:
                 raise NesyError(f"{self.name}: unknown option {key!r} (known: hidden, epochs, "
                                 f"batch_size, lr{''.join(', ' + k for k in self.opts)})",
                                 field=key)
         return self
+
+    def _checked(self, key, value):
+        """An option value of the default's type (or one of ``CHOICES[key]``)."""
+        choices = self.CHOICES.get(key)
+        if choices is not None:
+            if value not in choices:
+                raise NesyError(f"{self.name}: option {key} must be one of "
+                                f"{', '.join(map(str, choices))}, not {value!r}", field=key)
+            return value
+        default = self.OPTIONS[key]
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            try:
+                return type(default)(value)
+            except (TypeError, ValueError):
+                raise NesyError(f"{self.name}: option {key} must be a number, not {value!r}",
+                                field=key) from None
+        return value
 
     # -- to be provided by subclasses -------------------------------------------------
     def init_member(self, gen: torch.Generator) -> list[torch.Tensor]:

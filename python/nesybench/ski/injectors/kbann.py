@@ -109,6 +109,7 @@ class KBANN(Predictor):
     name = "kbann"
     OPTIONS = {"omega": 6.0, "extra_units": 8, "perturb": 0.01, "extra_std": 0.1,
                "mofn": "towell", "delta": 1.0}
+    CHOICES = {"mofn": ("towell", "psyki")}
 
     def _graph(self):
         key = (float(self.opts["omega"]), float(self.opts["delta"]), self.opts["mofn"])

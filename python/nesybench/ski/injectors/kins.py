@@ -21,6 +21,7 @@ from .kbann import rule_forward, rule_layers
 class KINS(MLPMixin, Predictor):
     name = "kins"
     OPTIONS = {"omega": 6.0, "layer": None, "mofn": "towell", "delta": 1.0}
+    CHOICES = {"mofn": ("towell", "psyki")}
 
     def _setup(self):
         key = (float(self.opts["omega"]), float(self.opts["delta"]), self.opts["mofn"])
