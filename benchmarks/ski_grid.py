@@ -10,6 +10,10 @@ to the number of optimiser steps, i.e. to the fraction of the training set the l
 ``--full`` runs the grid for real (through ``nesybench ski run``'s cell function, one
 process, a cell per level) and prints its measured time instead.
 
+``--baseline PATH`` (a checkout of an older nesybench, e.g. ``git worktree add /tmp/old
+b57d237``) times the same cells with that tree's code, in a subprocess, and prints the ratio
+per (data set, predictor) and for the grid.
+
 ``--compare`` trains the same cells batched (one ensemble of REPS members) and one model at
 a time (REPS separate trainings, same code, same seeds, same numbers) and prints the ratio.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 import torch  # noqa: E402
 
+from nesybench import datafiles  # noqa: E402
 from nesybench.ski import cells, degrade  # noqa: E402
 
 PREDICTORS = ["uneducated", "kins", "kill", "kbann"]
@@ -36,6 +42,31 @@ def level_work(deg: str, stride: int = 1) -> float:
     return sum((1.0 - lv) if deg == "drop" else 1.0 for lv in degrade.LEVELS[deg][::stride])
 
 
+def _timed(params: dict, baseline: str | None) -> float:
+    """Training seconds of one cell, with this tree's code or (``baseline``) another's."""
+    if baseline is None:
+        return cells.run(params, 0)["seconds"]
+    code = ("import json, sys, torch; torch.set_num_threads(1); "
+            f"sys.path.insert(0, {str(Path(baseline).resolve() / 'python')!r}); "
+            "from nesybench.ski import cells; "
+            "print(json.dumps(cells.run(json.loads(sys.argv[1]), 0)['seconds']))")
+    res = subprocess.run([sys.executable, "-c", code, json.dumps(params)], check=True,
+                         capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": "", "OMP_NUM_THREADS": "1",
+                              "NESYBENCH_DATA": str(datafiles.cache_dir())})
+    return float(res.stdout.strip().splitlines()[-1])
+
+
+def epoch_cost(params: dict, K: int, extra: int, baseline: str | None = None):
+    """Seconds per epoch of one level, and set-up seconds per level, from two runs (1 and
+    1 + ``extra`` epochs): the difference removes the per-cell set-up (initialisation,
+    evaluation)."""
+    t1 = _timed({**params, "epochs": 1}, baseline) / K
+    t2 = _timed({**params, "epochs": 1 + extra}, baseline) / K
+    per_epoch = max(t2 - t1, 1e-9) / extra
+    return per_epoch, max(t1 - per_epoch, 0.0)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default="bcw,splice,census")
@@ -44,12 +75,14 @@ def main(argv=None) -> int:
                     help="levels trained as one ensemble (as `ski run --levels-per-cell`)")
     ap.add_argument("--epochs", type=int, default=100, help="epochs of the grid (paper: 100)")
     ap.add_argument("--measure-epochs", type=int, default=2,
-                    help="extra epochs timed on top of a 1-epoch run")
+                    help="extra epochs timed on top of a 1-epoch run (at least ~300 steps)")
     ap.add_argument("--workers", type=int, default=2, help="processes sharing the grid")
     ap.add_argument("--compare", action="store_true",
                     help="batched vs one-at-a-time on bcw and splice cells")
     ap.add_argument("--compare-epochs", type=int, default=2)
     ap.add_argument("--full", action="store_true", help="run the whole grid (hours)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="an older nesybench checkout: time the same cells with its code")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -58,7 +91,7 @@ def main(argv=None) -> int:
     out = {"reps": args.reps, "epochs": args.epochs, "workers": args.workers,
            "levels_per_cell": args.levels_per_cell,
            "load_average_at_start": load, "cells": [], "compare": []}
-    total = 0.0
+    total = total_b = 0.0
     for ds in datasets:
         cells.dataset(ds)
         for pred in PREDICTORS:
@@ -76,10 +109,11 @@ def main(argv=None) -> int:
             else:
                 # time per epoch from two runs (1 and 1 + k epochs): the difference
                 # removes the per-cell set-up (initialisation, evaluation)
-                t1 = cells.run({**params, "epochs": 1}, 0)["seconds"] / K
-                t2 = cells.run({**params, "epochs": 1 + args.measure_epochs}, 0)["seconds"] / K
-                per_epoch = max(t2 - t1, 1e-9) / args.measure_epochs    # of one level
-                setup = max(t1 - per_epoch, 0.0)
+                # at least ~300 timed optimiser steps (BCW's epoch is 15 steps)
+                d = cells.dataset(ds)
+                steps = -(-len(d.y) * 2 // 3 // 32)
+                extra = max(args.measure_epochs, -(-300 // steps))
+                per_epoch, setup = epoch_cost(params, K, extra)
                 work = sum(level_work(d) for d in degrade.DEGRADATIONS)
                 n_cells = sum(len(degrade.LEVELS[d]) for d in degrade.DEGRADATIONS)
                 grid = per_epoch * args.epochs * work + setup * n_cells
@@ -95,7 +129,18 @@ def main(argv=None) -> int:
                                           f"{setup:.2f} s/level), "
                                          if not args.full else "") +
                   f"grid share {grid / 60:8.1f} min (1 process)", flush=True)
+            if args.baseline and not args.full:
+                pe_b, su_b = epoch_cost(params, K, extra, args.baseline)
+                grid_b = pe_b * args.epochs * work + su_b * n_cells
+                total_b += grid_b
+                row.update(baseline_seconds_per_epoch=pe_b, baseline_grid_seconds=grid_b)
+                print(f"{'':18} baseline {pe_b:8.3f} s/epoch per level: this tree is "
+                      f"x{pe_b / per_epoch:.1f} faster per epoch", flush=True)
     out["grid_seconds_one_process"] = total
+    if total_b:
+        out["baseline_grid_seconds_one_process"] = total_b
+        print(f"baseline {args.baseline}: {total_b / 3600:.2f} CPU-hours for the same grid "
+              f"(this tree x{total_b / total:.1f} faster)")
     out["grid_seconds_wall"] = total / max(args.workers, 1)
     kind = "measured" if args.full else "extrapolated from the measured epochs"
     print(f"full paper grid ({kind}): {total / 3600:.2f} CPU-hours, "
