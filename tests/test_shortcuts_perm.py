@@ -2,6 +2,7 @@
 (shortcuts/perm.py) against an independent brute-force enumeration of every (permutation,
 per-variable map) pair, in both --perm-count modes."""
 import itertools
+import math
 import random
 
 import numpy as np
@@ -33,9 +34,14 @@ def enumerate_pairs(task, worlds):
     maps = [np.array(list(itertools.product(range(s), repeat=s))) for s in sizes]
     combos = np.array(list(itertools.product(*[range(len(m)) for m in maps])))
     groups = [ix for _, _, ix in task.groups("shared")]
+    # a one-value domain has one (constant) map: all permutations of its variables give the
+    # same image, so they are counted by a factor instead of being enumerated
+    frozen = [ix for ix in groups if len(task.variables[ix[0]].domain) == 1]
+    groups = [ix for ix in groups if ix not in frozen]
     pairs, keys = 0, []
     for choice in itertools.product(*[itertools.permutations(ix) for ix in groups]):
         src = {t: s for ix, p in zip(groups, choice) for t, s in zip(ix, p)}
+        src.update({t: t for ix in frozen for t in ix})
         alive = np.arange(len(combos))
         for w, y in zip(wpos, want):
             img = sum(maps[t][combos[alive, t], w[src[t]]] * stride[t] for t in range(n))
@@ -50,6 +56,8 @@ def enumerate_pairs(task, worlds):
             key[:, t] = np.where(const, m[:, 0], sizes[t] + src[t] * len(maps[t]) +
                                  combos[alive, t])
         keys.append(key)
+    for ix in frozen:
+        pairs *= math.factorial(len(ix))
     return pairs, len(np.unique(np.concatenate(keys), axis=0))
 
 
@@ -73,6 +81,7 @@ def support_of(task, kind, seed=0):
     (1, 2, [0, 1, 2], [0, 1], "negative", None),
     (1, 3, [0, 1, 2], [0], "12", None),                     # 3 x 3 shape maps, one colour
     (2, 1, [0, 1], [0, 1], "all", (1024, 784)),               # no pairs: the label is always 0
+    (3, 2, [0, 1], [0], "12", None),                          # three figures, one colour
 ])
 def test_perm_counts_match_enumeration(figs, objs, shapes, colours, kind, expect):
     t = kandinsky(figs, objs, shapes, colours)

@@ -502,7 +502,11 @@ def _perm(task, worlds, sup_ix, list_n, budget, perm_count="functions", deadline
     base = [*task.params, *task.world_facts(worlds), *[("sup", task.variables[i].term) for i in sup_ix],
             *[("active", lab) for lab in task.label_names()]]
     method = "clingo projected enumeration"
-    if not list_n and not sup_ix and _symmetric(task, worlds, groups):
+    # the symmetry test labels every support world with clingo: skip it when the count that
+    # follows would exceed the grounding budget anyway (both clingo paths then refuse at once)
+    small = len(worlds) * len(task.variables) * max(len(v.domain) for v in task.variables) \
+        <= GROUND_BUDGET
+    if not list_n and not sup_ix and small and _symmetric(task, worlds, groups):
         sep = task.groups("separate")
         facts = [*task.params, *task.world_facts(worlds), *_group_facts(task, sep),
                  *[("active", lab) for lab in task.label_names()]]

@@ -52,7 +52,7 @@ MAX_TUPLES = 1 << 21
 #: uint64 words one vectorised join may allocate
 JOIN_WORDS = 1 << 23
 #: support worlds up to which the bitsets are used (the time grows with the negative worlds:
-#: about 25 s at 30,000 sampled Kandinsky worlds on the 2-core development machine)
+#: about 22 s at 30,000 sampled Kandinsky worlds on the 2-core development machine)
 MAX_WORLDS = 1 << 15
 
 
@@ -102,7 +102,7 @@ def count_kandinsky_perm(task, st: Kandinsky, worlds_pos: np.ndarray, *, deadlin
     groups = _figure_options(sides, classes, n_obj, pos_w, neg_w, deadline, max_bytes,
                              max_options)
     pairs, funcs = _combine_figures(groups, len(st.figures), len(sides[0][0]), neg_w.shape[0],
-                                    deadline, max_options)
+                                    deadline, max_options, max_bytes)
     h = math.factorial(len(st.figures)) * math.factorial(n_obj) ** len(st.figures)
     funcs *= h
     if funcs.denominator != 1:  # pragma: no cover - a counting bug, not an input error
@@ -293,7 +293,7 @@ def _bits(ix) -> int:
 
 
 def _combine_figures(groups: dict, n_fig: int, n_src: int, n_neg: int, deadline,
-                     max_options) -> tuple[int, Fraction]:
+                     max_options, max_bytes) -> tuple[int, Fraction]:
     """(pairs, Σ pairs / (K_s!·K_c!)) over the canonical assignments: figure f takes the
     lowest shape source not used by figures 1..f-1, sources are disjoint, and the AND of the
     figures' bitsets on the negative worlds is empty (every negative keeps label 0)."""
@@ -308,6 +308,9 @@ def _combine_figures(groups: dict, n_fig: int, n_src: int, n_neg: int, deadline,
                 _tick(deadline)
                 if not ss >> low & 1 or ss & used_s or sc & used_c:
                     continue
+                if len(st.w) * len(g.w) * st.neg.shape[1] * 8 > max_bytes // 2:
+                    raise BudgetExceeded("the partial assignments of the perm-class count "
+                                         f"exceed the memory budget ({max_bytes >> 20} MiB)")
                 prod_ = _Options((st.neg[:, None] & g.neg[None]).reshape(-1, st.neg.shape[1]),
                                  (st.ks[:, None] + g.ks[None]).reshape(-1),
                                  (st.kc[:, None] + g.kc[None]).reshape(-1),
