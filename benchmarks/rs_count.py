@@ -6,7 +6,8 @@ and Kandinsky, per map class, with the seconds each count took.
         [--reference-mode enumerate|amc|exact [--reference-counter CMD]]]
 
 Checks: XOR against its closed forms (disentangled/separate 2^(n-1), perm n!·2^(n-1), joint
-(2^(n-1))^(2^n)); the other counts are exact and are checked against brute force on small
+(2^(n-1))^(2^n)), Kandinsky against 36 (disentangled, all worlds) and 93,312 (perm, the
+shipped 400 worlds); the other counts are exact and are checked against brute force on small
 sizes in tests/test_shortcuts_scaling.py. Joint counts maps on the *support* only (its value
 on unseen worlds is not counted), disentangled maps are functions on all values: the joint
 count can therefore be smaller than the disentangled one when both are printed.
@@ -180,7 +181,13 @@ def main() -> None:
     d = yaml.safe_load((ROOT / "curricula" / "rs" / "kandinsky.yaml").read_text())
     d["support"] = "all"
     run("kandinsky", "disentangled", load_task(d), 36, note="|S|=all 531441", **tl)
-    run("kandinsky", "perm", kand, note="|S|=400 (sample)", **tl)
+    # perm: 2! figures x 3!^2 objects x (3! shapes x 3! colours)^2 per-figure value permutations
+    run("kandinsky", "perm", kand, 93312, note="|S|=400 (sample), functions", **tl)
+    run("kandinsky", "perm", kand, 93312, note="|S|=400 (sample), pairs", perm_count="pairs",
+        **tl)
+    for size in (3000, 30000):
+        d["support"] = {"sample": size, "seed": 0}
+        run("kandinsky", "perm", load_task(d), note=f"|S|={size} (sample)", **tl)
 
 
 if __name__ == "__main__":

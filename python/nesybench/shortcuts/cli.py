@@ -89,7 +89,8 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet):
 @click.option("--time-limit", default=120.0, show_default=True, type=float,
               help="seconds one count may take (0: no limit); exceeded: error, exit 2")
 @click.option("--max-states", default=2_000_000, show_default=True, type=int,
-              help="states of the row-by-row dynamic programme (its memory)")
+              help="states of the row-by-row dynamic programme, figure options of the "
+                   "Kandinsky perm counter (their memory)")
 @click.option("--seed", default=0, show_default=True, type=int, help="seed for supports/sampling")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")

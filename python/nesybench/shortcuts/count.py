@@ -11,7 +11,8 @@ support; a reasoning shortcut (RS) is an optimal α ≠ id. Classes of maps:
   declares which variables each label reads; unconstrained groups contribute ``|D|^|D|``.
 * ``perm``: α(w)_T = β_T(w_π(T)) with π permuting variables of one concept (rsbench-code's
   class); distinct functions are counted. When support and labels are invariant under the
-  permutations and no optimal β has a constant component, the count is ``Π|G|! · N_separate``.
+  permutations and no optimal β has a constant component, the count is ``Π|G|! · N_separate``;
+  Kandinsky knowledge on any support is counted from its figure structure (perm.py).
 
 All counts are Python ints (arbitrary precision). ``count`` includes the identity,
 ``count_without_identity`` is the number of RSs.
@@ -30,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import BudgetExceeded, NesyError
 from ..io import derive_seed
 from ..logic import asp
-from . import structure
+from . import perm, structure
 from .structure import MAX_STATES
 from .task import Task, fmt_term
 
@@ -175,7 +176,8 @@ def count_rs(task: Task, *, map_class: str = "disentangled", maps: str | None = 
             res = _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine,
                                 deadline=deadline, max_states=max_states)
         else:
-            res = _perm(task, worlds, sup_ix, list_n, budget, perm_count, deadline)
+            res = _perm(task, worlds, sup_ix, list_n, budget, perm_count, deadline,
+                        engine=engine, max_states=max_states)
     if map_class == "perm":
         res.method += f"; {perm_count} counted"
     res.seconds = round(time.perf_counter() - t0, 4)
@@ -482,12 +484,29 @@ def _solve(task, programs, facts, models, on_model, deadline):
     return res
 
 
-def _perm(task, worlds, sup_ix, list_n, budget, perm_count="functions", deadline=None) -> CountResult:
+def _perm(task, worlds, sup_ix, list_n, budget, perm_count="functions", deadline=None, *,
+          engine="auto", max_states=MAX_STATES) -> CountResult:
+    st = structure.recognise(task)
+    if isinstance(st, structure.Kandinsky) and not list_n and not sup_ix and \
+            engine in ("auto", "struct"):
+        res = perm.count_kandinsky_perm(task, st, structure.world_positions(task, worlds),
+                                        deadline=deadline, max_options=max_states)
+        if res is not None:
+            total = res.functions if perm_count == "functions" else res.pairs
+            return CountResult(task.name, "perm", "-", len(worlds), total, total - 1,
+                               "structure: Kandinsky figure options on the support (object/"
+                               "figure symmetry, bitsets over the support worlds)",
+                               components=[{"pairs": res.pairs, "functions": res.functions,
+                                            "figure_options": res.options}])
     groups = task.groups("shared")
     base = [*task.params, *task.world_facts(worlds), *[("sup", task.variables[i].term) for i in sup_ix],
             *[("active", lab) for lab in task.label_names()]]
     method = "clingo projected enumeration"
-    if not list_n and not sup_ix and _symmetric(task, worlds, groups):
+    # the symmetry test labels every support world with clingo: skip it when the count that
+    # follows would exceed the grounding budget anyway (both clingo paths then refuse at once)
+    small = len(worlds) * len(task.variables) * max(len(v.domain) for v in task.variables) \
+        <= GROUND_BUDGET
+    if not list_n and not sup_ix and small and _symmetric(task, worlds, groups):
         sep = task.groups("separate")
         facts = [*task.params, *task.world_facts(worlds), *_group_facts(task, sep),
                  *[("active", lab) for lab in task.label_names()]]
