@@ -172,6 +172,7 @@ def test_levels_per_cell_chunks_the_levels(tmp_path, capsys):
     ("kill.weight=heavy", "must be a number"),
     ("kbann.colour=red", "unknown option 'colour'"),
     ("kins.omega=2", "not one of the injectors run"),
+    ("kbann.omega=", "must be a number"),
     ("mofn=psyki", "INJECTOR.KEY=VALUE"),
 ])
 def test_injector_option_errors_exit_2(tmp_path, capsys, opt, msg):

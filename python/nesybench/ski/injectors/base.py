@@ -60,6 +60,12 @@ class Predictor:
                                 f"{', '.join(map(str, choices))}, not {value!r}", field=key)
             return value
         default = self.OPTIONS[key]
+        if default is None and value is not None:       # "automatic" or a whole number
+            if isinstance(value, bool) or not isinstance(value, (int, str)) \
+                    or not str(value).lstrip("-").isdigit():
+                raise NesyError(f"{self.name}: option {key} must be a whole number, not "
+                                f"{value!r}", field=key)
+            return int(value)
         if isinstance(default, (int, float)) and not isinstance(default, bool):
             try:
                 return type(default)(value)
