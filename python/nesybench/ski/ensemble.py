@@ -227,6 +227,8 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
             ps, ms, vs, st, sl = adam_lists(gs)
             for g in gs:
                 steps[g] += 1.0
+            # the kernel behind torch.optim.Adam(fused=True) (torch is pinned; a change of
+            # its semantics fails test_one_member_equals_a_plain_torch_mlp_with_adam)
             torch._fused_adam_(ps, [g[s] for g in grads for s in sl], ms, vs, [], st,
                                amsgrad=False, lr=cfg.lr, beta1=cfg.betas[0],
                                beta2=cfg.betas[1], weight_decay=0.0, eps=cfg.eps,
