@@ -18,7 +18,7 @@ from ..io import derive_seed
 from . import data as data_mod
 from .curves import DELTAS, N_BINS, perturbation_masks, scc_table
 from .perturb import Perturber
-from .population import Model, spec_of, stratified_folds
+from .population import Model, cross_val_predict, one_thread, spec_of, stratified_folds
 
 
 def parse_data_spec(spec: str) -> tuple[str, int]:
@@ -58,17 +58,6 @@ def model_seed(params: dict) -> int:
                        int(params.get("data_seed", 0)))
 
 
-def _limit_threads():
-    try:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-        return threadpool_limits(1)
-    except ImportError:  # pragma: no cover
-        import contextlib  # noqa: PLC0415
-
-        return contextlib.nullcontext()
-
-
 def population_cell(params: dict, seed: int, ctx) -> dict:
     """Held-out predictions of one model on one data set under stratified k-fold CV.
 
@@ -81,13 +70,8 @@ def population_cell(params: dict, seed: int, ctx) -> dict:
     folds = folds_of(params, ds)
     spec = spec_of(params["model"])
     mseed = model_seed(params)
-    pred = np.empty(ds.n, dtype=np.int64)
-    with _limit_threads():
-        for f in range(int(folds.max()) + 1):
-            tr, te = folds != f, folds == f
-            m = Model(spec, ds.nominal, ds.categories, mseed).fit(ds.X[tr], ds.y[tr])
-            pred[te] = m.predict(ds.X[te])
-            ctx.log("fold_accuracy", float(np.mean(pred[te] == ds.y[te])), step=f)
+    pred = cross_val_predict(spec, ds, folds, mseed,
+                             on_fold=lambda f, acc: ctx.log("fold_accuracy", acc, step=f))
     path = ctx.artifact_dir / "pred.npy"
     np.save(path, pred.astype(np.int16))
     ctx.add_artifact(path)
@@ -128,7 +112,7 @@ def robustness_cell(params: dict, seed: int, ctx) -> dict:
     rng = np.random.default_rng(derive_seed("irt.noise", seed))
     preds = np.empty((1 + len(deltas), ds.n), dtype=np.int64)
     ncat = [len(c) if c else 0 for c in ds.categories]
-    with _limit_threads():
+    with one_thread():
         for f in range(int(folds.max()) + 1):
             tr, te = folds != f, folds == f
             m = Model(spec, ds.nominal, ds.categories, mseed).fit(ds.X[tr], ds.y[tr])

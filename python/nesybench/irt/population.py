@@ -480,12 +480,16 @@ def stratified_folds(y: np.ndarray, k: int, seed: int) -> np.ndarray:
     return fold
 
 
-def cross_val_predict(spec: ModelSpec, ds, folds: np.ndarray, seed: int) -> np.ndarray:
-    """Held-out predictions (class codes, shape (n,)) of ``spec`` under the fold assignment."""
+def cross_val_predict(spec: ModelSpec, ds, folds: np.ndarray, seed: int,
+                      on_fold=None) -> np.ndarray:
+    """Held-out predictions (class codes, shape (n,)) of ``spec`` under the fold assignment;
+    ``on_fold(f, accuracy)`` is called after each fold (e.g. to log it)."""
     pred = np.empty(ds.n, dtype=np.int64)
     with one_thread():
         for f in range(int(folds.max()) + 1):
             tr, te = folds != f, folds == f
             m = Model(spec, ds.nominal, ds.categories, seed).fit(ds.X[tr], ds.y[tr])
             pred[te] = m.predict(ds.X[te])
+            if on_fold is not None:
+                on_fold(f, float(np.mean(pred[te] == ds.y[te])))
     return pred
