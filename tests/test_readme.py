@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,46 @@ def test_markers_are_well_formed():
     assert len(skipped) <= len(BLOCKS) // 3, "skip markers are for exceptions"
 
 
+def _thread_states(pid: int) -> str:
+    """Linux only: the state and kernel wait channel of each thread of a live process."""
+    states = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        try:
+            stat = (task / "stat").read_text()
+            wchan = (task / "wchan").read_text().strip() or "-"
+        except OSError:
+            continue
+        states.append(f"{task.name}:{stat.rsplit(')', 1)[1].split()[0]}/{wchan}")
+    return " ".join(states) or "unknown"
+
+
+def _run_swipl(args, cwd, env, line, timeout=120):
+    """Run one README Prolog block (normally well under a second).
+
+    One CI run (stop 16) saw such a process never exit; it did not recur in 1,500 local
+    runs with and without load or a terminal. So a run that outlives `timeout` is retried
+    once, and the hung process's thread states (R/S/T and wait channel) are reported as a
+    warning so that a recurrence can be diagnosed; a second hang fails the test.
+    """
+    hung = []
+    for _ in range(2):
+        proc = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            hung.append(_thread_states(proc.pid))
+            proc.kill()
+            proc.communicate()
+            continue
+        if hung:
+            warnings.warn(f"README line {line}: swipl hung once (threads {hung[0]}); "
+                          "the retry passed")
+        return subprocess.CompletedProcess(args, proc.returncode, out, err)
+    pytest.fail(f"README line {line}: swipl did not exit within {timeout} s twice; "
+                f"thread states: {hung}")
+
+
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_readme_block(block, scratch):
     if block.skip:
@@ -67,7 +108,8 @@ def test_readme_block(block, scratch):
         script = scratch / f"readme_{block.line}.py"
         script.write_text(block.prepared())
         res = subprocess.run([sys.executable, str(script)], cwd=scratch, env=env,
-                             capture_output=True, text=True, timeout=300)
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=300)
         assert res.returncode == block.exit, f"README line {block.line}:\n{res.stderr[-3000:]}"
         return
     if block.lang == "prolog":
@@ -85,13 +127,13 @@ def test_readme_block(block, scratch):
             """))
         # options first: swipl passes everything after the first file to the program as argv
         args = [str(SWIPL), "-q", "-g", "run_readme", "-t", "halt", *files, str(prog)]
-        res = subprocess.run(args, cwd=scratch, env=env, capture_output=True, text=True,
-                             timeout=300)
+        res = _run_swipl(args, scratch, env, block.line)
         assert res.returncode == 0 and "Warning" not in res.stderr, \
             f"README line {block.line}:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
         return
     for cmd in shell_commands(block):
         res = subprocess.run(_shell(cmd), shell=True, cwd=scratch, env=env,
-                             capture_output=True, text=True, timeout=300)
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=300)
         assert res.returncode == block.exit, \
             f"README line {block.line}: {cmd}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
