@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 
 @dataclass
@@ -96,10 +95,29 @@ def dense(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return _Dense.apply(x, W, b)
 
 
+class _MatmulT(torch.autograd.Function):
+    """``acc + h @ Wᵀ`` per member, backward as :class:`_Dense`'s: the weight gradient
+    comes out output-major like ``W`` itself (autograd's own would be a transposed view,
+    which the fused Adam kernel must never see: it walks raw memory)."""
+
+    @staticmethod
+    def forward(ctx, h, W, acc):
+        ctx.save_for_backward(h, W)
+        return torch.baddbmm(acc, h, W.transpose(1, 2))
+
+    @staticmethod
+    def backward(ctx, g):
+        h, W = ctx.saved_tensors
+        need_h, need_w, need_acc = ctx.needs_input_grad
+        gh = torch.bmm(g, W) if need_h else None
+        gw = torch.bmm(g.transpose(1, 2), h) if need_w else None
+        return gh, gw, (g if need_acc else None)
+
+
 def matmul_t(h: torch.Tensor, W: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
     """``acc + h @ Wᵀ`` per member (W [E, out, in]): a dense map without bias added to
     pre-activations computed elsewhere."""
-    return torch.baddbmm(acc, h, W.transpose(1, 2))
+    return _MatmulT.apply(h, W, acc)
 
 
 def _gather(t: torch.Tensor, off: torch.Tensor, idx: torch.Tensor,
@@ -114,6 +132,21 @@ def _gather(t: torch.Tensor, off: torch.Tensor, idx: torch.Tensor,
     else:
         res = torch.index_select(src, 0, flat, out=out[:A * B])
     return res.view(A, B, *t.shape[2:])
+
+
+def _cross_entropy(logits: torch.Tensor, y: torch.Tensor):
+    """Per-sample cross-entropy ``[E, B]`` of ``logits [E, B, K]`` against ``y [E, B]``, and
+    the logits as a ``[E, B, K]`` view of class-major memory ``[E, K, B]``.
+
+    Why class-major: PyTorch's (log-)softmax over a last dimension of 2 or 3 classes runs a
+    scalar loop per row and took 10-20× longer than over the same numbers laid out with the
+    32 rows of a mini-batch innermost (``softmax(dim=1)`` of ``[E, K, B]``), forward and
+    backward; the copy costs one small transpose. A penalty that takes the returned view
+    (KILL's softmax) gets the fast layout too.
+    """
+    zt = logits.transpose(1, 2).contiguous()
+    per = -torch.log_softmax(zt, 1).gather(1, y.unsqueeze(1)).squeeze(1)
+    return per, zt.transpose(1, 2)
 
 
 def _prefix_plan(nb: list[int]):
@@ -214,8 +247,7 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
             ys = _gather(y, off[:k, 0], ib)
             leaves = [p[:k].detach().requires_grad_(True) for p in P]
             logits = model.forward(leaves, xs)
-            per = F.cross_entropy(logits.flatten(0, 1), ys.flatten(),
-                                  reduction="none").view(k, B)
+            per, logits = _cross_entropy(logits, ys)
             if aux is not None:
                 per = per + model.penalty(logits, _gather(aux, off[:k, 0], ib))
             if partial:
@@ -223,7 +255,9 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
                 loss = ((per * mb).sum(1) / mb.sum(1)).sum()
             else:
                 loss = per.mean(1).sum()
-            grads = torch.autograd.grad(loss, leaves)
+            # the fused kernel below walks raw memory: every gradient must have its
+            # parameter's (contiguous) layout; a no-op unless a forward changed it
+            grads = [gr.contiguous() for gr in torch.autograd.grad(loss, leaves)]
             ps, ms, vs, st, sl = adam_lists(gs)
             for g in gs:
                 steps[g] += 1.0

@@ -31,6 +31,9 @@ class KILL(MLPMixin, Predictor):
         return self.knowledge.truths(X, delta=float(self.opts["delta"]))
 
     def penalty(self, logits, truths):
-        """[E, B]: weight · Σ_k max(0, r_k − p_k)."""
-        p = torch.softmax(logits, dim=-1)
-        return float(self.opts["weight"]) * torch.relu(truths - p).sum(-1)
+        """[E, B]: weight · Σ_k max(0, r_k − p_k) (``logits``/``truths`` [E, B, K]).
+
+        The softmax runs over dim 1 of the class-major ``[E, K, B]`` transpose: fast when
+        ``logits`` is the trainer's class-major view (see ``ensemble._cross_entropy``)."""
+        p = torch.softmax(logits.transpose(1, 2), dim=1)
+        return float(self.opts["weight"]) * torch.relu(truths.transpose(1, 2) - p).sum(1)
