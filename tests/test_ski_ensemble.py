@@ -118,6 +118,21 @@ def test_uci_files_instead_of_the_cache(tmp_path):
         ski_data.load("splice", tmp_path / "bad.data")
 
 
+def _textbook_training(params, loss_of, X, y, rows, seed, epochs, batch):
+    """Replay the trainer's shuffles (its order seed for member seed ``seed``) with
+    autograd and single-tensor torch.optim.Adam (Keras's eps 1e-7) on ``params``:
+    ``loss_of(ib)`` is the mean loss of the mini-batch of row indices ``ib``."""
+    from nesybench.io import derive_seed
+    opt = torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-7, foreach=False)
+    order = torch.Generator().manual_seed(derive_seed("order", seed) % (2**63))
+    for _ in range(epochs):
+        perm = rows[torch.randperm(len(rows), generator=order)]
+        for s in range(0, len(perm), batch):
+            opt.zero_grad()
+            loss_of(perm[s:s + batch]).backward()
+            opt.step()
+
+
 def test_one_member_equals_a_plain_torch_mlp_with_adam():
     """The hand-written backward, the member ordering and the fused Adam against the
     textbook: nn.Linear layers, autograd, torch.optim.Adam (eps 1e-7), same batches."""
@@ -136,16 +151,9 @@ def test_one_member_equals_a_plain_torch_mlp_with_adam():
         for lin, (W, b) in zip(ref[::2], zip(init[::2], init[1::2])):
             lin.weight.copy_(W[0])
             lin.bias.copy_(b[0])
-    opt = torch.optim.Adam(ref.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
-    from nesybench.io import derive_seed
-    order = torch.Generator().manual_seed(derive_seed("order", 21) % (2**63))
-    for _ in range(3):
-        perm = rows[torch.randperm(len(rows), generator=order)]
-        for s in range(0, len(perm), 16):
-            ib = perm[s:s + 16]
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(ref(X[ib]), y[ib]).backward()
-            opt.step()
+    _textbook_training(list(ref.parameters()),
+                       lambda ib: torch.nn.functional.cross_entropy(ref(X[ib]), y[ib]),
+                       X, y, rows, 21, epochs=3, batch=16)
     for lin, (W, b) in zip(ref[::2], zip(net.params[::2], net.params[1::2])):
         torch.testing.assert_close(W[0], lin.weight.detach(), rtol=1e-4, atol=1e-6)
         torch.testing.assert_close(b[0], lin.bias.detach(), rtol=1e-4, atol=1e-6)
@@ -170,21 +178,16 @@ def test_one_member_equals_autograd_and_torch_adam_for_every_injector(tmp_path, 
     net = injectors.make(name, D, K, [5, 4], kn, epochs=3, batch_size=8)
     net.fit(Members(X.unsqueeze(0), y.unsqueeze(0), [rows]), [9])
     ref = [t.clone().requires_grad_(True) for t in net.init_params([9])]
-    opt = torch.optim.Adam(ref, lr=1e-3, betas=(0.9, 0.999), eps=1e-7, foreach=False)
     aux = net.aux(X.unsqueeze(0)) if hasattr(net, "aux") else None
-    from nesybench.io import derive_seed
-    order = torch.Generator().manual_seed(derive_seed("order", 9) % (2**63))
-    for _ in range(3):
-        perm = rows[torch.randperm(len(rows), generator=order)]
-        for s in range(0, len(perm), 8):
-            ib = perm[s:s + 8]
-            opt.zero_grad()
-            logits = net.forward(ref, X[ib].unsqueeze(0))
-            per = torch.nn.functional.cross_entropy(logits[0], y[ib], reduction="none")
-            if aux is not None:
-                per = per + net.penalty(logits, aux[:, ib])[0]
-            per.mean().backward()
-            opt.step()
+
+    def loss_of(ib):
+        logits = net.forward(ref, X[ib].unsqueeze(0))
+        per = torch.nn.functional.cross_entropy(logits[0], y[ib], reduction="none")
+        if aux is not None:
+            per = per + net.penalty(logits, aux[:, ib])[0]
+        return per.mean()
+
+    _textbook_training(ref, loss_of, X, y, rows, 9, epochs=3, batch=8)
     for mine, theirs in zip(net.params, ref):
         torch.testing.assert_close(mine, theirs.detach(), rtol=1e-4, atol=1e-6)
 

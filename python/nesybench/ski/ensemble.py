@@ -66,58 +66,42 @@ def glorot(gen: torch.Generator, fan_in: int, fan_out: int) -> torch.Tensor:
     return ((torch.rand(fan_in, fan_out, generator=gen) * 2.0 - 1.0) * a).t().contiguous()
 
 
-class _Dense(torch.autograd.Function):
-    """``x @ Wᵀ + b`` per member with a hand-written backward.
+class _AddMatmulT(torch.autograd.Function):
+    """``acc + h @ Wᵀ`` per member (``acc`` a bias ``[E, out]`` broadcast over the rows when
+    ``bias``, else pre-activations ``[E, B, out]``), with a hand-written backward.
 
-    Why: autograd's backward of ``bmm(x, Wᵀ)`` forms ``xᵀ @ g`` (a transposed read of the
-    whole mini-batch) and transposes the result; ``gᵀ @ x`` gives the output-major gradient
-    directly and is about twice as fast on this shape of problem (32 rows, many members),
-    and no gradient is formed for an input that does not need one.
+    Why: autograd's backward of ``bmm(h, Wᵀ)`` forms ``hᵀ @ g`` (a transposed read of the
+    whole mini-batch) and hands back its transpose, a non-contiguous view; ``gᵀ @ h`` gives
+    the output-major gradient directly, about twice as fast on this shape of problem (32
+    rows, many members), in ``W``'s own layout, which the fused Adam kernel needs (it walks
+    raw memory); and no gradient is formed for an input that does not need one.
     """
 
     @staticmethod
-    def forward(ctx, x, W, b):
-        ctx.save_for_backward(x, W)
-        return torch.baddbmm(b.unsqueeze(1), x, W.transpose(1, 2))
-
-    @staticmethod
-    def backward(ctx, g):
-        x, W = ctx.saved_tensors
-        need_x, need_w, need_b = ctx.needs_input_grad
-        gx = torch.bmm(g, W) if need_x else None
-        gw = torch.bmm(g.transpose(1, 2), x) if need_w else None
-        gb = g.sum(1) if need_b else None
-        return gx, gw, gb
-
-
-def dense(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Per-member affine map: x [E, B, in], W [E, out, in], b [E, out] -> [E, B, out]."""
-    return _Dense.apply(x, W, b)
-
-
-class _MatmulT(torch.autograd.Function):
-    """``acc + h @ Wᵀ`` per member, backward as :class:`_Dense`'s: the weight gradient
-    comes out output-major like ``W`` itself (autograd's own would be a transposed view,
-    which the fused Adam kernel must never see: it walks raw memory)."""
-
-    @staticmethod
-    def forward(ctx, h, W, acc):
+    def forward(ctx, h, W, acc, bias):
         ctx.save_for_backward(h, W)
-        return torch.baddbmm(acc, h, W.transpose(1, 2))
+        ctx.bias = bias
+        return torch.baddbmm(acc.unsqueeze(1) if bias else acc, h, W.transpose(1, 2))
 
     @staticmethod
     def backward(ctx, g):
         h, W = ctx.saved_tensors
-        need_h, need_w, need_acc = ctx.needs_input_grad
+        need_h, need_w, need_acc, _ = ctx.needs_input_grad
         gh = torch.bmm(g, W) if need_h else None
         gw = torch.bmm(g.transpose(1, 2), h) if need_w else None
-        return gh, gw, (g if need_acc else None)
+        gacc = (g.sum(1) if ctx.bias else g) if need_acc else None
+        return gh, gw, gacc, None
+
+
+def dense(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Per-member affine map: x [E, B, in], W [E, out, in], b [E, out] -> [E, B, out]."""
+    return _AddMatmulT.apply(x, W, b, True)
 
 
 def matmul_t(h: torch.Tensor, W: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
     """``acc + h @ Wᵀ`` per member (W [E, out, in]): a dense map without bias added to
     pre-activations computed elsewhere."""
-    return _MatmulT.apply(h, W, acc)
+    return _AddMatmulT.apply(h, W, acc, False)
 
 
 def _gather(t: torch.Tensor, off: torch.Tensor, idx: torch.Tensor,
