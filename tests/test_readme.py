@@ -60,23 +60,29 @@ def test_markers_are_well_formed():
 
 
 def _thread_states(pid: int) -> str:
-    """Linux only: the state and kernel wait channel of each thread of a live process."""
+    """Linux only: per thread of a live process, its state, kernel wait channel and its
+    blocked and pending signal masks (a mask inherited from the test process that blocks
+    the signal SWI-Prolog uses to stop its helper threads at halt would show here)."""
     states = []
     for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
         try:
             stat = (task / "stat").read_text()
             wchan = (task / "wchan").read_text().strip() or "-"
+            status = dict(line.split(":\t", 1) for line in
+                          (task / "status").read_text().splitlines() if ":\t" in line)
         except OSError:
             continue
-        states.append(f"{task.name}:{stat.rsplit(')', 1)[1].split()[0]}/{wchan}")
-    return " ".join(states) or "unknown"
+        states.append(f"{task.name}:{stat.rsplit(')', 1)[1].split()[0]}/{wchan}"
+                      f" blk={status.get('SigBlk', '?')} pnd={status.get('SigPnd', '?')}")
+    return "; ".join(states) or "unknown"
 
 
 def _run_swipl(args, cwd, env, line, timeout=120):
     """Run one README Prolog block (normally well under a second).
 
-    One CI run (stop 16) saw such a process never exit; it did not recur in 1,500 local
-    runs with and without load or a terminal. So a run that outlives `timeout` is retried
+    One CI run (stop 16) and one local full-suite run (session 5; never when this file runs
+    alone, nor in 1,500 direct runs with and without load or a terminal) saw such a process
+    not exit. So a run that outlives `timeout` is retried
     once, and the hung process's thread states (R/S/T and wait channel) are reported as a
     warning so that a recurrence can be diagnosed; a second hang fails the test.
     """
