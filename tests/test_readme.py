@@ -82,9 +82,9 @@ def _run_swipl(args, cwd, env, line, timeout=120):
 
     One CI run (stop 16) and one local full-suite run (session 5; never when this file runs
     alone, nor in 1,500 direct runs with and without load or a terminal) saw such a process
-    not exit. So a run that outlives `timeout` is retried
-    once, and the hung process's thread states (R/S/T and wait channel) are reported as a
-    warning so that a recurrence can be diagnosed; a second hang fails the test.
+    not exit. So a run that outlives `timeout` is retried once, and the hung process's thread
+    states (:func:`_thread_states`) are reported as a warning so that a recurrence can be
+    diagnosed; a second hang fails the test.
     """
     hung = []
     for _ in range(2):

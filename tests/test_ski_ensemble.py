@@ -118,7 +118,7 @@ def test_uci_files_instead_of_the_cache(tmp_path):
         ski_data.load("splice", tmp_path / "bad.data")
 
 
-def _textbook_training(params, loss_of, X, y, rows, seed, epochs, batch):
+def _textbook_training(params, loss_of, rows, seed, epochs, batch):
     """Replay the trainer's shuffles (its order seed for member seed ``seed``) with
     autograd and single-tensor torch.optim.Adam (Keras's eps 1e-7) on ``params``:
     ``loss_of(ib)`` is the mean loss of the mini-batch of row indices ``ib``."""
@@ -153,7 +153,7 @@ def test_one_member_equals_a_plain_torch_mlp_with_adam():
             lin.bias.copy_(b[0])
     _textbook_training(list(ref.parameters()),
                        lambda ib: torch.nn.functional.cross_entropy(ref(X[ib]), y[ib]),
-                       X, y, rows, 21, epochs=3, batch=16)
+                       rows, 21, epochs=3, batch=16)
     for lin, (W, b) in zip(ref[::2], zip(net.params[::2], net.params[1::2])):
         torch.testing.assert_close(W[0], lin.weight.detach(), rtol=1e-4, atol=1e-6)
         torch.testing.assert_close(b[0], lin.bias.detach(), rtol=1e-4, atol=1e-6)
@@ -187,7 +187,7 @@ def test_one_member_equals_autograd_and_torch_adam_for_every_injector(tmp_path, 
             per = per + net.penalty(logits, aux[:, ib])[0]
         return per.mean()
 
-    _textbook_training(ref, loss_of, X, y, rows, 9, epochs=3, batch=8)
+    _textbook_training(ref, loss_of, rows, 9, epochs=3, batch=8)
     for mine, theirs in zip(net.params, ref):
         torch.testing.assert_close(mine, theirs.detach(), rtol=1e-4, atol=1e-6)
 
