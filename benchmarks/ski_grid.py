@@ -14,6 +14,10 @@ process, a cell per level) and prints its measured time instead.
 b57d237``) times the same cells with that tree's code, in a subprocess, and prints the ratio
 per (data set, predictor) and for the grid.
 
+``--engine`` picks the trainer timed (``native``, the default: the C kernel; ``torch``: the
+PyTorch trainer); ``--vs-torch`` also times the PyTorch trainer on the same cells and prints
+the ratio per (data set, predictor) and for the grid.
+
 ``--compare`` trains the same cells batched (one ensemble of REPS members) and one model at
 a time (REPS separate trainings, same code, same seeds, same numbers) and prints the ratio.
 """
@@ -83,6 +87,10 @@ def main(argv=None) -> int:
     ap.add_argument("--full", action="store_true", help="run the whole grid (hours)")
     ap.add_argument("--baseline", metavar="PATH",
                     help="an older nesybench checkout: time the same cells with its code")
+    ap.add_argument("--engine", choices=["native", "torch"], default="native",
+                    help="the trainer timed (default: the C kernel)")
+    ap.add_argument("--vs-torch", action="store_true",
+                    help="also time the PyTorch trainer on the same cells and print the ratio")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -91,14 +99,14 @@ def main(argv=None) -> int:
     out = {"reps": args.reps, "epochs": args.epochs, "workers": args.workers,
            "levels_per_cell": args.levels_per_cell,
            "load_average_at_start": load, "cells": [], "compare": []}
-    total = total_b = 0.0
+    total = total_b = total_t = 0.0
     for ds in datasets:
         cells.dataset(ds)
         for pred in PREDICTORS:
             K = max(args.levels_per_cell, 1)
             params = {"dataset": ds, "degradation": "flip", "injector": pred,
                       "reps": args.reps, "epochs": args.measure_epochs,
-                      "levels": degrade.LEVELS["flip"][:K]}
+                      "levels": degrade.LEVELS["flip"][:K], "engine": args.engine}
             if args.full:
                 secs = 0.0
                 for deg in degrade.DEGRADATIONS:
@@ -129,6 +137,13 @@ def main(argv=None) -> int:
                                           f"{setup:.2f} s/level), "
                                          if not args.full else "") +
                   f"grid share {grid / 60:8.1f} min (1 process)", flush=True)
+            if args.vs_torch and not args.full:
+                pe_t, su_t = epoch_cost({**params, "engine": "torch"}, K, extra)
+                grid_t = pe_t * args.epochs * work + su_t * n_cells
+                total_t += grid_t
+                row.update(torch_seconds_per_epoch=pe_t, torch_grid_seconds=grid_t)
+                print(f"{'':18} torch    {pe_t:8.3f} s/epoch per level: {args.engine} is "
+                      f"x{pe_t / per_epoch:.1f} faster per epoch", flush=True)
             if args.baseline and not args.full:
                 pe_b, su_b = epoch_cost(params, K, extra, args.baseline)
                 grid_b = pe_b * args.epochs * work + su_b * n_cells
@@ -141,6 +156,10 @@ def main(argv=None) -> int:
         out["baseline_grid_seconds_one_process"] = total_b
         print(f"baseline {args.baseline}: {total_b / 3600:.2f} CPU-hours for the same grid "
               f"(this tree x{total_b / total:.1f} faster)")
+    if total_t:
+        out["torch_grid_seconds_one_process"] = total_t
+        print(f"PyTorch trainer: {total_t / 3600:.2f} CPU-hours for the same grid "
+              f"({args.engine} x{total_t / total:.1f} faster)")
     out["grid_seconds_wall"] = total / max(args.workers, 1)
     kind = "measured" if args.full else "extrapolated from the measured epochs"
     print(f"full paper grid ({kind}): {total / 3600:.2f} CPU-hours, "

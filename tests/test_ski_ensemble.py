@@ -23,16 +23,18 @@ def _members(E=4, N=70, D=2, K=2, seed=0):
     return Members(X.unsqueeze(0), y, rows)
 
 
+@pytest.mark.parametrize("engine", ["native", "torch"])
 @pytest.mark.parametrize("name", ["uneducated", "kill", "kbann", "kins"])
-def test_batched_equals_one_at_a_time(tmp_path, name):
+def test_batched_equals_one_at_a_time(tmp_path, name, engine):
     p = tmp_path / "r.pl"
     p.write_text("class(X, pos) :- hot(X, a), \\+ hot(X, b).\nclass(X, neg) :- \\+ class(X, pos).\n")
     kn = rules.load_knowledge(p, ["a", "b"], ["pos", "neg"])
     mem = _members()
     seeds = [11, 12, 13, 14]
-    batched = injectors.make(name, 2, 2, [5, 3], kn, epochs=3, batch_size=8).fit(mem, seeds)
+    batched = injectors.make(name, 2, 2, [5, 3], kn, epochs=3, batch_size=8,
+                             engine=engine).fit(mem, seeds)
     for e in range(mem.size):
-        one = injectors.make(name, 2, 2, [5, 3], kn, epochs=3, batch_size=8)
+        one = injectors.make(name, 2, 2, [5, 3], kn, epochs=3, batch_size=8, engine=engine)
         one.fit(mem.select([e]), [seeds[e]])
         for pb, po in zip(batched.params, one.params):
             torch.testing.assert_close(pb[e], po[0], rtol=1e-5, atol=1e-6)
@@ -133,15 +135,17 @@ def _textbook_training(params, loss_of, rows, seed, epochs, batch):
             opt.step()
 
 
-def test_one_member_equals_a_plain_torch_mlp_with_adam():
-    """The hand-written backward, the member ordering and the fused Adam against the
-    textbook: nn.Linear layers, autograd, torch.optim.Adam (eps 1e-7), same batches."""
+@pytest.mark.parametrize("engine", ["native", "torch"])
+def test_one_member_equals_a_plain_torch_mlp_with_adam(engine):
+    """Both trainers (the kernel; the hand-written backward, member ordering and fused Adam)
+    against the textbook: nn.Linear layers, autograd, torch.optim.Adam (eps 1e-7), same
+    batches."""
     g = torch.Generator().manual_seed(3)
     N, D, K = 50, 6, 3
     X = torch.randn(N, D, generator=g)
     y = torch.randint(0, K, (N,), generator=g)
     rows = torch.randperm(N, generator=g)[:45]           # 45 rows: last batch of 13 is short
-    net = injectors.make("uneducated", D, K, [7, 5], epochs=3, batch_size=16)
+    net = injectors.make("uneducated", D, K, [7, 5], epochs=3, batch_size=16, engine=engine)
     net.fit(Members(X.unsqueeze(0), y.unsqueeze(0), [rows]), [21])
     # the reference starts from the same initial weights and replays the same shuffles
     init = net.init_params([21])
@@ -159,8 +163,9 @@ def test_one_member_equals_a_plain_torch_mlp_with_adam():
         torch.testing.assert_close(b[0], lin.bias.detach(), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("engine", ["native", "torch"])
 @pytest.mark.parametrize("name", ["uneducated", "kill", "kbann", "kins"])
-def test_one_member_equals_autograd_and_torch_adam_for_every_injector(tmp_path, name):
+def test_one_member_equals_autograd_and_torch_adam_for_every_injector(tmp_path, name, engine):
     """Every injector's trained weights against the textbook loop over its own forward:
     autograd on plain leaf tensors, torch.optim.Adam (single-tensor, stride-agnostic), the
     same batches. Catches any gradient that reaches the fused Adam kernel in another memory
@@ -175,7 +180,7 @@ def test_one_member_equals_autograd_and_torch_adam_for_every_injector(tmp_path, 
     X = (torch.rand(N, D, generator=g) > 0.5).float()
     y = torch.randint(0, K, (N,), generator=g)
     rows = torch.randperm(N, generator=g)[:37]                 # last batch of 5 is short
-    net = injectors.make(name, D, K, [5, 4], kn, epochs=3, batch_size=8)
+    net = injectors.make(name, D, K, [5, 4], kn, epochs=3, batch_size=8, engine=engine)
     net.fit(Members(X.unsqueeze(0), y.unsqueeze(0), [rows]), [9])
     ref = [t.clone().requires_grad_(True) for t in net.init_params([9])]
     aux = net.aux(X.unsqueeze(0)) if hasattr(net, "aux") else None

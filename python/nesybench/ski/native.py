@@ -39,13 +39,13 @@ from ..errors import NesyError
 
 SOURCE = Path(__file__).with_name("kernel.c")
 LANES = 16
-FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared"]
+FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
 OP_FIELDS = ("kind", "act", "in0", "nin", "out0", "nout", "base_kind", "base_off", "w_off",
              "mask_off", "wt_off", "idx_off")
 KINDS = {"input": 0, "dense": 1, "copy": 2}
 ACTS = {"id": 0, "relu": 1, "sigmoid": 2}
 
-_LIB = None
+_LIBS: dict = {}
 
 
 def _pad(n: int) -> int:
@@ -70,18 +70,20 @@ def _cpu_key() -> str:
         return platform.processor() + platform.machine()
 
 
-def library_path() -> Path:
+def library_path(flags: tuple[str, ...] = FLAGS) -> Path:
     cc = os.environ.get("CC") or "cc"
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), cc, *FLAGS, _cpu_key(),
+    key = hashlib.sha256("\0".join([SOURCE.read_text(), cc, *flags, _cpu_key(),
                                     platform.machine()]).encode()).hexdigest()[:16]
     return kernel_dir() / f"ski_kernel_{key}.so"
 
 
-def build(verbose: bool = False) -> Path:
+def build(verbose: bool = False, flags: tuple[str, ...] = FLAGS) -> Path:
     """Compile ``kernel.c`` unless this machine's build is cached; returns its path.
+    ``flags``: the compiler's (tests build without ``-march=native`` to check that the
+    numbers do not depend on the instruction set).
 
     Raises :class:`NesyError` when there is no C compiler or it fails."""
-    path = library_path()
+    path = library_path(flags)
     if path.is_file():
         return path
     cc = os.environ.get("CC") or "cc"
@@ -94,10 +96,10 @@ def build(verbose: bool = False) -> Path:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
     os.close(fd)
     try:
-        res = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE), "-lm"],
+        res = subprocess.run([cc, *flags, "-o", tmp, str(SOURCE), "-lm"],
                              capture_output=True, text=True)
         if res.returncode != 0:
-            raise NesyError(f"building the native SKI trainer failed ({cc} {' '.join(FLAGS)}):"
+            raise NesyError(f"building the native SKI trainer failed ({cc} {' '.join(flags)}):"
                             f"\n{res.stderr.strip()}", field="engine")
         if verbose and res.stderr.strip():
             print(res.stderr.strip())
@@ -108,18 +110,18 @@ def build(verbose: bool = False) -> Path:
     return path
 
 
-def library():
-    global _LIB
-    if _LIB is None:
-        lib = ctypes.CDLL(str(build()))
+def library(flags: tuple[str, ...] = FLAGS):
+    """The kernel (built if needed) as a ctypes library, loaded once per process."""
+    if flags not in _LIBS:
+        lib = ctypes.CDLL(str(build(flags=flags)))
         f = lib.ski_train_epoch
         i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
         f.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr,
                       i64, ptr, i64, ptr, i64, ptr, ptr, i64, i64, i64, i64, f32, f32, f32, f32,
                       f32]
         f.restype = ctypes.c_int
-        _LIB = lib
-    return _LIB
+        _LIBS[flags] = lib
+    return _LIBS[flags]
 
 
 # -- plans ---------------------------------------------------------------------------------
@@ -282,10 +284,10 @@ def csr(X: np.ndarray):
 
 
 def train(model, params: list[torch.Tensor], data, cfg, order_seeds: list[int],
-          progress=None) -> list[torch.Tensor]:
+          progress=None, flags: tuple[str, ...] = FLAGS) -> list[torch.Tensor]:
     """Train ``params`` (leading dim E) of ``model`` on ``data`` with the kernel; the same
     contract, shuffles and mini-batches as :func:`nesybench.ski.ensemble.train`."""
-    lib = library()
+    lib = library(flags)
     plan: Plan = model.plan()
     E = data.size
     P = plan.n_params

@@ -1,0 +1,131 @@
+"""The native SKI trainer (kernel.c) against the PyTorch trainer, and its determinism."""
+import shutil
+
+import pytest
+import torch
+
+from nesybench.cli import main
+from nesybench.errors import NesyError
+from nesybench.io import derive_seed
+from nesybench.ski import ensemble, injectors, native, rules
+from nesybench.ski.ensemble import Members
+
+torch.set_num_threads(1)
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+
+RULES = ("class(X, pos) :- hot(X, a), \\+ hot(X, b).\n"
+         "class(X, mid) :- hot(X, c), gt(X, v, 0.5).\n"
+         "class(X, neg) :- \\+ class(X, pos), \\+ class(X, mid).\n")
+FEATURES = ["a", "b", "c", "d", "v"]
+
+
+def _data(per_member_x=False, per_member_y=False, E=3, N=61, seed=0):
+    """Binary features plus one real-valued one (zeros skipped by the kernel's sparse input
+    layer), 3 classes, unequal training-set sizes (short last batches)."""
+    g = torch.Generator().manual_seed(seed)
+    S = E if per_member_x else 1
+    X = (torch.rand(S, N, 5, generator=g) > 0.6).float()
+    X[..., 4] = torch.rand(S, N, generator=g) * (torch.rand(S, N, generator=g) > 0.3)
+    y = torch.randint(0, 3, (E if per_member_y else 1, N), generator=g)
+    rows = [torch.randperm(N, generator=g)[: N - 7 * e] for e in range(E)]
+    return Members(X, y, rows)
+
+
+def _trained(name, data, engine, seeds, tmp_path, flags=native.FLAGS, **opts):
+    p = tmp_path / "r.pl"
+    p.write_text(RULES)
+    kn = rules.load_knowledge(p, FEATURES, ["pos", "mid", "neg"])
+    net = injectors.make(name, 5, 3, [6, 4], kn, epochs=3, batch_size=8, engine=engine,
+                         **opts)
+    net.params = net.init_params(seeds)
+    trainer = (lambda *a: native.train(*a, flags=flags)) if engine == "native" \
+        else ensemble.train
+    trainer(net, net.params, data, net.train_cfg, [derive_seed("order", s) for s in seeds])
+    return net.params
+
+
+CASES = [("uneducated", {}), ("kill", {}), ("kbann", {}), ("kins", {}),
+         ("kins", {"layer": 0}), ("kins", {"layer": 1}), ("kbann", {"extra_units": 0})]
+
+
+@pytest.mark.parametrize("name,opts", CASES)
+@pytest.mark.parametrize("xy", [(False, False), (True, False), (False, True)])
+def test_native_equals_the_torch_trainer(tmp_path, name, opts, xy):
+    """Same initial weights, shuffles and mini-batches: the two trainers differ only in float
+    summation order (shared or per-member features and labels, as drop/noise/flip build)."""
+    data = _data(*xy)
+    seeds = [3, 4, 5]
+    mine = _trained(name, data, "native", seeds, tmp_path, **opts)
+    ref = _trained(name, data, "torch", seeds, tmp_path, **opts)
+    moved = max(float((a - b).abs().max()) for a, b in
+                zip(ref, injectors.make(name, 5, 3, [6, 4], rules.load_knowledge(
+                    tmp_path / "r.pl", FEATURES, ["pos", "mid", "neg"]), **opts
+                ).init_params(seeds)))
+    assert moved > 1e-3                       # training moved the weights
+    for a, b in zip(mine, ref):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=2e-6)
+
+
+@pytest.mark.parametrize("name", ["uneducated", "kill", "kbann", "kins"])
+def test_a_member_alone_gives_the_same_bits_as_in_the_ensemble(tmp_path, name):
+    data = _data(True, True)
+    seeds = [7, 8, 9]
+    together = _trained(name, data, "native", seeds, tmp_path)
+    for e in range(3):
+        alone = _trained(name, data.select([e]), "native", [seeds[e]], tmp_path)
+        for a, b in zip(together, alone):
+            assert torch.equal(a[e], b[0])
+
+
+@pytest.mark.parametrize("name", ["kill", "kbann", "kins"])
+def test_same_numbers_without_simd_or_fma(tmp_path, name, monkeypatch):
+    """A build for the compiler's default target (on x86-64: SSE2, no FMA instruction, the
+    fused multiply-adds done by libm's fmaf) trains to the same bits as the -march=native
+    build: the kernel's numbers do not depend on the machine's instruction set."""
+    plain = tuple(f for f in native.FLAGS if not f.startswith("-march"))
+    data = _data(True, False)
+    seeds = [1, 2, 3]
+    fast = _trained(name, data, "native", seeds, tmp_path)
+    slow = _trained(name, data, "native", seeds, tmp_path, flags=plain)
+    for a, b in zip(fast, slow):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["uneducated", "kill", "kbann", "kins"])
+def test_plans_place_every_weight_once(tmp_path, name):
+    """Every element of every parameter tensor has a place of its own in the kernel's
+    vector, and packing then unpacking gives the tensors back."""
+    p = tmp_path / "r.pl"
+    p.write_text(RULES)
+    kn = rules.load_knowledge(p, FEATURES, ["pos", "mid", "neg"])
+    net = injectors.make(name, 5, 3, [6, 4], kn)
+    params = net.init_params([0, 1])
+    plan = net.plan()
+    places = torch.cat([plan.places[k] for k in range(len(params))])
+    assert len(places) == sum(t[0].numel() for t in params) == len(set(places.tolist()))
+    assert int(places.max()) < plan.n_params and plan.width % native.LANES == 0
+    flat = torch.zeros(2, plan.n_params)
+    for k, t in enumerate(params):
+        flat[:, plan.places[k]] = t.reshape(2, -1)
+    for k, t in enumerate(params):
+        assert torch.equal(flat[:, plan.places[k]].reshape(t.shape), t)
+
+
+def test_no_compiler_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("NESYBENCH_KERNELS", str(tmp_path / "kernels"))
+    monkeypatch.setattr(native, "_LIBS", {})
+    with pytest.raises(NesyError, match="needs a C compiler"):
+        native.build()
+    out = tmp_path / "study"
+    with pytest.raises(SystemExit) as exc:
+        main(["ski", "run", "--datasets", "bcw", "--injectors", "uneducated", "--reps", "1",
+              "--epochs", "1", "--out", str(out)])
+    assert exc.value.code == 2 and "needs a C compiler" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_engine_option_is_checked():
+    with pytest.raises(NesyError, match="engine must be one of native, torch"):
+        injectors.make("uneducated", 3, 2, [4], engine="cuda")
