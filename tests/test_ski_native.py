@@ -33,16 +33,18 @@ def _data(per_member_x=False, per_member_y=False, E=3, N=61, seed=0):
 
 
 def _trained(name, data, engine, seeds, tmp_path, flags=native.FLAGS, **opts):
+    """The trained parameters, and the initial ones they started from."""
     p = tmp_path / "r.pl"
     p.write_text(RULES)
     kn = rules.load_knowledge(p, FEATURES, ["pos", "mid", "neg"])
     net = injectors.make(name, 5, 3, [6, 4], kn, epochs=3, batch_size=8, engine=engine,
                          **opts)
-    net.params = net.init_params(seeds)
+    init = net.init_params(seeds)
+    params = [t.clone() for t in init]
     trainer = (lambda *a: native.train(*a, flags=flags)) if engine == "native" \
         else ensemble.train
-    trainer(net, net.params, data, net.train_cfg, [derive_seed("order", s) for s in seeds])
-    return net.params
+    trainer(net, params, data, net.train_cfg, [derive_seed("order", s) for s in seeds])
+    return params, init
 
 
 CASES = [("uneducated", {}), ("kill", {}), ("kbann", {}), ("kins", {}),
@@ -56,12 +58,9 @@ def test_native_equals_the_torch_trainer(tmp_path, name, opts, xy):
     summation order (shared or per-member features and labels, as drop/noise/flip build)."""
     data = _data(*xy)
     seeds = [3, 4, 5]
-    mine = _trained(name, data, "native", seeds, tmp_path, **opts)
-    ref = _trained(name, data, "torch", seeds, tmp_path, **opts)
-    moved = max(float((a - b).abs().max()) for a, b in
-                zip(ref, injectors.make(name, 5, 3, [6, 4], rules.load_knowledge(
-                    tmp_path / "r.pl", FEATURES, ["pos", "mid", "neg"]), **opts
-                ).init_params(seeds)))
+    mine, _ = _trained(name, data, "native", seeds, tmp_path, **opts)
+    ref, init = _trained(name, data, "torch", seeds, tmp_path, **opts)
+    moved = max(float((a - b).abs().max()) for a, b in zip(ref, init))
     assert moved > 1e-3                       # training moved the weights
     for a, b in zip(mine, ref):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=2e-6)
@@ -71,9 +70,9 @@ def test_native_equals_the_torch_trainer(tmp_path, name, opts, xy):
 def test_a_member_alone_gives_the_same_bits_as_in_the_ensemble(tmp_path, name):
     data = _data(True, True)
     seeds = [7, 8, 9]
-    together = _trained(name, data, "native", seeds, tmp_path)
+    together, _ = _trained(name, data, "native", seeds, tmp_path)
     for e in range(3):
-        alone = _trained(name, data.select([e]), "native", [seeds[e]], tmp_path)
+        alone, _ = _trained(name, data.select([e]), "native", [seeds[e]], tmp_path)
         for a, b in zip(together, alone):
             assert torch.equal(a[e], b[0])
 
@@ -86,8 +85,8 @@ def test_same_numbers_without_simd_or_fma(tmp_path, name, monkeypatch):
     plain = tuple(f for f in native.FLAGS if not f.startswith("-march"))
     data = _data(True, False)
     seeds = [1, 2, 3]
-    fast = _trained(name, data, "native", seeds, tmp_path)
-    slow = _trained(name, data, "native", seeds, tmp_path, flags=plain)
+    fast, _ = _trained(name, data, "native", seeds, tmp_path)
+    slow, _ = _trained(name, data, "native", seeds, tmp_path, flags=plain)
     for a, b in zip(fast, slow):
         assert torch.equal(a, b)
 

@@ -92,6 +92,13 @@ class Predictor:
     def forward(self, params, x):
         raise NotImplementedError
 
+    def laid_out(self) -> "Predictor":
+        """Make sure the layout that ``init_member`` records (KBANN's and KINS's rule
+        network) exists: drawing one throw-away member builds it."""
+        if not hasattr(self, "_net"):
+            self.init_member(torch.Generator().manual_seed(0))
+        return self
+
     # -- ensemble ---------------------------------------------------------------------
     def init_params(self, seeds: list[int]) -> list[torch.Tensor]:
         """Stacked initial parameters, member ``e`` drawn from its own ``seeds[e]``."""

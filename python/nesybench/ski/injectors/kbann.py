@@ -154,8 +154,7 @@ class KBANN(Predictor):
         return params + [Wo[self.n_features:].t().contiguous()]
 
     def plan(self):
-        if not hasattr(self, "_net"):
-            self.init_member(torch.Generator().manual_seed(0))
+        self.laid_out()
         plan = native.Plan(self.n_features)
         hs, zout = rule_plan(self._net, plan)
         plan.logits = plan.region(self.n_classes)
@@ -165,7 +164,6 @@ class KBANN(Predictor):
         return plan
 
     def forward(self, params, x):
-        if not hasattr(self, "_net"):
-            self.init_member(torch.Generator().manual_seed(0))
+        self.laid_out()
         h, zout = rule_forward(self._net, params[:-1], x)
         return matmul_t(h, params[-1], zout)

@@ -66,8 +66,7 @@ class KINS(MLPMixin, Predictor):
     def plan(self):
         """Kernel plan: the rule modules (:func:`rule_plan`), a copy of the class units'
         truths placed right after the activations of the MLP layer that reads them."""
-        if not hasattr(self, "_net"):
-            self.init_member(torch.Generator().manual_seed(0))
+        self.laid_out()
         plan = native.Plan(self.n_features)
         hs, z0 = rule_plan(self._net, plan)
         sizes = [self.n_features, *self.hidden, self.n_classes]
@@ -101,14 +100,12 @@ class KINS(MLPMixin, Predictor):
 
     def module_truths(self, params, x):
         """Outputs of the rule modules [E, B, #classes with rules] (sigmoid truths)."""
-        if not hasattr(self, "_net"):
-            self.init_member(torch.Generator().manual_seed(0))
+        self.laid_out()
         h, _ = rule_forward(self._net, params[:self._n_mod], x)
         return h[..., self._cols]
 
     def forward(self, params, x):
-        if not hasattr(self, "_net"):
-            self.init_member(torch.Generator().manual_seed(0))
+        self.laid_out()
         h_mod, z = rule_forward(self._net, params[:self._n_mod], x)
         rules = h_mod[..., self._cols]
         mlp, rule_w = params[self._n_mod:-1], params[-1]
