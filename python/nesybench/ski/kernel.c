@@ -2,21 +2,28 @@
  * small networks, each member's whole epoch run in cache (see native.py for the Python side
  * and the network plan it passes; ensemble.py has the PyTorch trainer it is tested against).
  *
- * A network is a list of ops over a per-sample state row S[W] (W a multiple of LANES):
+ * A network is a list of ops over a state S[W][BP]: W state rows (units), each a row of BP
+ * floats, one per sample of the mini-batch (BP: the batch size rounded up to 32; the lanes
+ * past the batch carry finite values and zero gradients):
  *   INPUT  out = act(base + x @ Wt)        x: the sample's features, zeros skipped
- *   DENSE  out = act(base + S[in] @ Wt)    S[in] a contiguous range (nin may be 0)
+ *   DENSE  out = act(base + S[in] @ Wt)    S[in] a contiguous range of rows (nin may be 0)
  *   COPY   out[o] = S[src[o]]              (no parameters)
  * base: a bias (parameters) or a range of S (pre-activations computed by an earlier op);
- * act: identity, ReLU or the logistic sigmoid.  Weights are stored input-major,
- * Wt[nin][nout], every output width padded to a multiple of LANES with structural zeros
- * (zero weights, zeroed outputs: their gradients are exactly 0, so Adam never moves them).
+ * act: identity, ReLU or the logistic sigmoid.  Weights are stored input-major, Wt[nin][nout].
+ *
+ * Why batch-major: the layers of these networks are narrow (2 to 64 units) and the batch is
+ * 32, so vectors run over the samples (two 16-float blocks), never over padded units; a
+ * weight's gradient is a dot product over the samples, summed 16 at a time in a fixed tree.
+ * The sparse input layer is the exception: per sample, vectors over its outputs (padded to a
+ * multiple of 16, structural zeros) and a 16 x 16 transpose into the state.
  * The loss is the mean over the mini-batch of the softmax cross-entropy of the K logits,
  * plus (KILL) pen_w * sum_k max(0, r_k - p_k) for per-sample rule truths r.
  *
- * Determinism: compiled with -ffp-contract=off and without fast-math, every output element
- * is computed by the same sequence of IEEE operations whatever the vector width, and exp is
- * our own polynomial, not libm's: the same numbers on any machine.  Members never share a
- * sum, so a member's numbers do not depend on which others are in the ensemble.
+ * Determinism: compiled with -ffp-contract=off and without fast-math, every number is computed
+ * by the same sequence of IEEE operations whatever the vector width (lane-wise operations, FMAs
+ * written out, sums in fixed trees), and exp is our own polynomial, not libm's: the same numbers
+ * on any machine.  Members never share a sum, so a member's numbers do not depend on which
+ * others are in the ensemble.
  */
 #include <math.h>
 #include <stdint.h>
@@ -30,14 +37,14 @@
 #endif
 
 #define LANES 16
+#define CHUNK 32 /* samples per register block: two vectors */
 
 enum { K_INPUT = 0, K_DENSE = 1, K_COPY = 2 };
 enum { A_ID = 0, A_RELU = 1, A_SIGMOID = 2 };
 enum { B_NONE = 0, B_PARAM = 1, B_STATE = 2 };
 
 typedef struct {
-    int32_t kind, act, in0, nin, out0, nout, base_kind, base_off, w_off, mask_off, wt_off,
-        idx_off;
+    int32_t kind, act, in0, nin, out0, nout, base_kind, base_off, w_off, mask_off, idx_off;
 } op_t;
 
 /* A block of LANES floats (GCC/Clang vector extension: AVX-512, 2 x AVX2 or 4 x SSE
@@ -48,26 +55,58 @@ typedef int32_t i16v __attribute__((vector_size(4 * LANES)));
 static inline v16 ld(const float *p) { v16 r; memcpy(&r, p, sizeof r); return r; }
 static inline void st(float *p, v16 x) { memcpy(p, &x, sizeof x); }
 static inline v16 splat(float a) { return (v16){0} + a; }
+
 /* c + a * b with a single rounding (fused multiply-add), so the same numbers whether the CPU
  * has an FMA instruction (AVX-512, AVX2 + FMA, ARM64: one per block) or not (libm's fmaf,
  * exact but slow) */
-static inline v16 mad(float a, v16 b, v16 c)
+static inline v16 fma_v(v16 a, v16 b, v16 c)
 {
 #if defined(__AVX512F__)
-    return (v16)_mm512_fmadd_ps(_mm512_set1_ps(a), (__m512)b, (__m512)c);
+    return (v16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 #elif defined(__FMA__)
-    union { v16 v; __m256 h[2]; } B = {b}, C = {c}, R;
-    const __m256 A = _mm256_set1_ps(a);
-    R.h[0] = _mm256_fmadd_ps(A, B.h[0], C.h[0]);
-    R.h[1] = _mm256_fmadd_ps(A, B.h[1], C.h[1]);
+    union { v16 v; __m256 h[2]; } A = {a}, B = {b}, C = {c}, R;
+    R.h[0] = _mm256_fmadd_ps(A.h[0], B.h[0], C.h[0]);
+    R.h[1] = _mm256_fmadd_ps(A.h[1], B.h[1], C.h[1]);
     return R.v;
 #elif defined(__aarch64__)
-    union { v16 v; float32x4_t q[4]; } B = {b}, C = {c}, R;
-    for (int i = 0; i < 4; i++) R.q[i] = vfmaq_n_f32(C.q[i], B.q[i], a);
+    union { v16 v; float32x4_t q[4]; } A = {a}, B = {b}, C = {c}, R;
+    for (int i = 0; i < 4; i++) R.q[i] = vfmaq_f32(C.q[i], A.q[i], B.q[i]);
     return R.v;
 #else
     v16 r;
-    for (int k = 0; k < LANES; k++) r[k] = fmaf(a, b[k], c[k]);
+    for (int k = 0; k < LANES; k++) r[k] = fmaf(a[k], b[k], c[k]);
+    return r;
+#endif
+}
+
+static inline v16 mad(float a, v16 b, v16 c) { return fma_v(splat(a), b, c); }
+
+/* 1 / d for d >= eps > 0 (Adam's denominator): an integer first guess and three Newton
+ * steps in FMAs, within 2 ulp; the divider is busy with Adam's square roots */
+static inline v16 recip_v(v16 d)
+{
+    v16 r = (v16)((i16v){0} + 0x7EF311C3 - (i16v)d);
+    for (int i = 0; i < 3; i++) r = fma_v(r, fma_v(-d, r, splat(1.0f)), r);
+    return r;
+}
+
+/* IEEE square root (correctly rounded: the same on every machine) */
+static inline v16 sqrt_v(v16 a)
+{
+#if defined(__AVX512F__)
+    return (v16)_mm512_sqrt_ps((__m512)a);
+#elif defined(__AVX__)
+    union { v16 v; __m256 h[2]; } A = {a}, R;
+    R.h[0] = _mm256_sqrt_ps(A.h[0]);
+    R.h[1] = _mm256_sqrt_ps(A.h[1]);
+    return R.v;
+#elif defined(__aarch64__)
+    union { v16 v; float32x4_t q[4]; } A = {a}, R;
+    for (int i = 0; i < 4; i++) R.q[i] = vsqrtq_f32(A.q[i]);
+    return R.v;
+#else
+    v16 r;
+    for (int k = 0; k < LANES; k++) r[k] = sqrtf(a[k]);
     return r;
 #endif
 }
@@ -75,29 +114,22 @@ static inline v16 mad(float a, v16 b, v16 c)
 static inline v16 sel(i16v m, v16 a, v16 b) { return (v16)((m & (i16v)a) | (~m & (i16v)b)); }
 
 /* exp(x) for x clamped to [-87, 88]: Cody-Waite reduction and Cephes' degree-6 polynomial
- * (relative error ~2e-7), branch-free. */
+ * in FMAs (relative error ~2e-7), branch-free. */
 static inline v16 exp_v(v16 x)
 {
     x = sel(x < -87.0f, splat(-87.0f), x);
     x = sel(x > 88.0f, splat(88.0f), x);
-    v16 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    v16 r = x - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    v16 p = splat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    i16v bits = (__builtin_convertvector(n, i16v) + 127) << 23;
+    const v16 n = fma_v(x, splat(1.44269504088896341f), splat(12582912.0f)) - 12582912.0f;
+    v16 r = fma_v(n, splat(-0.693359375f), x);              /* round to nearest above */
+    r = fma_v(n, splat(2.12194440e-4f), r);
+    v16 p = fma_v(splat(1.9875691500e-4f), r, splat(1.3981999507e-3f));
+    p = fma_v(p, r, splat(8.3334519073e-3f));
+    p = fma_v(p, r, splat(4.1665795894e-2f));
+    p = fma_v(p, r, splat(1.6666665459e-1f));
+    p = fma_v(p, r, splat(5.0000001201e-1f));
+    p = fma_v(p * r, r, r) + 1.0f;
+    const i16v bits = (__builtin_convertvector(n, i16v) + 127) << 23;
     return p * (v16)bits;
-}
-
-static inline float exp_f(float x)
-{
-    v16 r = exp_v(splat(x));
-    return r[0];
 }
 
 static inline v16 activate(int act, v16 z)
@@ -115,89 +147,161 @@ static inline v16 dactivate(int act, v16 h, v16 d)
     return d;
 }
 
-/* The mini-batch: nb state rows S[j * W ...], their gradients dS, and each sample's non-zero
- * features (nnz[j] of them, columns nzi[j][.] and values nzv[j][.]). */
+/* -- fixed-order shuffles ---------------------------------------------------------------- */
+
+#define SH(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+
+/* Lane k of the result: the sum of the 16 lanes of x[k], in the same tree for every k:
+ * (l, l+8) pairs, then (l, l+4), (l, l+2), (l, l+1). */
+static inline v16 hsum16(const v16 *x)
+{
+    v16 y[8], z[4], u[2];
+    for (int i = 0; i < 8; i++)
+        y[i] = SH(x[2 * i], x[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23)
+             + SH(x[2 * i], x[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29,
+                  30, 31);
+    for (int i = 0; i < 4; i++)
+        z[i] = SH(y[2 * i], y[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
+             + SH(y[2 * i], y[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
+                  31);
+    for (int i = 0; i < 2; i++)
+        u[i] = SH(z[2 * i], z[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29)
+             + SH(z[2 * i], z[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30,
+                  31);
+    return SH(u[0], u[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+         + SH(u[0], u[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+/* In-place transpose of a 16 x 16 block held as 16 rows: swap the off-diagonal 8 x 8 blocks,
+ * then 4 x 4, 2 x 2, 1 x 1 (pure data movement: no arithmetic, no rounding). */
+static inline void transpose16(v16 *r)
+{
+    for (int i = 0; i < 16; i++) {
+        if (i & 8) continue;
+        v16 a = r[i], b = r[i + 8];
+        r[i] = SH(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+        r[i + 8] = SH(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    }
+    for (int i = 0; i < 16; i++) {
+        if (i & 4) continue;
+        v16 a = r[i], b = r[i + 4];
+        r[i] = SH(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+        r[i + 4] = SH(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    }
+    for (int i = 0; i < 16; i++) {
+        if (i & 2) continue;
+        v16 a = r[i], b = r[i + 2];
+        r[i] = SH(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+        r[i + 2] = SH(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    }
+    for (int i = 0; i < 16; i += 2) {
+        v16 a = r[i], b = r[i + 1];
+        r[i] = SH(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+        r[i + 1] = SH(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+    }
+}
+
+/* dst[c][j] = src[j][c] for a rows x cols block (both multiples of 16; row strides in
+ * floats) */
+static void transpose(const float *src, int64_t ss, float *dst, int64_t ds, int64_t rows,
+                      int64_t cols)
+{
+    v16 r[16];
+    for (int64_t i = 0; i < rows; i += LANES)
+        for (int64_t c = 0; c < cols; c += LANES) {
+            for (int k = 0; k < 16; k++) r[k] = ld(src + (i + k) * ss + c);
+            transpose16(r);
+            for (int k = 0; k < 16; k++) st(dst + (c + k) * ds + i, r[k]);
+        }
+}
+
+/* -- the mini-batch ------------------------------------------------------------------------ */
+
+/* The state S[W][BP] and its gradient dS, the scratch Z[BP][zw] (sample-major rows of the
+ * input op) and T (a dense op's inputs, sample-major), and each sample's non-zero features (nnz[j] of them, columns nzi[j][.], values
+ * nzv[j][.]; none for the lanes past the batch). */
 typedef struct {
-    float *S, *dS;
-    int64_t W, nb;
+    float *S, *dS, *Z, *T;
+    int64_t W, BP, zw, nb;
     const int64_t *nnz;
     const int32_t **nzi;
     const float **nzv;
 } batch_t;
 
-/* Dependent additions are what limits these small products (an add waits ~4 cycles for the
- * previous one into the same accumulator), so the loops below keep 4 independent
- * accumulators: 4 samples sharing a weight row, or 4 weight rows sharing a sample. Every
- * accumulator still adds its terms in the natural order. */
+static inline float *row(float *S, const batch_t *bt, int64_t r) { return S + r * bt->BP; }
 
-static inline v16 base_of(const op_t *op, const float *p, const float *s, int64_t ob)
-{
-    if (op->base_kind == B_PARAM) return ld(p + op->base_off + ob);
-    if (op->base_kind == B_STATE) return ld(s + op->base_off + ob);
-    return splat(0.0f);
-}
+/* -- forward ------------------------------------------------------------------------------- */
 
 static void input_forward(const op_t *op, const float *p, const float *mask, batch_t *bt)
 {
     const int64_t nout = op->nout;
-    const float *w = p + op->w_off;
-    for (int64_t j = 0; j < bt->nb; j++) {
-        float *s = bt->S + j * bt->W;
+    const float *w = p + op->w_off, *b = p + op->base_off, *mk = mask + op->mask_off;
+    for (int64_t j = 0; j < bt->BP; j++) {
+        float *z = bt->Z + j * bt->zw;
         const int32_t *nzi = bt->nzi[j];
         const float *nzv = bt->nzv[j];
         const int64_t nnz = bt->nnz[j];
-        int64_t ob = 0;
-        for (; ob + 4 * LANES <= nout; ob += 4 * LANES) {
-            v16 a0 = base_of(op, p, s, ob), a1 = base_of(op, p, s, ob + LANES),
-                a2 = base_of(op, p, s, ob + 2 * LANES), a3 = base_of(op, p, s, ob + 3 * LANES);
-            for (int64_t q = 0; q < nnz; q++) {
-                const float a = nzv[q];
-                const float *wr = w + (int64_t)nzi[q] * nout + ob;
-                a0 = mad(a, ld(wr), a0); a1 = mad(a, ld(wr + LANES), a1);
-                a2 = mad(a, ld(wr + 2 * LANES), a2); a3 = mad(a, ld(wr + 3 * LANES), a3);
+        /* a dependent add waits ~4 cycles for the previous one: 2 blocks of 16 outputs,
+         * each summed in two halves (even and odd non-zeros), added at the end */
+        for (int64_t ob = 0; ob < nout; ob += 2 * LANES) {
+            const int two = ob + LANES < nout;
+            v16 e0 = ld(b + ob), e1 = two ? ld(b + ob + LANES) : splat(0.0f);
+            v16 o0 = splat(0.0f), o1 = splat(0.0f);
+            int64_t q = 0;
+            for (; q + 1 < nnz; q += 2) {
+                const float a = nzv[q], c = nzv[q + 1];
+                const float *wa = w + (int64_t)nzi[q] * nout + ob;
+                const float *wc = w + (int64_t)nzi[q + 1] * nout + ob;
+                e0 = mad(a, ld(wa), e0);
+                o0 = mad(c, ld(wc), o0);
+                if (two) {
+                    e1 = mad(a, ld(wa + LANES), e1);
+                    o1 = mad(c, ld(wc + LANES), o1);
+                }
             }
-            const float *mk = mask + op->mask_off + ob;
-            st(s + op->out0 + ob, activate(op->act, a0) * ld(mk));
-            st(s + op->out0 + ob + LANES, activate(op->act, a1) * ld(mk + LANES));
-            st(s + op->out0 + ob + 2 * LANES, activate(op->act, a2) * ld(mk + 2 * LANES));
-            st(s + op->out0 + ob + 3 * LANES, activate(op->act, a3) * ld(mk + 3 * LANES));
-        }
-        for (; ob < nout; ob += LANES) {
-            v16 a0 = base_of(op, p, s, ob);
-            for (int64_t q = 0; q < nnz; q++) a0 = mad(nzv[q], ld(w + (int64_t)nzi[q] * nout + ob), a0);
-            st(s + op->out0 + ob, activate(op->act, a0) * ld(mask + op->mask_off + ob));
+            if (q < nnz) {
+                const float *wa = w + (int64_t)nzi[q] * nout + ob;
+                e0 = mad(nzv[q], ld(wa), e0);
+                if (two) e1 = mad(nzv[q], ld(wa + LANES), e1);
+            }
+            st(z + ob, activate(op->act, e0 + o0) * ld(mk + ob));
+            if (two) st(z + ob + LANES, activate(op->act, e1 + o1) * ld(mk + ob + LANES));
         }
     }
+    transpose(bt->Z, bt->zw, row(bt->S, bt, op->out0), bt->BP, bt->BP, nout);
 }
 
-static void dense_forward(const op_t *op, const float *p, const float *mask, batch_t *bt)
+/* out rows o..o+3, samples c..c+31: 8 independent accumulators (4 units x 2 vectors) */
+static void dense_forward(const op_t *op, const float *p, batch_t *bt)
 {
-    const int64_t nout = op->nout, nin = op->nin, W = bt->W;
+    const int64_t nout = op->nout, nin = op->nin, BP = bt->BP;
     const float *w = p + op->w_off;
-    for (int64_t ob = 0; ob < nout; ob += LANES) {
-        const v16 mk = ld(mask + op->mask_off + ob);
-        int64_t j = 0;
-        for (; j + 4 <= bt->nb; j += 4) {
-            float *s0 = bt->S + j * W, *s1 = s0 + W, *s2 = s1 + W, *s3 = s2 + W;
-            v16 a0 = base_of(op, p, s0, ob), a1 = base_of(op, p, s1, ob),
-                a2 = base_of(op, p, s2, ob), a3 = base_of(op, p, s3, ob);
-            const float *i0 = s0 + op->in0, *i1 = s1 + op->in0, *i2 = s2 + op->in0,
-                        *i3 = s3 + op->in0;
+    for (int64_t c = 0; c < BP; c += CHUNK) {
+        int64_t o = 0;
+        for (; o < nout; o += 4) {
+            const int64_t no = nout - o < 4 ? nout - o : 4;
+            v16 a[4][2];
+            for (int k = 0; k < 4; k++)
+                for (int v = 0; v < 2; v++) {
+                    if (k >= no) a[k][v] = splat(0.0f);
+                    else if (op->base_kind == B_PARAM) a[k][v] = splat(p[op->base_off + o + k]);
+                    else if (op->base_kind == B_STATE)
+                        a[k][v] = ld(row(bt->S, bt, op->base_off + o + k) + c + v * LANES);
+                    else a[k][v] = splat(0.0f);
+                }
+            const float *w0 = w + o * nin, *w1 = w0 + (no > 1) * nin, *w2 = w0 + (no > 2) * 2 * nin,
+                        *w3 = w0 + (no > 3) * 3 * nin;     /* (a missing unit repeats unit o) */
             for (int64_t r = 0; r < nin; r++) {
-                const v16 wr = ld(w + r * nout + ob);
-                a0 = mad(i0[r], wr, a0); a1 = mad(i1[r], wr, a1); a2 = mad(i2[r], wr, a2); a3 = mad(i3[r], wr, a3);
+                const float *x = row(bt->S, bt, op->in0 + r) + c;
+                const v16 x0 = ld(x), x1 = ld(x + LANES);
+                a[0][0] = mad(w0[r], x0, a[0][0]); a[0][1] = mad(w0[r], x1, a[0][1]);
+                a[1][0] = mad(w1[r], x0, a[1][0]); a[1][1] = mad(w1[r], x1, a[1][1]);
+                a[2][0] = mad(w2[r], x0, a[2][0]); a[2][1] = mad(w2[r], x1, a[2][1]);
+                a[3][0] = mad(w3[r], x0, a[3][0]); a[3][1] = mad(w3[r], x1, a[3][1]);
             }
-            st(s0 + op->out0 + ob, activate(op->act, a0) * mk);
-            st(s1 + op->out0 + ob, activate(op->act, a1) * mk);
-            st(s2 + op->out0 + ob, activate(op->act, a2) * mk);
-            st(s3 + op->out0 + ob, activate(op->act, a3) * mk);
-        }
-        for (; j < bt->nb; j++) {
-            float *s0 = bt->S + j * W;
-            v16 a0 = base_of(op, p, s0, ob);
-            const float *i0 = s0 + op->in0;
-            for (int64_t r = 0; r < nin; r++) a0 = mad(i0[r], ld(w + r * nout + ob), a0);
-            st(s0 + op->out0 + ob, activate(op->act, a0) * mk);
+            for (int k = 0; k < no; k++)
+                for (int v = 0; v < 2; v++)
+                    st(row(bt->S, bt, op->out0 + o + k) + c + v * LANES, activate(op->act, a[k][v]));
         }
     }
 }
@@ -206,153 +310,211 @@ static void op_forward(const op_t *op, const float *p, const float *mask, const 
                        batch_t *bt)
 {
     if (op->kind == K_COPY) {
-        for (int64_t j = 0; j < bt->nb; j++) {
-            float *s = bt->S + j * bt->W;
-            for (int64_t o = 0; o < op->nout; o++) {
-                int32_t c = cidx[op->idx_off + o];
-                s[op->out0 + o] = c >= 0 ? s[c] : 0.0f;
-            }
+        for (int64_t o = 0; o < op->nout; o++) {
+            const int32_t c = cidx[op->idx_off + o];
+            float *dst = row(bt->S, bt, op->out0 + o);
+            if (c >= 0) memcpy(dst, row(bt->S, bt, c), sizeof(float) * (size_t)bt->BP);
+            else memset(dst, 0, sizeof(float) * (size_t)bt->BP);
         }
     } else if (op->kind == K_INPUT) {
         input_forward(op, p, mask, bt);
     } else {
-        dense_forward(op, p, mask, bt);
+        dense_forward(op, p, bt);
     }
 }
 
-/* dW = sum over the samples of in_j (x) g_j, rows in groups of 4 */
-static void dense_weight_grad(const op_t *op, float *gw, const batch_t *bt)
+/* -- backward ------------------------------------------------------------------------------ */
+
+/* 16 dot products over the samples: lane l of dot k's accumulator sums a[k][l] * b[k][l],
+ * then samples l + 16, l + 32, ... (one FMA each, in that order); hsum16's tree adds the 16
+ * lanes. out[k] += the dots (m of them: the rest of a and b is not read). Unrolled, so the
+ * 16 accumulators live in registers. */
+static inline void dots16(const float *const *a, const float *const *b, int m, int64_t BP,
+                          float *out)
 {
-    const int64_t nout = op->nout, nin = op->nin, W = bt->W;
-    const float *S = bt->S, *dS = bt->dS;
-    for (int64_t ob = 0; ob < nout; ob += LANES) {
-        int64_t r = 0;
-        for (; r + 4 <= nin; r += 4) {
-            v16 a0 = splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
-            for (int64_t j = 0; j < bt->nb; j++) {
-                const float *in = S + j * W + op->in0 + r;
-                const v16 g = ld(dS + j * W + op->out0 + ob);
-                a0 = mad(in[0], g, a0); a1 = mad(in[1], g, a1); a2 = mad(in[2], g, a2); a3 = mad(in[3], g, a3);
+    v16 acc[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++) {
+        acc[k] = splat(0.0f);
+        if (k < m)
+            for (int64_t v = 0; v < BP; v += LANES) acc[k] = fma_v(ld(a[k] + v), ld(b[k] + v), acc[k]);
+    }
+    const v16 s = hsum16(acc);
+    if (m == 16) st(out, ld(out) + s);
+    else
+        for (int k = 0; k < m; k++) out[k] += s[k];
+}
+
+/* the gradient of a dense op's weights, G[w + o * nin + r] = sum over the samples j (in
+ * order) of g_o[j] * in_r[j]: the inputs transposed to sample-major rows T[j][.], then
+ * vectors over 16 inputs, 4 units x 2 vectors of independent accumulators */
+static void dense_weight_grad(const op_t *op, float *G, batch_t *bt)
+{
+    const int64_t nin = op->nin, nout = op->nout, np = (nin + LANES - 1) / LANES * LANES;
+    const int64_t nb = bt->nb;
+    /* (rows in0 + nin .. in0 + np: whatever follows in S, or its zero slack; never stored) */
+    transpose(row(bt->S, bt, op->in0), bt->BP, bt->T, np, np, bt->BP);
+    float *gw = G + op->w_off;
+    for (int64_t o = 0; o < nout; o += 4) {
+        const int64_t no = nout - o < 4 ? nout - o : 4;
+        const float *g0 = row(bt->dS, bt, op->out0 + o), *g1 = g0 + (no > 1) * bt->BP,
+                    *g2 = g0 + (no > 2) * 2 * bt->BP, *g3 = g0 + (no > 3) * 3 * bt->BP;
+        for (int64_t rb = 0; rb < np; rb += 2 * LANES) {
+            const int two = rb + LANES < np;
+            v16 a[4][2];
+            for (int k = 0; k < 4; k++) a[k][0] = a[k][1] = splat(0.0f);
+            for (int64_t j = 0; j < nb; j++) {
+                const float *t = bt->T + j * np + rb;
+                const v16 t0 = ld(t), t1 = two ? ld(t + LANES) : splat(0.0f);
+                a[0][0] = mad(g0[j], t0, a[0][0]); a[0][1] = mad(g0[j], t1, a[0][1]);
+                a[1][0] = mad(g1[j], t0, a[1][0]); a[1][1] = mad(g1[j], t1, a[1][1]);
+                a[2][0] = mad(g2[j], t0, a[2][0]); a[2][1] = mad(g2[j], t1, a[2][1]);
+                a[3][0] = mad(g3[j], t0, a[3][0]); a[3][1] = mad(g3[j], t1, a[3][1]);
             }
-            float *g0 = gw + r * nout + ob;
-            st(g0, ld(g0) + a0);
-            st(g0 + nout, ld(g0 + nout) + a1);
-            st(g0 + 2 * nout, ld(g0 + 2 * nout) + a2);
-            st(g0 + 3 * nout, ld(g0 + 3 * nout) + a3);
-        }
-        for (; r < nin; r++) {
-            v16 a0 = splat(0.0f);
-            for (int64_t j = 0; j < bt->nb; j++)
-                a0 = mad(S[j * W + op->in0 + r], ld(dS + j * W + op->out0 + ob), a0);
-            st(gw + r * nout + ob, ld(gw + r * nout + ob) + a0);
+            for (int64_t k = 0; k < no; k++)
+                for (int64_t v = 0; v < 1 + two; v++) {
+                    const int64_t r0 = rb + v * LANES, cnt = nin - r0 < LANES ? nin - r0 : LANES;
+                    float *dst = gw + (o + k) * nin + r0;
+                    if (cnt == LANES) st(dst, ld(dst) + a[k][v]);
+                    else {
+                        float tmp[LANES];
+                        st(tmp, a[k][v]);
+                        for (int64_t i = 0; i < cnt; i++) dst[i] += tmp[i];
+                    }
+                }
         }
     }
 }
 
-/* dL/d(inputs) += g_j @ W^T through the transposed copy wt[nout][nin]: a sum of rows, 4
- * samples at a time */
-static void dense_input_grad(const op_t *op, const float *wt, batch_t *bt)
+/* the gradient of a dense op's bias: sums over the samples, 16 units at a time */
+static void dense_bias_grad(const op_t *op, float *G, const float *ones, batch_t *bt)
 {
-    const int64_t nout = op->nout, nin = op->nin, W = bt->W;
-    for (int64_t rb = 0; rb < nin; rb += LANES) {
-        int64_t j = 0;
-        for (; j + 4 <= bt->nb; j += 4) {
-            float *d0 = bt->dS + j * W, *d1 = d0 + W, *d2 = d1 + W, *d3 = d2 + W;
-            const float *g0 = d0 + op->out0, *g1 = d1 + op->out0, *g2 = d2 + op->out0,
-                        *g3 = d3 + op->out0;
-            v16 a0 = splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    const float *pa[16], *pb[16];
+    for (int64_t o0 = 0; o0 < op->nout; o0 += 16) {
+        const int m = op->nout - o0 < 16 ? (int)(op->nout - o0) : 16;
+        for (int k = 0; k < m; k++) {
+            pa[k] = ones;
+            pb[k] = row(bt->dS, bt, op->out0 + o0 + k);
+        }
+        dots16(pa, pb, m, bt->BP, G + op->base_off + o0);
+    }
+}
+
+/* dL/d(inputs) += g @ W^T: in rows r..r+3, samples c..c+31, 8 accumulators */
+static void dense_input_grad(const op_t *op, const float *p, batch_t *bt)
+{
+    const int64_t nout = op->nout, nin = op->nin, BP = bt->BP;
+    const float *w = p + op->w_off;
+    for (int64_t c = 0; c < BP; c += CHUNK)
+        for (int64_t r = 0; r < nin; r += 4) {
+            const int64_t nr = nin - r < 4 ? nin - r : 4;
+            /* (a missing input repeats input r) */
+            const int64_t r1 = r + (nr > 1), r2 = r + (nr > 2) * 2, r3 = r + (nr > 3) * 3;
+            v16 a[4][2];
+            for (int k = 0; k < 4; k++) a[k][0] = a[k][1] = splat(0.0f);
             for (int64_t o = 0; o < nout; o++) {
-                const v16 w = ld(wt + o * nin + rb);
-                a0 = mad(g0[o], w, a0); a1 = mad(g1[o], w, a1); a2 = mad(g2[o], w, a2); a3 = mad(g3[o], w, a3);
+                const float *g = row(bt->dS, bt, op->out0 + o) + c, *wo = w + o * nin;
+                const v16 g0 = ld(g), g1 = ld(g + LANES);
+                a[0][0] = mad(wo[r], g0, a[0][0]); a[0][1] = mad(wo[r], g1, a[0][1]);
+                a[1][0] = mad(wo[r1], g0, a[1][0]); a[1][1] = mad(wo[r1], g1, a[1][1]);
+                a[2][0] = mad(wo[r2], g0, a[2][0]); a[2][1] = mad(wo[r2], g1, a[2][1]);
+                a[3][0] = mad(wo[r3], g0, a[3][0]); a[3][1] = mad(wo[r3], g1, a[3][1]);
             }
-            st(d0 + op->in0 + rb, ld(d0 + op->in0 + rb) + a0);
-            st(d1 + op->in0 + rb, ld(d1 + op->in0 + rb) + a1);
-            st(d2 + op->in0 + rb, ld(d2 + op->in0 + rb) + a2);
-            st(d3 + op->in0 + rb, ld(d3 + op->in0 + rb) + a3);
+            for (int k = 0; k < nr; k++) {
+                float *d = row(bt->dS, bt, op->in0 + r + k) + c;
+                st(d, ld(d) + a[k][0]);
+                st(d + LANES, ld(d + LANES) + a[k][1]);
+            }
         }
-        for (; j < bt->nb; j++) {
-            float *d0 = bt->dS + j * W;
-            v16 a0 = splat(0.0f);
-            for (int64_t o = 0; o < nout; o++) a0 = mad(d0[op->out0 + o], ld(wt + o * nin + rb), a0);
-            st(d0 + op->in0 + rb, ld(d0 + op->in0 + rb) + a0);
+}
+
+/* the input op: its outputs' gradients back to sample-major rows, then the sparse weight
+ * gradients (samples in order); its bias gradient is dense_bias_grad's */
+static void input_backward(const op_t *op, float *G, batch_t *bt)
+{
+    const int64_t nout = op->nout;
+    transpose(row(bt->dS, bt, op->out0), bt->BP, bt->Z, bt->zw, nout, bt->BP);
+    float *gw = G + op->w_off;
+    for (int64_t j = 0; j < bt->nb; j++) {
+        const float *g = bt->Z + j * bt->zw;
+        const int32_t *nzi = bt->nzi[j];
+        const float *nzv = bt->nzv[j];
+        for (int64_t q = 0; q < bt->nnz[j]; q++) {
+            const float a = nzv[q];
+            float *gr = gw + (int64_t)nzi[q] * nout;
+            for (int64_t ob = 0; ob < nout; ob += LANES) st(gr + ob, mad(a, ld(g + ob), ld(gr + ob)));
         }
     }
 }
 
 /* backward of one op over the mini-batch: dS[out] holds dL/d(output) on entry and dL/d(pre-
  * activation) on exit; gradients of parameters are added to G, of inputs to dS. */
-static void op_backward(const op_t *op, const float *wt, const int32_t *cidx, float *G,
-                        batch_t *bt)
+static void op_backward(const op_t *op, const float *p, const int32_t *cidx, float *G,
+                        const float *ones, batch_t *bt)
 {
-    const int64_t nout = op->nout, W = bt->W;
+    const int64_t nout = op->nout, BP = bt->BP;
     if (op->kind == K_COPY) {
-        for (int64_t j = 0; j < bt->nb; j++) {
-            float *ds = bt->dS + j * W;
-            for (int64_t o = 0; o < nout; o++) {
-                int32_t c = cidx[op->idx_off + o];
-                if (c >= 0) ds[c] += ds[op->out0 + o];
-            }
+        for (int64_t o = 0; o < nout; o++) {
+            const int32_t c = cidx[op->idx_off + o];
+            if (c < 0) continue;
+            float *d = row(bt->dS, bt, c);
+            const float *g = row(bt->dS, bt, op->out0 + o);
+            for (int64_t v = 0; v < BP; v += LANES) st(d + v, ld(d + v) + ld(g + v));
         }
         return;
     }
-    for (int64_t j = 0; j < bt->nb; j++) {
-        float *g = bt->dS + j * W + op->out0;
-        const float *h = bt->S + j * W + op->out0;
-        for (int64_t ob = 0; ob < nout; ob += LANES)
-            st(g + ob, dactivate(op->act, ld(h + ob), ld(g + ob)));
+    for (int64_t o = 0; o < nout; o++) {
+        float *g = row(bt->dS, bt, op->out0 + o);
+        const float *h = row(bt->S, bt, op->out0 + o);
+        for (int64_t v = 0; v < BP; v += LANES) st(g + v, dactivate(op->act, ld(h + v), ld(g + v)));
         if (op->base_kind == B_STATE) {
-            float *gs = bt->dS + j * W + op->base_off;
-            for (int64_t ob = 0; ob < nout; ob += LANES) st(gs + ob, ld(gs + ob) + ld(g + ob));
+            float *gs = row(bt->dS, bt, op->base_off + o);
+            for (int64_t v = 0; v < BP; v += LANES) st(gs + v, ld(gs + v) + ld(g + v));
         }
     }
-    if (op->base_kind == B_PARAM) {
-        float *gb = G + op->base_off;
-        for (int64_t ob = 0; ob < nout; ob += LANES) {
-            v16 a0 = splat(0.0f);
-            for (int64_t j = 0; j < bt->nb; j++) a0 += ld(bt->dS + j * W + op->out0 + ob);
-            st(gb + ob, ld(gb + ob) + a0);
-        }
-    }
-    float *gw = G + op->w_off;
+    if (op->base_kind == B_PARAM) dense_bias_grad(op, G, ones, bt);
     if (op->kind == K_INPUT) {
-        for (int64_t j = 0; j < bt->nb; j++) {
-            const float *g = bt->dS + j * W + op->out0;
-            const int32_t *nzi = bt->nzi[j];
-            const float *nzv = bt->nzv[j];
-            for (int64_t q = 0; q < bt->nnz[j]; q++) {
-                const float a = nzv[q];
-                float *gr = gw + (int64_t)nzi[q] * nout;
-                for (int64_t ob = 0; ob < nout; ob += LANES)
-                    st(gr + ob, mad(a, ld(g + ob), ld(gr + ob)));
-            }
-        }
+        input_backward(op, G, bt);
         return;
     }
-    if (op->nin == 0) return;
-    dense_weight_grad(op, gw, bt);
-    dense_input_grad(op, wt, bt);
+    if (op->nin) {
+        dense_weight_grad(op, G, bt);
+        dense_input_grad(op, p, bt);
+    }
 }
 
-/* softmax cross-entropy (+ KILL penalty) gradient of one sample's logits, scaled by inv_n */
-static void loss_grad(const float *z, int64_t K, int64_t label, const float *truth,
-                      float pen_w, float inv_n, float *dz)
+/* softmax cross-entropy (+ KILL penalty) gradient of the logits rows z[K][BP], 16 samples at
+ * a time; lab[j] the label (-1 past the batch: gradient 0), tr[K][BP] the rule truths or
+ * NULL */
+static void loss_grad(const float *z, int64_t K, const int32_t *lab, const float *tr,
+                      float pen_w, float inv_n, int64_t BP, float *dz)
 {
-    float mx = z[0];
-    for (int64_t k = 1; k < K; k++) mx = z[k] > mx ? z[k] : mx;
-    float e[64], tot = 0.0f;
-    for (int64_t k = 0; k < K; k++) { e[k] = exp_f(z[k] - mx); tot += e[k]; }
-    float cp = 0.0f;
-    for (int64_t k = 0; k < K; k++) {
-        e[k] = e[k] / tot;
-        if (truth && truth[k] - e[k] > 0.0f) cp += e[k];
-    }
-    for (int64_t k = 0; k < K; k++) {
-        float gk = e[k] - (k == label ? 1.0f : 0.0f);
-        if (truth) {
-            float c = truth[k] - e[k] > 0.0f ? 1.0f : 0.0f;
-            gk += -pen_w * e[k] * (c - cp);
+    for (int64_t v = 0; v < BP; v += LANES) {
+        i16v y, live;
+        memcpy(&y, lab + v, sizeof y);
+        live = y >= 0;
+        v16 mx = ld(z + v);
+        for (int64_t k = 1; k < K; k++) {
+            const v16 zk = ld(z + k * BP + v);
+            mx = sel(zk > mx, zk, mx);
         }
-        dz[k] = gk * inv_n;
+        v16 e[64], tot = splat(0.0f), cp = splat(0.0f);
+        for (int64_t k = 0; k < K; k++) {
+            e[k] = exp_v(ld(z + k * BP + v) - mx);
+            tot += e[k];
+        }
+        for (int64_t k = 0; k < K; k++) {
+            e[k] = e[k] / tot;
+            if (tr) cp += sel(ld(tr + k * BP + v) - e[k] > 0.0f, e[k], splat(0.0f));
+        }
+        for (int64_t k = 0; k < K; k++) {
+            v16 gk = e[k] - sel(y == (int32_t)k, splat(1.0f), splat(0.0f));
+            if (tr) {
+                const v16 c = sel(ld(tr + k * BP + v) - e[k] > 0.0f, splat(1.0f), splat(0.0f));
+                gk += -pen_w * e[k] * (c - cp);
+            }
+            st(dz + k * BP + v, sel(live, gk * inv_n, splat(0.0f)));
+        }
     }
 }
 
@@ -362,6 +524,7 @@ static void loss_grad(const float *z, int64_t K, int64_t label, const float *tru
  *                  (or NULL): member e's row r is row xbase[e] + r of the CSR matrix,
  *                  y[ybase[e] + r], aux[abase[e] + r]
  *   idx [E][stride]: member e trains on rows idx[e][0 .. sizes[e]) in mini-batches of B
+ *   P a multiple of LANES (trailing parameters: zeros, never used); W state rows, the logits rows logit0 .. logit0 + K, zw the input op's width
  * Returns 0, -1 when out of memory, -2 when K > 64. */
 int ski_train_epoch(int64_t E, int64_t P, float *params, float *m, float *v, int64_t *steps,
                     const int64_t *xptr, const int32_t *xcol, const float *xval,
@@ -369,7 +532,7 @@ int ski_train_epoch(int64_t E, int64_t P, float *params, float *m, float *v, int
                     const float *aux, const int64_t *abase, const int64_t *idx, int64_t stride,
                     const int64_t *sizes, int64_t B, const int32_t *ops_raw, int64_t nops,
                     const float *masks, const int32_t *cidx, int64_t W, int64_t logit0,
-                    int64_t K, int64_t wt_total, float lr, float b1, float b2, float eps,
+                    int64_t K, int64_t zw, float lr, float b1, float b2, float eps,
                     float pen_w)
 {
     const op_t *ops = (const op_t *)ops_raw;
@@ -381,18 +544,31 @@ int ski_train_epoch(int64_t E, int64_t P, float *params, float *m, float *v, int
     const unsigned int csr = _mm_getcsr();
     _mm_setcsr(csr | 0x8040);      /* FTZ | DAZ */
 #endif
-    float *S = malloc(sizeof(float) * (size_t)(B * W));
-    float *dS = malloc(sizeof(float) * (size_t)(B * W));
+    const int64_t BP = (B + CHUNK - 1) / CHUNK * CHUNK;
+    zw = zw > 0 ? zw : LANES;
+    int64_t tw = LANES;             /* the widest dense op's inputs, padded */
+    for (int64_t o = 0; o < nops; o++)
+        if (ops[o].kind == K_DENSE && (ops[o].nin + LANES - 1) / LANES * LANES > tw)
+            tw = (ops[o].nin + LANES - 1) / LANES * LANES;
+    /* every state row is written before it is read, except rows no op writes (and a slack
+     * of LANES rows read by the transposes): zero */
+    float *S = calloc((size_t)((W + LANES) * BP), sizeof(float));
+    float *T = malloc(sizeof(float) * (size_t)(BP * tw));
+    float *dS = malloc(sizeof(float) * (size_t)(W * BP));
+    float *Z = malloc(sizeof(float) * (size_t)(BP * zw));
     float *G = malloc(sizeof(float) * (size_t)P);
-    float *WT = malloc(sizeof(float) * (size_t)(wt_total > 0 ? wt_total : 1));
-    const int32_t **nzi = malloc(sizeof(*nzi) * (size_t)B);
-    const float **nzv = malloc(sizeof(*nzv) * (size_t)B);
-    int64_t *nnz = malloc(sizeof(int64_t) * (size_t)B);
+    float *ones = malloc(sizeof(float) * (size_t)BP);
+    float *tr = aux ? malloc(sizeof(float) * (size_t)(K * BP)) : NULL;
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)BP);
+    const int32_t **nzi = malloc(sizeof(*nzi) * (size_t)BP);
+    const float **nzv = malloc(sizeof(*nzv) * (size_t)BP);
+    int64_t *nnz = malloc(sizeof(int64_t) * (size_t)BP);
     int rc = 0;
-    if (!S || !dS || !G || !WT || !nzi || !nzv || !nnz) {
+    if (!S || !dS || !T || !Z || !G || !ones || (aux && !tr) || !lab || !nzi || !nzv || !nnz) {
         rc = -1;
         goto done;
     }
+    for (int64_t j = 0; j < BP; j++) ones[j] = 1.0f;
     for (int64_t e = 0; e < E; e++) {
         float *p = params + e * P, *pm = m + e * P, *pv = v + e * P;
         const int64_t n = sizes[e];
@@ -400,11 +576,23 @@ int ski_train_epoch(int64_t E, int64_t P, float *params, float *m, float *v, int
         for (int64_t start = 0; start < n; start += B) {
             const int64_t nb = n - start < B ? n - start : B;
             const float inv_n = 1.0f / (float)nb;
-            for (int64_t j = 0; j < nb; j++) {
-                const int64_t r = xbase[e] + rows[start + j];
-                nzi[j] = xcol + xptr[r];
-                nzv[j] = xval + xptr[r];
-                nnz[j] = xptr[r + 1] - xptr[r];
+            for (int64_t j = 0; j < BP; j++) {
+                if (j < nb) {
+                    const int64_t r = rows[start + j], xr = xbase[e] + r;
+                    nzi[j] = xcol + xptr[xr];
+                    nzv[j] = xval + xptr[xr];
+                    nnz[j] = xptr[xr + 1] - xptr[xr];
+                    lab[j] = (int32_t)y[ybase[e] + r];
+                    if (tr)
+                        for (int64_t k = 0; k < K; k++) tr[k * BP + j] = aux[(abase[e] + r) * K + k];
+                } else {
+                    nzi[j] = NULL;
+                    nzv[j] = NULL;
+                    nnz[j] = 0;
+                    lab[j] = -1;
+                    if (tr)
+                        for (int64_t k = 0; k < K; k++) tr[k * BP + j] = 0.0f;
+                }
             }
             /* the next mini-batch's rows are scattered over the training set: ask for them
              * now, while this step computes */
@@ -413,48 +601,33 @@ int ski_train_epoch(int64_t E, int64_t P, float *params, float *m, float *v, int
                 __builtin_prefetch(xcol + xptr[r]);
                 __builtin_prefetch(xval + xptr[r]);
             }
-            batch_t bt = {S, dS, W, nb, nnz, nzi, nzv};
-            /* forward, op by op (an op's weights stay in L1 over the samples) */
-            for (int64_t j = 0; j < nb; j++) memset(S + j * W, 0, sizeof(float) * (size_t)W);
+            batch_t bt = {S, dS, Z, T, W, BP, zw, nb, nnz, nzi, nzv};
             for (int64_t o = 0; o < nops; o++) op_forward(&ops[o], p, masks, cidx, &bt);
-            /* loss gradient at the logits */
-            memset(dS, 0, sizeof(float) * (size_t)(nb * W));
-            for (int64_t j = 0; j < nb; j++) {
-                const int64_t r = rows[start + j];
-                loss_grad(S + j * W + logit0, K, y[ybase[e] + r],
-                          aux ? aux + (abase[e] + r) * K : NULL, pen_w, inv_n,
-                          dS + j * W + logit0);
-            }
-            /* transposed weights for the input gradients */
-            for (int64_t o = 0; o < nops; o++) {
-                const op_t *op = &ops[o];
-                if (op->kind != K_DENSE || op->nin == 0) continue;
-                const float *w = p + op->w_off;
-                float *wt = WT + op->wt_off;
-                for (int64_t r = 0; r < op->nin; r++)
-                    for (int64_t c = 0; c < op->nout; c++) wt[c * op->nin + r] = w[r * op->nout + c];
-            }
+            memset(dS, 0, sizeof(float) * (size_t)(W * BP));
+            loss_grad(S + logit0 * BP, K, lab, tr, pen_w, inv_n, BP, dS + logit0 * BP);
             memset(G, 0, sizeof(float) * (size_t)P);
-            for (int64_t o = nops - 1; o >= 0; o--)
-                op_backward(&ops[o], WT + ops[o].wt_off, cidx, G, &bt);
-            /* Adam (PyTorch's: eps added to the bias-corrected sqrt(v)) */
+            for (int64_t o = nops - 1; o >= 0; o--) op_backward(&ops[o], p, cidx, G, ones, &bt);
+            /* Adam (PyTorch's: eps added to the bias-corrected sqrt(v)), 16 parameters at a
+             * time */
             const int64_t t = ++steps[e];
             const float step_size = (float)(lr / (1.0 - pow((double)b1, (double)t)));
             /* sqrt(v / bc2) as sqrt(v) * (1 / sqrt(bc2)): one division per element fewer */
             const float rbc2s = (float)(1.0 / sqrt(1.0 - pow((double)b2, (double)t)));
-            const float c1 = 1.0f - b1, c2 = 1.0f - b2;
-            for (int64_t i = 0; i < P; i++) {
-                const float gi = G[i];
-                const float mi = b1 * pm[i] + c1 * gi;
-                const float vi = b2 * pv[i] + c2 * gi * gi;
-                pm[i] = mi;
-                pv[i] = vi;
-                p[i] -= step_size * mi / (sqrtf(vi) * rbc2s + eps);
+            const v16 vb1 = splat(b1), vb2 = splat(b2), vc1 = splat(1.0f - b1),
+                      vc2 = splat(1.0f - b2);
+            for (int64_t i = 0; i < P; i += LANES) {
+                const v16 gi = ld(G + i);
+                const v16 mi = vb1 * ld(pm + i) + vc1 * gi;
+                const v16 vi = vb2 * ld(pv + i) + vc2 * gi * gi;
+                st(pm + i, mi);
+                st(pv + i, vi);
+                st(p + i, ld(p + i) - step_size * mi * recip_v(sqrt_v(vi) * rbc2s + eps));
             }
         }
     }
 done:
-    free(S); free(dS); free(G); free(WT); free(nzi); free(nzv); free(nnz);
+    free(S); free(dS); free(T); free(Z); free(G); free(ones); free(tr); free(lab); free(nzi); free(nzv);
+    free(nnz);
 #ifdef HAVE_MXCSR
     _mm_setcsr(csr);
 #endif

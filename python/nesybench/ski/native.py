@@ -14,10 +14,10 @@ keyed by the source, the flags and the CPU, so it is built once per machine; ``m
 builds it. Its numbers are the same on every machine (see the comment at the top of
 ``kernel.c``) and differ from the PyTorch trainer's only by float summation order.
 
-A plan lays a network out for the kernel: a per-sample state row of ``width`` floats, ops
-(:data:`OP_FIELDS`), and for every PyTorch parameter tensor the flat index of each of its
-elements in the kernel's parameter vector (weights stored input-major, every output width
-padded to a multiple of :data:`LANES`).
+A plan lays a network out for the kernel: ``width`` state rows (one per unit, each a row of
+samples), ops (:data:`OP_FIELDS`), and for every PyTorch parameter tensor the flat index of
+each of its elements in the kernel's parameter vector (dense weights output-major, the
+sparse input op's input-major with its outputs padded to a multiple of :data:`LANES`).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ SOURCE = Path(__file__).with_name("kernel.c")
 LANES = 16
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
 OP_FIELDS = ("kind", "act", "in0", "nin", "out0", "nout", "base_kind", "base_off", "w_off",
-             "mask_off", "wt_off", "idx_off")
+             "mask_off", "idx_off")
 KINDS = {"input": 0, "dense": 1, "copy": 2}
 ACTS = {"id": 0, "relu": 1, "sigmoid": 2}
 
@@ -128,11 +128,10 @@ def library(flags: tuple[str, ...] = FLAGS):
 
 @dataclass(frozen=True)
 class Region:
-    """Columns ``[start, start + n)`` of the state row (``npad`` allocated)."""
+    """State rows ``[start, start + n)``."""
 
     start: int
     n: int
-    npad: int
 
 
 @dataclass
@@ -145,15 +144,16 @@ class Plan:
     ops: list = field(default_factory=list)
     masks: list = field(default_factory=list)
     copy_idx: list = field(default_factory=list)
-    wt_total: int = 0
+    #: the input op's output width (padded)
+    input_width: int = 0
     logits: Region | None = None
     #: per PyTorch parameter tensor (in the model's order): flat kernel index of each element
     places: dict = field(default_factory=dict)
 
     # allocation -------------------------------------------------------------------------
     def region(self, n: int) -> Region:
-        r = Region(self.width, n, _pad(n))
-        self.width += r.npad
+        r = Region(self.width, n)
+        self.width += n
         return r
 
     def _params(self, n: int) -> int:
@@ -174,16 +174,14 @@ class Plan:
 
     # ops ----------------------------------------------------------------------------------
     def input(self, segments: list[int], act: str = "id") -> list[Region]:
-        """``act(b + x @ W)`` into segments of the given widths, packed without padding
-        (the input weight is the widest matrix: padding each segment would add rows of
-        zeros to every Adam step); returns the segments. A later op that reads a segment
-        as its base reads a whole block, running into the next segment: harmless, its pad
-        lanes are masked, and their gradient, 0, is added back. Its weight and bias are
-        placed with :meth:`place_input`."""
+        """``act(b + x @ W)`` into segments of the given widths, packed (the kernel computes
+        this op's outputs 16 at a time: only their total is padded, with masked rows no
+        other op reads); returns the segments. Its weight and bias are placed with
+        :meth:`place_input`."""
         start = self.width
         regs, off = [], start
         for n in segments:
-            regs.append(Region(off, n, _pad(n)))
+            regs.append(Region(off, n))
             off += n
         npad = _pad(off - start)
         self.width = start + npad
@@ -193,54 +191,58 @@ class Plan:
                  nout=npad, base_kind=1, base_off=b, w_off=w,
                  mask_off=self._mask(regs, start, npad))
         self._input = (start, npad, w, b)
+        self.input_width = npad
         return regs
 
     def dense(self, out: Region, inputs: list[Region], act: str, base: Region | None = None,
               ) -> tuple[int, int, int]:
-        """``out = act(base + S[inputs] @ W)``; ``inputs`` consecutive regions (their padded
-        span is the op's input range), ``base`` a region of pre-activations or None for a
-        bias of its own. Returns (weight offset, row stride, bias offset or -1)."""
+        """``out = act(base + S[inputs] @ W)``; ``inputs`` consecutive regions (their span
+        is the op's input range), ``base`` a region of pre-activations (``out.n`` rows) or
+        None for a bias of its own. Returns (weight offset, stride for :meth:`place`, bias
+        offset or -1)."""
         in0 = inputs[0].start if inputs else 0
-        nin = sum(r.npad for r in inputs)
-        if inputs and inputs[-1].start + inputs[-1].npad - in0 != nin:
+        nin = sum(r.n for r in inputs)
+        if inputs and inputs[-1].start + inputs[-1].n - in0 != nin:
             raise ValueError("dense inputs must be consecutive regions")
-        w = self._params(nin * out.npad)
+        if base is not None and base.n != out.n:
+            raise ValueError("a dense op's base must have one row per output")
+        w = self._params(nin * out.n)
         if base is None:
-            b = self._params(out.npad)
+            b = self._params(out.n)
             bk, boff = 1, b
         else:
             b, bk, boff = -1, 2, base.start
-        wt = self.wt_total
-        self.wt_total += nin * out.npad
         self._op(kind=KINDS["dense"], act=ACTS[act], in0=in0, nin=nin, out0=out.start,
-                 nout=out.npad, base_kind=bk, base_off=boff, w_off=w,
-                 mask_off=self._mask([out], out.start, out.npad), wt_off=wt)
-        return w, out.npad, b
+                 nout=out.n, base_kind=bk, base_off=boff, w_off=w)
+        return w, nin, b
 
     def copy(self, out: Region, sources: list[int]) -> None:
         off = len(self.copy_idx)
-        self.copy_idx.extend(list(sources) + [-1] * (out.npad - len(sources)))
-        self._op(kind=KINDS["copy"], out0=out.start, nout=out.npad, idx_off=off,
-                 mask_off=self._mask([out], out.start, out.npad))
+        self.copy_idx.extend(list(sources) + [-1] * (out.n - len(sources)))
+        self._op(kind=KINDS["copy"], out0=out.start, nout=out.n, idx_off=off)
 
     # parameter placement ------------------------------------------------------------------
     def place(self, key: int, off: int, stride: int, rows, cols) -> None:
-        """PyTorch parameter ``key`` is ``[len(cols), len(rows)]`` (output-major) when
+        """PyTorch parameter ``key`` is a dense op's weight ``[len(cols), len(rows)]`` when
         ``rows`` is given, else a bias ``[len(cols)]``: element (o, i) lives at ``off +
-        rows[i] * stride + cols[o]``."""
+        cols[o] * stride + rows[i]`` (dense weights are output-major in the kernel, ``stride``
+        the op's input count; rows and cols relative to its first input and output)."""
         cols = torch.as_tensor(cols, dtype=torch.long)
         if rows is None:
             self.places[key] = off + cols
         else:
             rows = torch.as_tensor(rows, dtype=torch.long)
-            self.places[key] = (off + rows.view(1, -1) * stride + cols.view(-1, 1)).reshape(-1)
+            self.places[key] = (off + cols.view(-1, 1) * stride + rows.view(1, -1)).reshape(-1)
 
     def place_input(self, wkey: int, bkey: int, cols) -> None:
         """The input op's weight ``[len(cols), D]`` and bias; ``cols`` its outputs' state
-        columns (relative to the op's first column)."""
+        rows (relative to the op's first one). Its weight is input-major (a feature's
+        weights are a contiguous row of ``input_width``)."""
         _start, npad, w, b = self._input
-        self.place(wkey, w, npad, range(self.n_features), cols)
-        self.place(bkey, b, 0, None, cols)
+        cols = torch.as_tensor(cols, dtype=torch.long)
+        feats = torch.arange(self.n_features)
+        self.places[wkey] = (w + feats.view(1, -1) * npad + cols.view(-1, 1)).reshape(-1)
+        self.places[bkey] = b + cols
 
 
 def cols_of(regions: list[Region], start: int) -> list[int]:
@@ -290,7 +292,7 @@ def train(model, params: list[torch.Tensor], data, cfg, order_seeds: list[int],
     lib = library(flags)
     plan: Plan = model.plan()
     E = data.size
-    P = plan.n_params
+    P = _pad(plan.n_params)          # the kernel's Adam runs 16 parameters at a time
     B = cfg.batch_size
     flat = torch.zeros(E, P)
     for k, p in enumerate(params):
@@ -331,7 +333,7 @@ def train(model, params: list[torch.Tensor], data, cfg, order_seeds: list[int],
             _ptr(xbase),
             _ptr(y), _ptr(ybase), _ptr(aux) if aux is not None else None, _ptr(abase),
             _ptr(idx), stride, _ptr(sizes), B, _ptr(ops), len(plan.ops), _ptr(masks),
-            _ptr(cidx), plan.width + LANES, plan.logits.start, plan.logits.n, plan.wt_total,
+            _ptr(cidx), plan.width, plan.logits.start, plan.logits.n, plan.input_width,
             cfg.lr, cfg.betas[0], cfg.betas[1], cfg.eps, pen_w)
         if rc != 0:
             raise NesyError(f"the native SKI trainer failed (code {rc}: "
