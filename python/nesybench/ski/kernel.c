@@ -9,13 +9,16 @@
  *   DENSE  out = act(base + S[in] @ Wt)    S[in] a contiguous range of rows (nin may be 0)
  *   COPY   out[o] = S[src[o]]              (no parameters)
  * base: a bias (parameters) or a range of S (pre-activations computed by an earlier op);
- * act: identity, ReLU or the logistic sigmoid.  Weights are stored input-major, Wt[nin][nout].
+ * act: identity, ReLU or the logistic sigmoid.  A dense op's weights are output-major,
+ * W[nout][nin]; the input op's input-major, Wx[D][nout] (a feature's weights: one row).
  *
- * Why batch-major: the layers of these networks are narrow (2 to 64 units) and the batch is
- * 32, so vectors run over the samples (two 16-float blocks), never over padded units; a
- * weight's gradient is a dot product over the samples, summed 16 at a time in a fixed tree.
- * The sparse input layer is the exception: per sample, vectors over its outputs (padded to a
- * multiple of 16, structural zeros) and a 16 x 16 transpose into the state.
+ * Why batch-major: the layers of these networks are narrow (2 to 64 units, often not a
+ * multiple of 16) and the batch is 32, so the forward pass and the input gradients run
+ * vectors over the samples (two 16-float blocks), never over padded units. A weight
+ * gradient sums over the samples: the op's inputs are transposed to sample-major rows and
+ * the sum runs vectors over 16 inputs (padding only the input count, never stored). The
+ * sparse input op works per sample, vectors over its outputs (padded to a multiple of 16:
+ * structural zeros), with 16 x 16 transposes to and from the state.
  * The loss is the mean over the mini-batch of the softmax cross-entropy of the K logits,
  * plus (KILL) pen_w * sum_k max(0, r_k - p_k) for per-sample rule truths r.
  *
