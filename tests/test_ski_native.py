@@ -32,13 +32,13 @@ def _data(per_member_x=False, per_member_y=False, E=3, N=61, seed=0):
     return Members(X, y, rows)
 
 
-def _trained(name, data, engine, seeds, tmp_path, flags=native.FLAGS, **opts):
+def _trained(name, data, engine, seeds, tmp_path, flags=native.FLAGS, batch_size=8, **opts):
     """The trained parameters, and the initial ones they started from."""
     p = tmp_path / "r.pl"
     p.write_text(RULES)
     kn = rules.load_knowledge(p, FEATURES, ["pos", "mid", "neg"])
-    net = injectors.make(name, 5, 3, [6, 4], kn, epochs=3, batch_size=8, engine=engine,
-                         **opts)
+    net = injectors.make(name, 5, 3, [6, 4], kn, epochs=3, batch_size=batch_size,
+                         engine=engine, **opts)
     init = net.init_params(seeds)
     params = [t.clone() for t in init]
     trainer = (lambda *a: native.train(*a, flags=flags)) if engine == "native" \
@@ -62,6 +62,18 @@ def test_native_equals_the_torch_trainer(tmp_path, name, opts, xy):
     ref, init = _trained(name, data, "torch", seeds, tmp_path, **opts)
     moved = max(float((a - b).abs().max()) for a, b in zip(ref, init))
     assert moved > 1e-3                       # training moved the weights
+    for a, b in zip(mine, ref):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=2e-6)
+
+
+@pytest.mark.parametrize("name", ["uneducated", "kbann", "kins"])
+def test_batches_of_more_than_32_samples(tmp_path, name):
+    """The kernel's samples run in blocks of 32 (its state rows hold the batch rounded up to
+    32): batches of 40 use two blocks, the last one mostly empty."""
+    data = _data(False, False, N=130)
+    seeds = [3, 4, 5]
+    mine, _ = _trained(name, data, "native", seeds, tmp_path, batch_size=40)
+    ref, _ = _trained(name, data, "torch", seeds, tmp_path, batch_size=40)
     for a, b in zip(mine, ref):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=2e-6)
 
