@@ -163,7 +163,7 @@ class Plan:
 
     def _mask(self, segments: list[Region], start: int, npad: int) -> int:
         m = np.zeros(npad, np.float32)
-        for s in segments:          # (segments may overlap the next one's block)
+        for s in segments:
             m[s.start - start:s.start - start + s.n] = 1.0
         off = len(self.masks)
         self.masks.extend(m.tolist())
@@ -246,7 +246,7 @@ class Plan:
 
 
 def cols_of(regions: list[Region], start: int) -> list[int]:
-    """Columns (relative to ``start``) of the real (unpadded) entries of the regions."""
+    """State rows (relative to ``start``) of the regions' units, in order."""
     return [r.start - start + j for r in regions for j in range(r.n)]
 
 
