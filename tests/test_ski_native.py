@@ -89,12 +89,32 @@ def test_a_member_alone_gives_the_same_bits_as_in_the_ensemble(tmp_path, name):
             assert torch.equal(a[e], b[0])
 
 
+def _cpu_flags() -> set[str]:
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return set()
+    return {f for line in text.splitlines() if line.startswith("flags") for f in line.split()}
+
+
+TARGETS = {
+    # the compiler's default target (on x86-64: SSE2, 4-float registers, no FMA instruction:
+    # the fused multiply-adds done by libm's fmaf)
+    "default": (),
+    # AVX2 + FMA: 8-float registers, a block of 16 is two of them
+    "x86-64-v3": ("-march=x86-64-v3",),
+}
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
 @pytest.mark.parametrize("name", ["kill", "kbann", "kins"])
-def test_same_numbers_without_simd_or_fma(tmp_path, name, monkeypatch):
-    """A build for the compiler's default target (on x86-64: SSE2, no FMA instruction, the
-    fused multiply-adds done by libm's fmaf) trains to the same bits as the -march=native
-    build: the kernel's numbers do not depend on the machine's instruction set."""
-    plain = tuple(f for f in native.FLAGS if not f.startswith("-march"))
+def test_same_numbers_on_every_instruction_set(tmp_path, name, target):
+    """Builds for other targets (other register widths, with or without an FMA instruction)
+    train to the same bits as the -march=native build: the kernel's numbers do not depend
+    on the machine's instruction set."""
+    if target == "x86-64-v3" and not {"avx2", "fma"} <= _cpu_flags():
+        pytest.skip("this CPU cannot run an AVX2 + FMA build")
+    plain = tuple(f for f in native.FLAGS if not f.startswith("-march")) + TARGETS[target]
     data = _data(True, False)
     seeds = [1, 2, 3]
     fast, _ = _trained(name, data, "native", seeds, tmp_path)

@@ -50,119 +50,219 @@ typedef struct {
     int32_t kind, act, in0, nin, out0, nout, base_kind, base_off, w_off, mask_off, idx_off;
 } op_t;
 
-/* A block of LANES floats (GCC/Clang vector extension: AVX-512, 2 x AVX2 or 4 x SSE
- * registers; each lane computes the same IEEE operations as scalar code would). */
-typedef float v16 __attribute__((vector_size(4 * LANES)));
-typedef int32_t i16v __attribute__((vector_size(4 * LANES)));
+/* -- vectors --------------------------------------------------------------------------------
+ * The kernel computes in blocks of LANES = 16 floats (v16).  A block is NH registers of the
+ * machine's own width HW (AVX-512: one of 16; AVX/AVX2: two of 8; SSE2, ARM64 NEON and the
+ * rest: four of 4): GCC spills vectors wider than the machine's registers to the stack (an
+ * AVX2 build of 64-byte vectors ran 15x slower).  Every operation is lane-wise, computing the
+ * same IEEE operation in each lane whatever HW is; the few that mix lanes (hsum16,
+ * transpose16) are written out per HW with the same result. */
+#if defined(__AVX512F__)
+#define HW 16
+#elif defined(__AVX__)
+#define HW 8
+#else
+#define HW 4
+#endif
+#define NH (LANES / HW)
 
-static inline v16 ld(const float *p) { v16 r; memcpy(&r, p, sizeof r); return r; }
-static inline void st(float *p, v16 x) { memcpy(p, &x, sizeof x); }
-static inline v16 splat(float a) { return (v16){0} + a; }
+typedef float vf __attribute__((vector_size(4 * HW)));
+typedef int32_t vi __attribute__((vector_size(4 * HW)));
+typedef struct { vf h[NH]; } v16;
+
+#define EACH for (int i_ = 0; i_ < NH; i_++)
+#define H(x) (x).h[i_]
+
+static inline vf ldh(const float *p) { vf r; memcpy(&r, p, sizeof r); return r; }
+static inline void sth(float *p, vf x) { memcpy(p, &x, sizeof x); }
+static inline vf splath(float a) { return (vf){0} + a; }
+static inline vf selh(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }
 
 /* c + a * b with a single rounding (fused multiply-add), so the same numbers whether the CPU
- * has an FMA instruction (AVX-512, AVX2 + FMA, ARM64: one per block) or not (libm's fmaf,
- * exact but slow) */
-static inline v16 fma_v(v16 a, v16 b, v16 c)
+ * has an FMA instruction (AVX-512, AVX2 + FMA, ARM64) or not (libm's fmaf, exact but slow) */
+static inline vf fmah(vf a, vf b, vf c)
 {
 #if defined(__AVX512F__)
-    return (v16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif defined(__FMA__)
-    union { v16 v; __m256 h[2]; } A = {a}, B = {b}, C = {c}, R;
-    R.h[0] = _mm256_fmadd_ps(A.h[0], B.h[0], C.h[0]);
-    R.h[1] = _mm256_fmadd_ps(A.h[1], B.h[1], C.h[1]);
-    return R.v;
+    return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__) && HW == 8
+    return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #elif defined(__aarch64__)
-    union { v16 v; float32x4_t q[4]; } A = {a}, B = {b}, C = {c}, R;
-    for (int i = 0; i < 4; i++) R.q[i] = vfmaq_f32(C.q[i], A.q[i], B.q[i]);
-    return R.v;
+    return vfmaq_f32(c, a, b);
 #else
-    v16 r;
-    for (int k = 0; k < LANES; k++) r[k] = fmaf(a[k], b[k], c[k]);
+    vf r;
+    for (int k = 0; k < HW; k++) r[k] = fmaf(a[k], b[k], c[k]);
     return r;
 #endif
-}
-
-static inline v16 mad(float a, v16 b, v16 c) { return fma_v(splat(a), b, c); }
-
-/* 1 / d for d >= eps > 0 (Adam's denominator): an integer first guess and three Newton
- * steps in FMAs, within 2 ulp; the divider is busy with Adam's square roots */
-static inline v16 recip_v(v16 d)
-{
-    v16 r = (v16)((i16v){0} + 0x7EF311C3 - (i16v)d);
-    for (int i = 0; i < 3; i++) r = fma_v(r, fma_v(-d, r, splat(1.0f)), r);
-    return r;
 }
 
 /* IEEE square root (correctly rounded: the same on every machine) */
-static inline v16 sqrt_v(v16 a)
+static inline vf sqrth(vf a)
 {
 #if defined(__AVX512F__)
-    return (v16)_mm512_sqrt_ps((__m512)a);
+    return (vf)_mm512_sqrt_ps((__m512)a);
 #elif defined(__AVX__)
-    union { v16 v; __m256 h[2]; } A = {a}, R;
-    R.h[0] = _mm256_sqrt_ps(A.h[0]);
-    R.h[1] = _mm256_sqrt_ps(A.h[1]);
-    return R.v;
+    return (vf)_mm256_sqrt_ps((__m256)a);
+#elif defined(__SSE2__)
+    return (vf)_mm_sqrt_ps((__m128)a);
 #elif defined(__aarch64__)
-    union { v16 v; float32x4_t q[4]; } A = {a}, R;
-    for (int i = 0; i < 4; i++) R.q[i] = vsqrtq_f32(A.q[i]);
-    return R.v;
+    return vsqrtq_f32(a);
 #else
-    v16 r;
-    for (int k = 0; k < LANES; k++) r[k] = sqrtf(a[k]);
+    vf r;
+    for (int k = 0; k < HW; k++) r[k] = sqrtf(a[k]);
     return r;
 #endif
 }
 
-static inline v16 sel(i16v m, v16 a, v16 b) { return (v16)((m & (i16v)a) | (~m & (i16v)b)); }
+/* 1 / d for d >= eps > 0 (Adam's denominator): an integer first guess and three Newton
+ * steps in FMAs, within 2 ulp; the divider is busy with Adam's square roots */
+static inline vf reciph(vf d)
+{
+    vf r = (vf)((vi){0} + 0x7EF311C3 - (vi)d);
+    for (int i = 0; i < 3; i++) r = fmah(r, fmah(-d, r, splath(1.0f)), r);
+    return r;
+}
 
 /* exp(x) for x clamped to [-87, 88]: Cody-Waite reduction and Cephes' degree-6 polynomial
  * in FMAs (relative error ~2e-7), branch-free. */
-static inline v16 exp_v(v16 x)
+static inline vf exph(vf x)
 {
-    x = sel(x < -87.0f, splat(-87.0f), x);
-    x = sel(x > 88.0f, splat(88.0f), x);
-    const v16 n = fma_v(x, splat(1.44269504088896341f), splat(12582912.0f)) - 12582912.0f;
-    v16 r = fma_v(n, splat(-0.693359375f), x);              /* round to nearest above */
-    r = fma_v(n, splat(2.12194440e-4f), r);
-    v16 p = fma_v(splat(1.9875691500e-4f), r, splat(1.3981999507e-3f));
-    p = fma_v(p, r, splat(8.3334519073e-3f));
-    p = fma_v(p, r, splat(4.1665795894e-2f));
-    p = fma_v(p, r, splat(1.6666665459e-1f));
-    p = fma_v(p, r, splat(5.0000001201e-1f));
-    p = fma_v(p * r, r, r) + 1.0f;
-    const i16v bits = (__builtin_convertvector(n, i16v) + 127) << 23;
-    return p * (v16)bits;
+    x = selh(x < -87.0f, splath(-87.0f), x);
+    x = selh(x > 88.0f, splath(88.0f), x);
+    const vf n = fmah(x, splath(1.44269504088896341f), splath(12582912.0f)) - 12582912.0f;
+    vf r = fmah(n, splath(-0.693359375f), x);              /* round to nearest above */
+    r = fmah(n, splath(2.12194440e-4f), r);
+    vf p = fmah(splath(1.9875691500e-4f), r, splath(1.3981999507e-3f));
+    p = fmah(p, r, splath(8.3334519073e-3f));
+    p = fmah(p, r, splath(4.1665795894e-2f));
+    p = fmah(p, r, splath(1.6666665459e-1f));
+    p = fmah(p, r, splath(5.0000001201e-1f));
+    p = fmah(p * r, r, r) + 1.0f;
+    const vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
+    return p * (vf)bits;
 }
 
-static inline v16 activate(int act, v16 z)
+static inline vf activateh(int act, vf z)
 {
-    if (act == A_RELU) return sel(z > 0.0f, z, splat(0.0f));
-    if (act == A_SIGMOID) return 1.0f / (1.0f + exp_v(-z));
+    if (act == A_RELU) return selh(z > 0.0f, z, splath(0.0f));
+    if (act == A_SIGMOID) return 1.0f / (1.0f + exph(-z));
     return z;
 }
 
 /* dL/d(pre-activation) from dL/d(output) and the output */
-static inline v16 dactivate(int act, v16 h, v16 d)
+static inline vf dactivateh(int act, vf h, vf d)
 {
-    if (act == A_RELU) return sel(h > 0.0f, d, splat(0.0f));
+    if (act == A_RELU) return selh(h > 0.0f, d, splath(0.0f));
     if (act == A_SIGMOID) return d * (h * (1.0f - h));
     return d;
 }
 
-/* -- fixed-order shuffles ---------------------------------------------------------------- */
+/* the same on blocks of 16 */
+static inline v16 ld(const float *p) { v16 r; EACH H(r) = ldh(p + i_ * HW); return r; }
+static inline void st(float *p, v16 x) { EACH sth(p + i_ * HW, H(x)); }
+static inline v16 splat(float a) { v16 r; EACH H(r) = splath(a); return r; }
+static inline v16 add(v16 a, v16 b) { EACH H(a) += H(b); return a; }
+static inline v16 mul(v16 a, v16 b) { EACH H(a) *= H(b); return a; }
+static inline v16 fma_v(v16 a, v16 b, v16 c) { EACH H(c) = fmah(H(a), H(b), H(c)); return c; }
+static inline v16 mad(float a, v16 b, v16 c) { return fma_v(splat(a), b, c); }
+static inline v16 activate(int act, v16 z) { EACH H(z) = activateh(act, H(z)); return z; }
+static inline float lane(v16 x, int k) { return x.h[k / HW][k % HW]; }
+
+/* -- lane-mixing operations ---------------------------------------------------------------- */
 
 #define SH(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+
+/* In-place transpose of an HW x HW block of registers (pure data movement: no arithmetic,
+ * no rounding) */
+static inline void transpose_hw(vf *r)
+{
+#if HW == 16
+    for (int i = 0; i < 16; i++) {
+        if (i & 8) continue;
+        vf a = r[i], b = r[i + 8];
+        r[i] = SH(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+        r[i + 8] = SH(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    }
+    for (int i = 0; i < 16; i++) {
+        if (i & 4) continue;
+        vf a = r[i], b = r[i + 4];
+        r[i] = SH(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+        r[i + 4] = SH(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    }
+    for (int i = 0; i < 16; i++) {
+        if (i & 2) continue;
+        vf a = r[i], b = r[i + 2];
+        r[i] = SH(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+        r[i + 2] = SH(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    }
+    for (int i = 0; i < 16; i += 2) {
+        vf a = r[i], b = r[i + 1];
+        r[i] = SH(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+        r[i + 1] = SH(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+    }
+#elif HW == 8
+    for (int i = 0; i < 4; i++) {
+        vf a = r[i], b = r[i + 4];
+        r[i] = SH(a, b, 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = SH(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+    for (int i = 0; i < 8; i++) {
+        if (i & 2) continue;
+        vf a = r[i], b = r[i + 2];
+        r[i] = SH(a, b, 0, 1, 8, 9, 4, 5, 12, 13);
+        r[i + 2] = SH(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    for (int i = 0; i < 8; i += 2) {
+        vf a = r[i], b = r[i + 1];
+        r[i] = SH(a, b, 0, 8, 2, 10, 4, 12, 6, 14);
+        r[i + 1] = SH(a, b, 1, 9, 3, 11, 5, 13, 7, 15);
+    }
+#else
+    for (int i = 0; i < 2; i++) {
+        vf a = r[i], b = r[i + 2];
+        r[i] = SH(a, b, 0, 1, 4, 5);
+        r[i + 2] = SH(a, b, 2, 3, 6, 7);
+    }
+    for (int i = 0; i < 4; i += 2) {
+        vf a = r[i], b = r[i + 1];
+        r[i] = SH(a, b, 0, 4, 2, 6);
+        r[i + 1] = SH(a, b, 1, 5, 3, 7);
+    }
+#endif
+}
+
+/* In-place transpose of a 16 x 16 block held as 16 rows: each HW x HW sub-block transposed
+ * in registers and moved to its mirror position */
+static inline void transpose16(v16 *r)
+{
+#if HW == 16
+    vf t[16];
+    for (int k = 0; k < 16; k++) t[k] = r[k].h[0];
+    transpose_hw(t);
+    for (int k = 0; k < 16; k++) r[k].h[0] = t[k];
+#else
+    v16 out[16];
+    for (int bi = 0; bi < NH; bi++)
+        for (int bj = 0; bj < NH; bj++) {
+            vf t[HW];
+            for (int k = 0; k < HW; k++) t[k] = r[bi * HW + k].h[bj];
+            transpose_hw(t);
+            for (int k = 0; k < HW; k++) out[bj * HW + k].h[bi] = t[k];
+        }
+    for (int k = 0; k < 16; k++) r[k] = out[k];
+#endif
+}
 
 /* Lane k of the result: the sum of the 16 lanes of x[k], in the same tree for every k:
  * (l, l+8) pairs, then (l, l+4), (l, l+2), (l, l+1). */
 static inline v16 hsum16(const v16 *x)
 {
-    v16 y[8], z[4], u[2];
+#if HW == 16
+    vf y[8], z[4], u[2];
     for (int i = 0; i < 8; i++)
-        y[i] = SH(x[2 * i], x[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23)
-             + SH(x[2 * i], x[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29,
-                  30, 31);
+        y[i] = SH(x[2 * i].h[0], x[2 * i + 1].h[0], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
+                  21, 22, 23)
+             + SH(x[2 * i].h[0], x[2 * i + 1].h[0], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
+                  27, 28, 29, 30, 31);
     for (int i = 0; i < 4; i++)
         z[i] = SH(y[2 * i], y[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
              + SH(y[2 * i], y[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
@@ -171,37 +271,20 @@ static inline v16 hsum16(const v16 *x)
         u[i] = SH(z[2 * i], z[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29)
              + SH(z[2 * i], z[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30,
                   31);
-    return SH(u[0], u[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
-         + SH(u[0], u[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-}
-
-/* In-place transpose of a 16 x 16 block held as 16 rows: swap the off-diagonal 8 x 8 blocks,
- * then 4 x 4, 2 x 2, 1 x 1 (pure data movement: no arithmetic, no rounding). */
-static inline void transpose16(v16 *r)
-{
-    for (int i = 0; i < 16; i++) {
-        if (i & 8) continue;
-        v16 a = r[i], b = r[i + 8];
-        r[i] = SH(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-        r[i + 8] = SH(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    }
-    for (int i = 0; i < 16; i++) {
-        if (i & 4) continue;
-        v16 a = r[i], b = r[i + 4];
-        r[i] = SH(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-        r[i + 4] = SH(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
-    }
-    for (int i = 0; i < 16; i++) {
-        if (i & 2) continue;
-        v16 a = r[i], b = r[i + 2];
-        r[i] = SH(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-        r[i + 2] = SH(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
-    }
-    for (int i = 0; i < 16; i += 2) {
-        v16 a = r[i], b = r[i + 1];
-        r[i] = SH(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
-        r[i + 1] = SH(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
-    }
+    v16 s;
+    s.h[0] = SH(u[0], u[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+           + SH(u[0], u[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return s;
+#else
+    /* transposed, row l holds lane l of every x[k]: the same tree over rows */
+    v16 t[16];
+    for (int k = 0; k < 16; k++) t[k] = x[k];
+    transpose16(t);
+    for (int l = 0; l < 8; l++) t[l] = add(t[l], t[l + 8]);
+    for (int l = 0; l < 4; l++) t[l] = add(t[l], t[l + 4]);
+    for (int l = 0; l < 2; l++) t[l] = add(t[l], t[l + 2]);
+    return add(t[0], t[1]);
+#endif
 }
 
 /* dst[c][j] = src[j][c] for a rows x cols block (both multiples of 16; row strides in
@@ -267,8 +350,8 @@ static void input_forward(const op_t *op, const float *p, const float *mask, bat
                 e0 = mad(nzv[q], ld(wa), e0);
                 if (two) e1 = mad(nzv[q], ld(wa + LANES), e1);
             }
-            st(z + ob, activate(op->act, e0 + o0) * ld(mk + ob));
-            if (two) st(z + ob + LANES, activate(op->act, e1 + o1) * ld(mk + ob + LANES));
+            st(z + ob, mul(activate(op->act, add(e0, o0)), ld(mk + ob)));
+            if (two) st(z + ob + LANES, mul(activate(op->act, add(e1, o1)), ld(mk + ob + LANES)));
         }
     }
     transpose(bt->Z, bt->zw, row(bt->S, bt, op->out0), bt->BP, bt->BP, nout);
@@ -343,9 +426,9 @@ static inline void dots16(const float *const *a, const float *const *b, int m, i
             for (int64_t v = 0; v < BP; v += LANES) acc[k] = fma_v(ld(a[k] + v), ld(b[k] + v), acc[k]);
     }
     const v16 s = hsum16(acc);
-    if (m == 16) st(out, ld(out) + s);
+    if (m == 16) st(out, add(ld(out), s));
     else
-        for (int k = 0; k < m; k++) out[k] += s[k];
+        for (int k = 0; k < m; k++) out[k] += lane(s, k);
 }
 
 /* the gradient of a dense op's weights, G[w + o * nin + r] = sum over the samples j (in
@@ -378,7 +461,7 @@ static void dense_weight_grad(const op_t *op, float *G, batch_t *bt)
                 for (int64_t v = 0; v < 1 + two; v++) {
                     const int64_t r0 = rb + v * LANES, cnt = nin - r0 < LANES ? nin - r0 : LANES;
                     float *dst = gw + (o + k) * nin + r0;
-                    if (cnt == LANES) st(dst, ld(dst) + a[k][v]);
+                    if (cnt == LANES) st(dst, add(ld(dst), a[k][v]));
                     else {
                         float tmp[LANES];
                         st(tmp, a[k][v]);
@@ -425,8 +508,8 @@ static void dense_input_grad(const op_t *op, const float *p, batch_t *bt)
             }
             for (int k = 0; k < nr; k++) {
                 float *d = row(bt->dS, bt, op->in0 + r + k) + c;
-                st(d, ld(d) + a[k][0]);
-                st(d + LANES, ld(d + LANES) + a[k][1]);
+                st(d, add(ld(d), a[k][0]));
+                st(d + LANES, add(ld(d + LANES), a[k][1]));
             }
         }
 }
@@ -462,17 +545,17 @@ static void op_backward(const op_t *op, const float *p, const int32_t *cidx, flo
             if (c < 0) continue;
             float *d = row(bt->dS, bt, c);
             const float *g = row(bt->dS, bt, op->out0 + o);
-            for (int64_t v = 0; v < BP; v += LANES) st(d + v, ld(d + v) + ld(g + v));
+            for (int64_t v = 0; v < BP; v += HW) sth(d + v, ldh(d + v) + ldh(g + v));
         }
         return;
     }
     for (int64_t o = 0; o < nout; o++) {
         float *g = row(bt->dS, bt, op->out0 + o);
         const float *h = row(bt->S, bt, op->out0 + o);
-        for (int64_t v = 0; v < BP; v += LANES) st(g + v, dactivate(op->act, ld(h + v), ld(g + v)));
+        for (int64_t v = 0; v < BP; v += HW) sth(g + v, dactivateh(op->act, ldh(h + v), ldh(g + v)));
         if (op->base_kind == B_STATE) {
             float *gs = row(bt->dS, bt, op->base_off + o);
-            for (int64_t v = 0; v < BP; v += LANES) st(gs + v, ld(gs + v) + ld(g + v));
+            for (int64_t v = 0; v < BP; v += HW) sth(gs + v, ldh(gs + v) + ldh(g + v));
         }
     }
     if (op->base_kind == B_PARAM) dense_bias_grad(op, G, ones, bt);
@@ -486,37 +569,37 @@ static void op_backward(const op_t *op, const float *p, const int32_t *cidx, flo
     }
 }
 
-/* softmax cross-entropy (+ KILL penalty) gradient of the logits rows z[K][BP], 16 samples at
+/* softmax cross-entropy (+ KILL penalty) gradient of the logits rows z[K][BP], HW samples at
  * a time; lab[j] the label (-1 past the batch: gradient 0), tr[K][BP] the rule truths or
  * NULL */
 static void loss_grad(const float *z, int64_t K, const int32_t *lab, const float *tr,
                       float pen_w, float inv_n, int64_t BP, float *dz)
 {
-    for (int64_t v = 0; v < BP; v += LANES) {
-        i16v y, live;
+    for (int64_t v = 0; v < BP; v += HW) {
+        vi y, live;
         memcpy(&y, lab + v, sizeof y);
         live = y >= 0;
-        v16 mx = ld(z + v);
+        vf mx = ldh(z + v);
         for (int64_t k = 1; k < K; k++) {
-            const v16 zk = ld(z + k * BP + v);
-            mx = sel(zk > mx, zk, mx);
+            const vf zk = ldh(z + k * BP + v);
+            mx = selh(zk > mx, zk, mx);
         }
-        v16 e[64], tot = splat(0.0f), cp = splat(0.0f);
+        vf e[64], tot = splath(0.0f), cp = splath(0.0f);
         for (int64_t k = 0; k < K; k++) {
-            e[k] = exp_v(ld(z + k * BP + v) - mx);
+            e[k] = exph(ldh(z + k * BP + v) - mx);
             tot += e[k];
         }
         for (int64_t k = 0; k < K; k++) {
             e[k] = e[k] / tot;
-            if (tr) cp += sel(ld(tr + k * BP + v) - e[k] > 0.0f, e[k], splat(0.0f));
+            if (tr) cp += selh(ldh(tr + k * BP + v) - e[k] > 0.0f, e[k], splath(0.0f));
         }
         for (int64_t k = 0; k < K; k++) {
-            v16 gk = e[k] - sel(y == (int32_t)k, splat(1.0f), splat(0.0f));
+            vf gk = e[k] - selh(y == (int32_t)k, splath(1.0f), splath(0.0f));
             if (tr) {
-                const v16 c = sel(ld(tr + k * BP + v) - e[k] > 0.0f, splat(1.0f), splat(0.0f));
+                const vf c = selh(ldh(tr + k * BP + v) - e[k] > 0.0f, splath(1.0f), splath(0.0f));
                 gk += -pen_w * e[k] * (c - cp);
             }
-            st(dz + k * BP + v, sel(live, gk * inv_n, splat(0.0f)));
+            sth(dz + k * BP + v, selh(live, gk * inv_n, splath(0.0f)));
         }
     }
 }
@@ -610,21 +693,21 @@ int ski_train_epoch(int64_t E, int64_t P, float *params, float *m, float *v, int
             loss_grad(S + logit0 * BP, K, lab, tr, pen_w, inv_n, BP, dS + logit0 * BP);
             memset(G, 0, sizeof(float) * (size_t)P);
             for (int64_t o = nops - 1; o >= 0; o--) op_backward(&ops[o], p, cidx, G, ones, &bt);
-            /* Adam (PyTorch's: eps added to the bias-corrected sqrt(v)), 16 parameters at a
+            /* Adam (PyTorch's: eps added to the bias-corrected sqrt(v)), HW parameters at a
              * time */
             const int64_t t = ++steps[e];
             const float step_size = (float)(lr / (1.0 - pow((double)b1, (double)t)));
             /* sqrt(v / bc2) as sqrt(v) * (1 / sqrt(bc2)): one division per element fewer */
             const float rbc2s = (float)(1.0 / sqrt(1.0 - pow((double)b2, (double)t)));
-            const v16 vb1 = splat(b1), vb2 = splat(b2), vc1 = splat(1.0f - b1),
-                      vc2 = splat(1.0f - b2);
-            for (int64_t i = 0; i < P; i += LANES) {
-                const v16 gi = ld(G + i);
-                const v16 mi = vb1 * ld(pm + i) + vc1 * gi;
-                const v16 vi = vb2 * ld(pv + i) + vc2 * gi * gi;
-                st(pm + i, mi);
-                st(pv + i, vi);
-                st(p + i, ld(p + i) - step_size * mi * recip_v(sqrt_v(vi) * rbc2s + eps));
+            const vf vb1 = splath(b1), vb2 = splath(b2), vc1 = splath(1.0f - b1),
+                     vc2 = splath(1.0f - b2);
+            for (int64_t i = 0; i < P; i += HW) {
+                const vf gi = ldh(G + i);
+                const vf mi = vb1 * ldh(pm + i) + vc1 * gi;
+                const vf vi_ = vb2 * ldh(pv + i) + vc2 * gi * gi;
+                sth(pm + i, mi);
+                sth(pv + i, vi_);
+                sth(p + i, ldh(p + i) - step_size * mi * reciph(sqrth(vi_) * rbc2s + eps));
             }
         }
     }
