@@ -18,6 +18,10 @@ per (data set, predictor) and for the grid.
 PyTorch trainer); ``--vs-torch`` also times the PyTorch trainer on the same cells and prints
 the ratio per (data set, predictor) and for the grid.
 
+``--target CPU`` times a kernel built for another target CPU on this machine (``-march``,
+e.g. ``x86-64-v3``: the AVX2 + FMA build that a CPU without AVX-512 runs; ``default``: the
+compiler's default target), as ``$NESYBENCH_KERNEL_TARGET`` does for ``nesybench``.
+
 ``--compare`` trains the same cells batched (one ensemble of REPS members) and one model at
 a time (REPS separate trainings, same code, same seeds, same numbers) and prints the ratio.
 """
@@ -36,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import torch  # noqa: E402
 
 from nesybench import datafiles  # noqa: E402
-from nesybench.ski import cells, degrade  # noqa: E402
+from nesybench.ski import cells, degrade, native  # noqa: E402
 
 PREDICTORS = ["uneducated", "kins", "kill", "kbann"]
 
@@ -91,12 +95,17 @@ def main(argv=None) -> int:
                     help="the trainer timed (default: the C kernel)")
     ap.add_argument("--vs-torch", action="store_true",
                     help="also time the PyTorch trainer on the same cells and print the ratio")
+    ap.add_argument("--target", metavar="CPU",
+                    help="time the kernel built with -march=CPU (e.g. x86-64-v3: AVX2 + FMA)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if args.target:
+        os.environ[native.TARGET_ENV] = args.target
     torch.set_num_threads(1)
     datasets = args.datasets.split(",")
     load = os.getloadavg()[0]
     out = {"reps": args.reps, "epochs": args.epochs, "workers": args.workers,
+           "kernel_flags": list(native.default_flags()),
            "levels_per_cell": args.levels_per_cell,
            "load_average_at_start": load, "cells": [], "compare": []}
     total = total_b = total_t = 0.0
@@ -162,7 +171,8 @@ def main(argv=None) -> int:
               f"({args.engine} x{total_t / total:.1f} faster)")
     out["grid_seconds_wall"] = total / max(args.workers, 1)
     kind = "measured" if args.full else "extrapolated from the measured epochs"
-    print(f"full paper grid ({kind}): {total / 3600:.2f} CPU-hours, "
+    target = f", kernel built for {args.target}" if args.target else ""
+    print(f"full paper grid ({kind}{target}): {total / 3600:.2f} CPU-hours, "
           f"{total / max(args.workers, 1) / 3600:.2f} h wall on {args.workers} workers "
           f"(load average at start {load:.1f})")
     if args.compare:

@@ -123,6 +123,24 @@ def test_same_numbers_on_every_instruction_set(tmp_path, name, target):
         assert torch.equal(a, b)
 
 
+def test_kernel_target_from_the_environment(tmp_path, monkeypatch):
+    """$NESYBENCH_KERNEL_TARGET sets the build's -march (``default``: none); a target the
+    compiler does not know is one clear error naming it."""
+    monkeypatch.setenv(native.TARGET_ENV, "x86-64-v3")
+    assert "-march=x86-64-v3" in native.default_flags()
+    assert sum(f.startswith("-march") for f in native.default_flags()) == 1
+    monkeypatch.setenv(native.TARGET_ENV, "default")
+    assert not any(f.startswith("-march") for f in native.default_flags())
+    assert set(native.default_flags()) == set(native.FLAGS) - {"-march=native"}
+    monkeypatch.delenv(native.TARGET_ENV)
+    assert native.default_flags() == native.FLAGS
+    monkeypatch.setenv(native.TARGET_ENV, "no-such-cpu")
+    monkeypatch.setenv("NESYBENCH_KERNELS", str(tmp_path))
+    with pytest.raises(NesyError, match="-march=no-such-cpu"):
+        native.build()
+    assert list(tmp_path.iterdir()) == []        # no half-built library left behind
+
+
 @pytest.mark.parametrize("name", ["uneducated", "kill", "kbann", "kins"])
 def test_plans_place_every_weight_once(tmp_path, name):
     """Every element of every parameter tensor has a place of its own in the kernel's

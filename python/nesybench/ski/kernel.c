@@ -87,7 +87,7 @@ static inline vf fmah(vf a, vf b, vf c)
 #elif defined(__FMA__) && HW == 8
     return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #elif defined(__aarch64__)
-    return vfmaq_f32(c, a, b);
+    return (vf)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b);
 #else
     vf r;
     for (int k = 0; k < HW; k++) r[k] = fmaf(a[k], b[k], c[k]);
@@ -105,7 +105,7 @@ static inline vf sqrth(vf a)
 #elif defined(__SSE2__)
     return (vf)_mm_sqrt_ps((__m128)a);
 #elif defined(__aarch64__)
-    return vsqrtq_f32(a);
+    return (vf)vsqrtq_f32((float32x4_t)a);
 #else
     vf r;
     for (int k = 0; k < HW; k++) r[k] = sqrtf(a[k]);

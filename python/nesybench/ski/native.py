@@ -11,7 +11,9 @@ Adam. PyTorch's trainer (``engine="torch"``) stays the reference it is tested ag
 The kernel is compiled with the system C compiler (``$CC``, else ``cc``; the set-up already
 needs one for SWI-Prolog) into ``$NESYBENCH_KERNELS`` (default ``<repo>/.deps/kernels``),
 keyed by the source, the flags and the CPU, so it is built once per machine; ``make setup``
-builds it. Its numbers are the same on every machine (see the comment at the top of
+builds it. ``$NESYBENCH_KERNEL_TARGET`` picks another target CPU (``-march``, e.g.
+``x86-64-v3`` for any AVX2 + FMA machine; ``default`` for the compiler's own). Its numbers
+are the same on every machine (see the comment at the top of
 ``kernel.c``) and differ from the PyTorch trainer's only by float summation order.
 
 A plan lays a network out for the kernel: ``width`` state rows (one per unit, each a row of
@@ -40,6 +42,9 @@ from ..errors import NesyError
 SOURCE = Path(__file__).with_name("kernel.c")
 LANES = 16
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
+#: the environment variable naming the build's target CPU (``-march``; ``default``: the
+#: compiler's default target); unset: this machine's (``native``)
+TARGET_ENV = "NESYBENCH_KERNEL_TARGET"
 OP_FIELDS = ("kind", "act", "in0", "nin", "out0", "nout", "base_kind", "base_off", "w_off",
              "mask_off", "idx_off")
 KINDS = {"input": 0, "dense": 1, "copy": 2}
@@ -70,19 +75,30 @@ def _cpu_key() -> str:
         return platform.processor() + platform.machine()
 
 
-def library_path(flags: tuple[str, ...] = FLAGS) -> Path:
+def default_flags() -> tuple[str, ...]:
+    """:data:`FLAGS`, with ``-march`` from ``$NESYBENCH_KERNEL_TARGET`` where it is set (e.g.
+    ``x86-64-v3``: a build that runs on any AVX2 + FMA CPU; the numbers are the same for
+    every target, only the speed differs)."""
+    target = os.environ.get(TARGET_ENV, "").strip() or "native"
+    return tuple(f"-march={target}" if f.startswith("-march") else f for f in FLAGS
+                 if target != "default" or not f.startswith("-march"))
+
+
+def library_path(flags: tuple[str, ...] | None = None) -> Path:
+    flags = flags or default_flags()
     cc = os.environ.get("CC") or "cc"
     key = hashlib.sha256("\0".join([SOURCE.read_text(), cc, *flags, _cpu_key(),
                                     platform.machine()]).encode()).hexdigest()[:16]
     return kernel_dir() / f"ski_kernel_{key}.so"
 
 
-def build(verbose: bool = False, flags: tuple[str, ...] = FLAGS) -> Path:
+def build(verbose: bool = False, flags: tuple[str, ...] | None = None) -> Path:
     """Compile ``kernel.c`` unless this machine's build is cached; returns its path.
     ``flags``: the compiler's (tests build without ``-march=native`` to check that the
     numbers do not depend on the instruction set).
 
     Raises :class:`NesyError` when there is no C compiler or it fails."""
+    flags = flags or default_flags()
     path = library_path(flags)
     if path.is_file():
         return path
@@ -110,8 +126,9 @@ def build(verbose: bool = False, flags: tuple[str, ...] = FLAGS) -> Path:
     return path
 
 
-def library(flags: tuple[str, ...] = FLAGS):
+def library(flags: tuple[str, ...] | None = None):
     """The kernel (built if needed) as a ctypes library, loaded once per process."""
+    flags = flags or default_flags()
     if flags not in _LIBS:
         lib = ctypes.CDLL(str(build(flags=flags)))
         f = lib.ski_train_epoch
@@ -286,7 +303,7 @@ def csr(X: np.ndarray):
 
 
 def train(model, params: list[torch.Tensor], data, cfg, order_seeds: list[int],
-          progress=None, flags: tuple[str, ...] = FLAGS) -> list[torch.Tensor]:
+          progress=None, flags: tuple[str, ...] | None = None) -> list[torch.Tensor]:
     """Train ``params`` (leading dim E) of ``model`` on ``data`` with the kernel; the same
     contract, shuffles and mini-batches as :func:`nesybench.ski.ensemble.train`."""
     lib = library(flags)
