@@ -20,6 +20,7 @@ class NesyError(Exception):
     task : str | None   task index and/or name inside that file
     field : str | None  dotted path of the offending field (``positive_set[0].stack[1].color``)
     line : int | None   1-based line number when known
+    column : int | None 1-based column when known (printed as ``file:line:column``)
     """
 
     message: str
@@ -27,6 +28,7 @@ class NesyError(Exception):
     task: str | None = None
     field: str | None = None
     line: int | None = None
+    column: int | None = None
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -41,13 +43,15 @@ class NesyError(Exception):
     def __str__(self) -> str:
         parts = []
         if self.file:
-            parts.append(str(self.file) + (f":{self.line}" if self.line else ""))
+            parts.append(str(self.file) + (f":{self.line}" if self.line else "")
+                         + (f":{self.column}" if self.line and self.column else ""))
         if self.task is not None:
             parts.append(f"task {self.task}")
         if self.field:
             parts.append(f"field {self.field}")
         if self.line and not self.file:
-            parts.append(f"line {self.line}")
+            parts.append(f"line {self.line}" + (f", column {self.column}" if self.column
+                                                 else ""))
         return ": ".join(parts + [self.message])
 
 
