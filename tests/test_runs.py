@@ -306,11 +306,11 @@ def test_table_aggregates_over_repetitions(tmp_path):
     rows = res.rows()
     header, table_rows = table(tmp_path / "s", group_by=["x"], metrics=["y"],
                                agg=["mean", "min", "count"])
-    assert header == ["x", "cells", "y_mean", "y_min", "y_count"]
+    assert header == ["x", "cells", "n_failed", "y_mean", "y_min", "y_count"]
     for row in table_rows:
         ys = [r["y"] for r in rows if r["x"] == row[0]]
-        assert row[1] == 4 and row[4] == 4
-        assert row[2] == pytest.approx(sum(ys) / 4) and row[3] == min(ys)
+        assert row[1] == 4 and row[2] == 0 and row[5] == 4
+        assert row[3] == pytest.approx(sum(ys) / 4) and row[4] == min(ys)
     with pytest.raises(NesyError, match="unknown axis"):
         table(tmp_path / "s", group_by=["nope"])
     with pytest.raises(NesyError, match="unknown metric"):
@@ -328,9 +328,13 @@ def test_plot_and_export(tmp_path):
     with pytest.raises(NesyError, match="unknown x axis"):
         plot(tmp_path / "s", x="nope", y="y")
     files = export(tmp_path / "s", tmp_path / "csv")
-    assert {f.name for f in files} == {"cells.csv", "metrics.csv", "artifacts.csv", "study.json"}
+    assert {f.name for f in files} == {"cells.csv", "metrics.csv", "artifacts.csv",
+                                       "attempts.csv", "study.json"}
     lines = (tmp_path / "csv" / "cells.csv").read_text().splitlines()
-    assert lines[0] == "cell_id,x,label,rep,seed,status,seconds,host,error" and len(lines) == 13
+    assert lines[0] == "cell_id,x,label,rep,seed,status,error" and len(lines) == 13
+    attempts = (tmp_path / "csv" / "attempts.csv").read_text().splitlines()
+    assert attempts[0].startswith("cell_id,attempt,status,started,finished,seconds,host")
+    assert len(attempts) == 13
     metrics = (tmp_path / "csv" / "metrics.csv").read_text().splitlines()
     assert len(metrics) == 1 + 12 * (3 + 2)
 

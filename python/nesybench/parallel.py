@@ -52,9 +52,11 @@ def spawn_pool(workers: int, *, initializer=None, initargs=()) -> ProcessPoolExe
     return pool
 
 
-def ray_init(address: str | None = None, num_cpus: int | None = None):
+def ray_init(address: str | None = None, num_cpus: int | None = None, *,
+             quiet: bool = False):
     """Import Ray and connect to ``address`` (``HOST:PORT`` or ``auto``), or start a local
-    instance with ``num_cpus`` CPUs; returns the ``ray`` module. Errors are NesyErrors."""
+    instance with ``num_cpus`` CPUs; returns the ``ray`` module. Errors are NesyErrors.
+    ``quiet`` keeps Ray's start-up warnings (e.g. about token authentication) off stderr."""
     try:
         import ray  # noqa: PLC0415
     except ImportError:
@@ -66,6 +68,12 @@ def ray_init(address: str | None = None, num_cpus: int | None = None):
         _check_reachable(address)
     kw = dict(ignore_reinit_error=True, log_to_driver=False, include_dashboard=False,
               configure_logging=False)
+    import logging  # noqa: PLC0415
+
+    ray_logger = logging.getLogger("ray")
+    level = ray_logger.level
+    if quiet:
+        ray_logger.setLevel(logging.ERROR)
     try:
         if address:
             ray.init(address=address, **kw)
@@ -75,6 +83,8 @@ def ray_init(address: str | None = None, num_cpus: int | None = None):
         where = f"at {address}" if address else "locally"
         raise NesyError(f"cannot start or reach Ray {where}: "
                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+    finally:
+        ray_logger.setLevel(level)
     return ray
 
 

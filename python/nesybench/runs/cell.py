@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -31,6 +33,9 @@ class CellTask:
     params: dict
     seed: int
     threads: int = 1
+    timeout: float | None = None    # seconds; the cell's process is killed at the limit
+    scratch: str | None = None      # the cell's scratch folder (made here when None)
+    attempt: int = 1
 
 
 @dataclass
@@ -93,7 +98,13 @@ def execute(task: CellTask) -> CellOutcome:
 
     out = CellOutcome(cell_id=task.cell_id, status="failed", started=time.time(),
                       host=socket.gethostname(), pid=os.getpid())
-    tmp = Path(tempfile.mkdtemp(prefix=f"nesybench-cell-{task.cell_id}-"))
+    if task.scratch:
+        tmp = Path(task.scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
+    else:
+        from .worker import scratch_prefix  # noqa: PLC0415
+
+        tmp = Path(tempfile.mkdtemp(prefix=scratch_prefix(task.cell_id)))
     ctx = CellContext(task.cell_id, dict(task.params), task.seed, tmp)
     try:
         fn = resolve(task.function)
@@ -115,14 +126,56 @@ def execute(task: CellTask) -> CellOutcome:
         out.curves = ctx._curves
         out.status = "done"
     except KeyboardInterrupt:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
+    except CellTimeout as exc:
+        out.error = f"timed out after {exc.seconds:g} s"
+        out.curves = ctx._curves
     except BaseException:  # noqa: BLE001 - a cell's failure is data, not a crash
         out.error = traceback.format_exc()
         out.curves = ctx._curves
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
         out.finished = time.time()
+    if out.status == "done":
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        from .worker import keep_or_remove_scratch  # noqa: PLC0415
+
+        kept = keep_or_remove_scratch(tmp)
+        if kept:
+            out.error = out.error.rstrip("\n") + f"\nscratch folder kept: {kept}"
     return out
+
+
+#: scratch folders of cells are ``<system temp>/nesybench-cell-<cell id>-<random>``
+SCRATCH_PREFIX = "nesybench-cell-"
+
+
+class CellTimeout(BaseException):
+    """Raised in a cell run in the driver's own thread (inline executor) at its limit."""
+
+    def __init__(self, seconds: float):
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+def execute_inline(task: CellTask) -> CellOutcome:
+    """:func:`execute` in this process; a time limit interrupts the cell with SIGALRM where
+    that is possible (main thread, POSIX), which stops Python code but not a native call."""
+    if not task.timeout or not hasattr(signal, "setitimer") or \
+            threading.current_thread() is not threading.main_thread():
+        return execute(task)
+
+    def on_alarm(signum, frame):
+        raise CellTimeout(task.timeout)
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, task.timeout)
+    try:
+        return execute(task)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _worker_init(threads: int) -> None:

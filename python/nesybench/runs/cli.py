@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
+import sqlite3
 import sys
 
 import click
@@ -29,6 +31,12 @@ def _executor_options(f):
     f = click.option("--fail-fast", is_flag=True, help="stop at the first failing cell")(f)
     f = click.option("--no-retry-failed", is_flag=True,
                      help="do not re-run cells that failed before")(f)
+    f = click.option("--cell-timeout", type=float, default=None, metavar="SECONDS",
+                     help="kill a cell's process after this long and record it failed "
+                          "[default: the spec's timeout, else none]")(f)
+    f = click.option("--max-attempts", type=int, default=None, metavar="N",
+                     help="run a failing cell up to N times in all in this run "
+                          "[default: the spec's max_attempts, else 1]")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="no progress bar")(f)
     f = click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")(f)
     return f
@@ -39,6 +47,23 @@ def _interrupted(study) -> None:
     top-level command turn the interrupt into exit 130 / 143."""
     click.echo(f"nesybench: interrupted; finished cells are saved, continue with "
                f"`nesybench runs resume {study}`", err=True)
+
+
+def _boundary(fn):
+    """OS errors (full disk, read-only file system, permissions) and SQLite's own file
+    errors become one line and exit 2, like bad input."""
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        from .runner import _os_error  # noqa: PLC0415
+        from .store import store_error  # noqa: PLC0415
+
+        try:
+            return fn(*a, **kw)
+        except OSError as exc:
+            raise _os_error(exc, kw.get("study") or kw.get("out") or "") from None
+        except sqlite3.OperationalError as exc:
+            raise store_error(exc, kw.get("study") or kw.get("out") or "") from None
+    return wrapper
 
 
 def _summary(res, as_json: bool) -> None:
@@ -54,6 +79,8 @@ def _summary(res, as_json: bool) -> None:
                    f"{s.seconds:.1f} s] -> {s.path}")
         if s.failed:
             click.echo(f"  see the errors with `nesybench runs status {s.path} --failed`")
+    if s.failed:                    # some cell failed: the command did not fully succeed
+        click.get_current_context().exit(1)
 
 
 @click.group(context_settings=CTX)
@@ -77,15 +104,21 @@ def group():
 @click.option("--force-new", is_flag=True,
               help="replace a different study that is already in --out")
 @_executor_options
+@_boundary
 def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
-          no_retry_failed, quiet, as_json):
-    """Run every cell of SPEC that is not done yet into the study folder --out."""
+          no_retry_failed, cell_timeout, max_attempts, quiet, as_json):
+    """Run every cell of SPEC that is not done yet into the study folder --out.
+
+    Exit status: 0 when every cell run is done, 1 when some cell failed (recorded with its
+    cause; `runs resume` runs it again), 2 for bad input or an OS error."""
     from .runner import run_grid  # noqa: PLC0415
 
     try:
         res = run_grid(spec, out, executor=executor, workers=workers, address=address,
                        fail_fast=fail_fast, force_new=force_new,
-                       retry_failed=not no_retry_failed, threads=threads, progress=not quiet)
+                       retry_failed=not no_retry_failed, threads=threads,
+                       progress=not (quiet or as_json), cell_timeout=cell_timeout,
+                       max_attempts=max_attempts)
     except KeyboardInterrupt:
         _interrupted(out)
         raise
@@ -95,15 +128,18 @@ def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
 @group.command(context_settings=CTX)
 @click.argument("study", type=click.Path(file_okay=False))
 @_executor_options
-def resume(study, executor, workers, address, threads, fail_fast, no_retry_failed, quiet,
-           as_json):
-    """Run the cells of STUDY that are not done (queued, interrupted, failed)."""
+@_boundary
+def resume(study, executor, workers, address, threads, fail_fast, no_retry_failed,
+           cell_timeout, max_attempts, quiet, as_json):
+    """Run the cells of STUDY that are not done (queued, interrupted, and failed ones
+    unless --no-retry-failed). Exit status as for `start`."""
     from .runner import resume as do_resume  # noqa: PLC0415
 
     try:
         res = do_resume(study, executor=executor, workers=workers, address=address,
                         fail_fast=fail_fast, retry_failed=not no_retry_failed,
-                        threads=threads, progress=not quiet)
+                        threads=threads, progress=not (quiet or as_json),
+                        cell_timeout=cell_timeout, max_attempts=max_attempts)
     except KeyboardInterrupt:
         _interrupted(study)
         raise
@@ -116,8 +152,10 @@ def resume(study, executor, workers, address, threads, fail_fast, no_retry_faile
               help="workers the ETA assumes")
 @click.option("--failed", "show_failed", is_flag=True, help="print each failed cell's error")
 @click.option("--json", "as_json", is_flag=True)
+@_boundary
 def status(study, workers, show_failed, as_json):
-    """Counts of cells by status and an ETA for the rest."""
+    """Counts of cells by status, whether the study is running (pid) or was interrupted,
+    and an ETA for the rest."""
     from .runner import Results, status as get_status  # noqa: PLC0415
 
     st = get_status(study)
@@ -127,19 +165,31 @@ def status(study, workers, show_failed, as_json):
     st["eta_seconds"] = None if eta is None else eta / workers
     if show_failed:
         st["failures"] = [{"cell_id": c["cell_id"], "axes": c["axes"], "rep": c["rep"],
-                           "error": c["error"]} for c in Results(study).failures()]
+                           "error": c["error"], "attempts": [
+                               {"attempt": a["attempt"], "error": a["error"]}
+                               for a in c["attempts_log"]]}
+                          for c in Results(study).failures()]
     if as_json:
         click.echo(dumps(st), nl=False)
         return
     left = st["queued"] + st["running"] + st["failed"]
     eta_txt = "unknown" if st["eta_seconds"] is None else f"{st['eta_seconds']:.0f} s"
-    click.echo(f"{st['study']}: {st['done']}/{st['total']} done, {st['failed']} failed, "
-               f"{st['queued']} queued, {st['running']} interrupted/running; "
+    state = f"running (pid {st['pid']})" if st["state"] == "running" else st["state"]
+    click.echo(f"{st['study']}: {state}; {st['done']}/{st['total']} done, "
+               f"{st['failed']} failed, {st['queued']} queued, {st['running']} "
+               f"{'running' if st['state'] == 'running' else 'interrupted'}; "
                f"{left} left, ETA {eta_txt} with {workers} worker(s)")
     for f in st.get("failures", []):
-        last = (f["error"] or "").strip().splitlines()
         click.echo(f"  {f['cell_id']} {json.dumps(f['axes'])} rep {f['rep']}: "
-                   f"{last[-1] if last else '?'}")
+                   f"{_cause(f['error'])}")
+
+
+def _cause(error: str | None) -> str:
+    """One line of a failure: a traceback's last line, or a crash's first line."""
+    lines = (error or "").strip().splitlines()
+    if not lines:
+        return "?"
+    return lines[-1] if lines[0].startswith("Traceback") else lines[0]
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -161,6 +211,7 @@ def _split(value: str | None) -> list[str] | None:
               help="aggregates: mean, std, sem, median, min, max, count")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV on stdout")
 @click.option("--json", "as_json", is_flag=True, help="JSON rows on stdout")
+@_boundary
 def table(study, group_by, metric, agg, as_csv, as_json):
     """Final metrics of STUDY aggregated over repetitions (and the axes not grouped by)."""
     from .report import format_table, table as make_table  # noqa: PLC0415
@@ -186,6 +237,7 @@ def table(study, group_by, metric, agg, as_csv, as_json):
 @click.option("--hue", default=None, help="an axis: one line per value")
 @click.option("--out", "-o", default=None, type=click.Path(dir_okay=False),
               help="PNG/SVG/PDF file [default: STUDY/plots/<y>_vs_<x>.png]")
+@_boundary
 def plot(study, x, y, hue, out):
     """Plot metric Y against X with the mean and a 95% confidence band."""
     from .report import plot as make_plot  # noqa: PLC0415
@@ -197,7 +249,9 @@ def plot(study, x, y, hue, out):
 @group.command(context_settings=CTX)
 @click.argument("study", type=click.Path(file_okay=False))
 @click.option("--csv", "dest", required=True, type=click.Path(file_okay=False),
-              help="folder for cells.csv, metrics.csv, artifacts.csv, study.json")
+              help="folder for cells.csv, metrics.csv, artifacts.csv, attempts.csv, "
+                   "study.json")
+@_boundary
 def export(study, dest):
     """Export the results store of STUDY as CSV files."""
     from .report import export as do_export  # noqa: PLC0415

@@ -45,6 +45,53 @@ def sleep_cell(params: dict, seed: int, ctx) -> dict:
 sleep_cell.params_schema = {"seconds": (int, float), "i": int}
 
 
+def fault_cell(params: dict, seed: int, ctx) -> dict:
+    """A cell that misbehaves on purpose, for tests and the fault benchmark.
+
+    params: ``x`` (number); ``fault`` applies when ``x`` is in ``fault_on`` (default: every
+    cell): ``raise`` (an exception), ``sigkill`` (SIGKILLs its own process), ``abort``
+    (``os.abort()``), ``exit`` (``os._exit(3)``), ``hang`` (sleeps for an hour);
+    ``fail_times`` (with ``state``, a folder): fail that many times before succeeding
+    (counted in a file per cell under ``state``). Logs a short curve first, writes a line
+    to stderr, and leaves a file in its scratch folder.
+    """
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    x = params.get("x", 0)
+    for step in range(3):
+        ctx.log("loss", 1.0 / (step + 1) + x, step=step)
+    print(f"fault cell x={x} starting", file=sys.stderr, flush=True)
+    (ctx.artifact_dir / "partial.txt").write_text(f"{x}\n", encoding="utf-8")
+    if params.get("fail_times"):
+        counter = Path(params["state"]) / f"{ctx.cell_id}.count"
+        n = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(n + 1))
+        if n < int(params["fail_times"]):
+            raise RuntimeError(f"planned failure {n + 1} of {params['fail_times']}")
+    fault = params.get("fault", "none")
+    on = params.get("fault_on")
+    if on is None or x in on:
+        if fault == "raise":
+            raise RuntimeError(f"fault cell raises on x = {x}")
+        if fault == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if fault == "abort":
+            os.abort()
+        if fault == "exit":
+            os._exit(3)
+        if fault == "hang":
+            time.sleep(3600)
+    (ctx.artifact_dir / "partial.txt").unlink()
+    return {"y": float(x) * 2.0, "seed_mod": float(seed % 1000)}
+
+
+fault_cell.params_schema = {"x": (int, float), "fault": str, "fault_on": list,
+                            "fail_times": int, "state": str}
+
+
 def rs_count_cell(params: dict, seed: int, ctx) -> dict:
     """Count the reasoning shortcuts of ``task`` (a YAML path) with ``n`` concepts of its
     first concept group, under ``map_class`` (disentangled, perm, joint)."""

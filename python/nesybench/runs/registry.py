@@ -15,6 +15,7 @@ from ..errors import NesyError
 CELLS: dict[str, str] = {
     "demo.toy": "nesybench.runs.demo:toy_cell",
     "demo.sleep": "nesybench.runs.demo:sleep_cell",
+    "demo.fault": "nesybench.runs.demo:fault_cell",
     "rs.count": "nesybench.runs.demo:rs_count_cell",
     "nesy.train": "nesybench.nesy.cells:nesy_train_cell",
     "kandy.train": "nesybench.kandy.learn.cells:train_cell",

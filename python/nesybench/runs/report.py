@@ -4,7 +4,13 @@
 ``plot``: a final metric against an axis, or a stepped metric against ``step`` (curves),
 one line per value of ``hue``, with the mean and a 95 % confidence band (Student t over
 the cells aggregated into each point).
-``export``: the store as CSV files (cells, metrics, artifacts) plus the study's spec.
+``export``: the store as CSV files (cells, metrics, artifacts, attempts) plus the study's
+spec, rows sorted by cell id: the same spec gives the same ``cells.csv``, ``metrics.csv`` and
+``artifacts.csv`` bytes under any executor and worker count (timings, hosts and every
+attempt's cause are in ``attempts.csv``).
+
+Every function here opens the store read-only. Axis values are grouped by value (``1``
+and ``1.0`` are one row).
 """
 from __future__ import annotations
 
@@ -19,23 +25,25 @@ import numpy as np
 from ..errors import NesyError
 from ..io import dumps
 from .runner import Results
+from .spec import value_key
 from .store import Store
 
 AGGREGATES = ("mean", "std", "median", "min", "max", "count", "sem")
 
 
-def _agg(values: list[float], how: str) -> float:
+def _agg(values: list[float], how: str):
+    """One aggregate; ``count`` is an integer, the spread of fewer than two values NaN."""
     v = np.asarray(values, dtype=float)
     if how == "count":
-        return float(len(v))
+        return int(len(v))
     if len(v) == 0:
         return float("nan")
     if how == "mean":
         return float(v.mean())
     if how == "std":
-        return float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        return float(v.std(ddof=1)) if len(v) > 1 else float("nan")
     if how == "sem":
-        return float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
+        return float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else float("nan")
     if how == "median":
         return float(np.median(v))
     if how == "min":
@@ -52,9 +60,11 @@ def _axes_of(study: Results) -> list[str]:
 def table(study_dir, *, group_by: list[str] | None = None, metrics: list[str] | None = None,
           agg: list[str] = ("mean", "std")) -> tuple[list[str], list[list]]:
     """Aggregate final metrics: one row per combination of ``group_by`` values (default:
-    every axis), columns ``<metric>_<agg>`` and the number of cells ``cells``."""
+    every axis), columns ``cells`` (done cells), ``n_failed`` (failed cells) and
+    ``<metric>_<agg>`` over the done cells. Groups appear in the spec's cell order."""
     study = Results(study_dir)
-    rows = study.rows("done")
+    every = study.rows(None)
+    rows = [r for r in every if r["status"] == "done"]
     axes = _axes_of(study)
     group_by = list(axes if group_by is None else group_by)
     for g in group_by:
@@ -72,17 +82,25 @@ def table(study_dir, *, group_by: list[str] | None = None, metrics: list[str] | 
             raise NesyError(f"unknown metric {m!r} (metrics: {', '.join(found) or 'none yet'})",
                             file=str(study_dir))
     groups: dict[tuple, list[dict]] = defaultdict(list)
+    n_failed: dict[tuple, int] = defaultdict(int)
+    first: dict[tuple, dict] = {}
     order: list[tuple] = []
-    for r in rows:
-        key = tuple(json.dumps(r.get(g), sort_keys=True) for g in group_by)
-        if key not in groups:
+    for r in every:
+        if r["status"] not in ("done", "failed"):
+            continue
+        key = tuple(value_key(r.get(g)) for g in group_by)
+        if key not in first:
             order.append(key)
-        groups[key].append(r)
-    header = group_by + ["cells"] + [f"{m}_{a}" for m in metrics for a in agg]
+            first[key] = r
+        if r["status"] == "done":
+            groups[key].append(r)
+        else:
+            n_failed[key] += 1
+    header = group_by + ["cells", "n_failed"] + [f"{m}_{a}" for m in metrics for a in agg]
     out = []
     for key in order:
         members = groups[key]
-        row = [members[0].get(g) for g in group_by] + [len(members)]
+        row = [first[key].get(g) for g in group_by] + [len(members), n_failed[key]]
         for m in metrics:
             vals = [r[m] for r in members if r.get(m) is not None]
             row += [_agg(vals, a) for a in agg]
@@ -152,7 +170,7 @@ def plot(study_dir, *, x: str, y: str, hue: str | None = None, out=None,
                         file=str(study_dir))
     series: dict = defaultdict(lambda: defaultdict(list))
     for xv, hv, yv in pts:
-        series[json.dumps(hv)][json.dumps(xv)].append(yv)
+        series[value_key(hv)][value_key(xv)].append(yv)
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     numeric_x = all(isinstance(p[0], (int, float)) and not isinstance(p[0], bool) for p in pts)
     for hkey in sorted(series):
@@ -183,20 +201,29 @@ def plot(study_dir, *, x: str, y: str, hue: str | None = None, out=None,
         ax.legend(fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
+    tmp = out.with_name(f".{out.stem}.part{out.suffix}")
+    try:
+        fig.savefig(tmp)
+        tmp.replace(out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
     return out
 
 
 def export(study_dir, dest) -> list[Path]:
     """Write ``cells.csv``, ``metrics.csv``, ``artifacts.csv`` and ``study.json`` into
-    ``dest`` (created; existing files of those names are replaced)."""
-    store = Store.open(study_dir)
+    ``dest`` (created; existing files of those names are replaced), plus ``attempts.csv``.
+    Rows are sorted by cell id. An export that fails (full disk...) leaves no partial file."""
+    store = Store.open(study_dir, readonly=True)
     try:
         study = store.study()
-        cells = store.cells()
-        metric_rows = store.metric_rows()
+        cells = store.cells(by_id=True)
+        metric_rows = store.metric_rows(by_id=True)
         art = store.artifact_rows()
+        attempts = store.attempts()
     finally:
         store.close()
     dest = Path(dest)
@@ -212,22 +239,40 @@ def export(study_dir, dest) -> list[Path]:
     def write(name, header, rows):
         path = dest / name
         tmp = path.with_name(path.name + ".part")
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(header)
-            w.writerows(rows)
-        tmp.replace(path)
+        try:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(header)
+                w.writerows(rows)
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         written.append(path)
 
-    write("cells.csv", ["cell_id", *axes, "rep", "seed", "status", "seconds", "host", "error"],
+    write("cells.csv", ["cell_id", *axes, "rep", "seed", "status", "error"],
           [[c["cell_id"], *(_csv(c["axes"].get(a)) for a in axes), c["rep"], c["seed"],
-            c["status"], c["seconds"], c["host"], c["error"] or ""] for c in cells])
+            c["status"], (c["error"] or "") if c["status"] == "failed" else ""]
+           for c in cells])
     write("metrics.csv", ["cell_id", *axes, "rep", "name", "step", "value"],
           [[cid, *(_csv(by_id[cid]["axes"].get(a)) for a in axes), by_id[cid]["rep"], n,
             "" if s is None else s, v] for cid, n, s, v in metric_rows])
     write("artifacts.csv", ["cell_id", "path", "sha256", "bytes"], [list(r) for r in art])
-    (dest / "study.json").write_text(dumps(study), encoding="utf-8")
-    written.append(dest / "study.json")
+    write("attempts.csv", ["cell_id", "attempt", "status", "started", "finished", "seconds",
+                           "host", "pid", "error"],
+          [[a["cell_id"], a["attempt"], a["status"], a["started"], a["finished"],
+            None if a["started"] is None or a["finished"] is None
+            else a["finished"] - a["started"], a["host"], a["pid"], a["error"] or ""]
+           for a in attempts])
+    path = dest / "study.json"
+    tmp = path.with_name(path.name + ".part")
+    try:
+        tmp.write_text(dumps(study), encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    written.append(path)
     return written
 
 

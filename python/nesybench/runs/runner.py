@@ -7,12 +7,15 @@ never re-run); a different study there is refused unless ``force_new``.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
 import signal
+import sqlite3
 import sys
 import time
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +26,8 @@ from ..errors import NesyError
 from .cell import CellTask
 from .executors import make_executor
 from .registry import check_params, resolve, resolve_name
-from .spec import GridSpec, load_spec
-from .store import STORE_NAME, Store
+from .spec import GridSpec, load_spec, value_key
+from .store import STORE_NAME, Store, remove_creation_leftovers, store_error
 
 
 @dataclass
@@ -48,7 +51,7 @@ class Results:
         self.summary = summary
 
     def _store(self) -> Store:
-        return Store.open(self.path)
+        return Store.open(self.path, readonly=True)
 
     def rows(self, status: str | None = "done") -> list[dict]:
         """One dict per cell: axis values, rep, seed, status, seconds, each final metric."""
@@ -91,9 +94,24 @@ class Results:
                  "step": s, "value": v} for cid, n, s, v in rows]
 
     def failures(self) -> list[dict]:
+        """Failed cells, each with ``attempts_log``: every run of it with its cause."""
         store = self._store()
         try:
-            return store.cells("failed")
+            cells = store.cells("failed")
+            log: dict[str, list] = {}
+            for a in store.attempts():
+                log.setdefault(a["cell_id"], []).append(a)
+        finally:
+            store.close()
+        for c in cells:
+            c["attempts_log"] = log.get(c["cell_id"], [])
+        return cells
+
+    def attempts(self) -> list[dict]:
+        """Every recorded run of every cell: attempt number, status, cause, timings."""
+        store = self._store()
+        try:
+            return store.attempts()
         finally:
             store.close()
 
@@ -166,14 +184,41 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
+def _ours(name: str) -> bool:
+    """Files an interrupted start may leave in a study folder before its store exists."""
+    return name == ".lock" or name.startswith(STORE_NAME + ".creating") or \
+        name.startswith("spec.yaml.")
+
+
 def _check_folder(out: Path) -> None:
     """Refuse a file, or a folder that holds something other than a study, up front."""
     if out.exists() and not out.is_dir():
         raise NesyError("is not a folder", file=str(out))
     if out.is_dir() and not (out / STORE_NAME).exists() and \
-            any(p.name != ".lock" for p in out.iterdir()):
+            any(not _ours(p.name) for p in out.iterdir()):
         raise NesyError("folder exists and is not a study (no results.sqlite); choose an "
                         "empty or new --out", file=str(out))
+
+
+def lock_holder(study_dir) -> int | None:
+    """The pid of the driver running the study now, or None (nobody holds its lock)."""
+    try:
+        fh = open(Path(study_dir) / ".lock")
+    except OSError:
+        return None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = fh.read().strip()
+            try:
+                return int(text.split()[-1])
+            except (ValueError, IndexError):
+                return -1
+        except OSError:
+            return None
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return None
 
 
 def _prepare_study(spec: GridSpec, out: Path, force_new: bool) -> tuple[Store, bool]:
@@ -181,8 +226,9 @@ def _prepare_study(spec: GridSpec, out: Path, force_new: bool) -> tuple[Store, b
     store_path = out / STORE_NAME
     if out.exists() and not out.is_dir():
         raise NesyError("is not a folder", file=str(out))
+    remove_creation_leftovers(out)
     if store_path.exists():
-        store = Store.open(out)
+        store = Store.open(out, check=True)
         old = store.study()["spec"]
         same = _compatible(old, spec)
         if same is None and not force_new:
@@ -192,14 +238,17 @@ def _prepare_study(spec: GridSpec, out: Path, force_new: bool) -> tuple[Store, b
                             "or another --out", file=str(out))
         if same is None:
             store.close()
-            for name in (STORE_NAME, STORE_NAME + "-wal", STORE_NAME + "-shm", "spec.yaml"):
-                (out / name).unlink(missing_ok=True)
+            # the new store replaces the old one in one rename (Store.create); the old
+            # one's artifacts and spec go after that
+            new = Store.create(out, spec.to_dict(), spec.hash(), spec.study)
+            (out / "spec.yaml").unlink(missing_ok=True)
             shutil.rmtree(out / "artifacts", ignore_errors=True)
+            return new, True
         else:
             merged = _merge_axes(old, spec)
             store.set_spec(merged.to_dict(), merged.hash())
             return store, False
-    elif out.exists() and any(p.name != ".lock" for p in out.iterdir()):
+    elif out.exists() and any(not _ours(p.name) for p in out.iterdir()):
         raise NesyError("folder exists and is not a study (no results.sqlite); choose an "
                         "empty or new --out", file=str(out))
     store = Store.create(out, spec.to_dict(), spec.hash(), spec.study)
@@ -219,57 +268,103 @@ def _merge_axes(old: dict, spec: GridSpec) -> GridSpec:
     merged = load_spec(old)
     axes = {}
     for name, values in merged.axes.items():
-        extra = [v for v in spec.axes[name] if v not in values]
+        have = {value_key(v) for v in values}
+        extra = [v for v in spec.axes[name] if value_key(v) not in have]
         axes[name] = values + extra
     merged.axes = axes
+    # how cells run comes from the spec given now
+    merged.timeout, merged.max_attempts, merged.resources = \
+        spec.timeout, spec.max_attempts, spec.resources
+    merged.description = spec.description or merged.description
     return merged
+
+
+def _os_error(exc: OSError, where) -> NesyError:
+    """An OS error at the boundary (full disk, read-only file system, permissions) as one
+    line."""
+    what = {errno.ENOSPC: "no space left on the device",
+            errno.EROFS: "read-only file system",
+            errno.EACCES: "permission denied",
+            errno.EPERM: "operation not permitted",
+            errno.EDQUOT: "disk quota exceeded"}.get(exc.errno, exc.strerror or str(exc))
+    return NesyError(what, file=str(exc.filename or where))
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.part")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
              address: str | None = None, fail_fast: bool = False, force_new: bool = False,
              retry_failed: bool = True, threads: int = 1, progress: bool = True,
-             only_existing: bool = False) -> Results:
+             only_existing: bool = False, cell_timeout: float | None = None,
+             max_attempts: int | None = None) -> Results:
     """Run every not-yet-done cell of ``spec`` into the study folder ``out``.
 
     ``spec``: a :class:`GridSpec`, a mapping or a YAML path. ``executor``: ``local``
     (``workers`` processes, default the machine's cores; 0 runs inline), ``ray``
     (``address`` of a cluster, or a local instance with ``workers`` CPUs) or ``inline``.
-    Finished cells are committed one by one; a failing cell is recorded with its traceback
-    and the sweep goes on (``fail_fast`` stops at the first failure with an error). Returns
-    a :class:`Results` whose ``summary`` says what ran.
+    Finished cells are committed one by one; a failing cell (an exception, a crash of its
+    process, or ``cell_timeout`` seconds passed) is recorded with its cause, tried again up
+    to ``max_attempts`` times in all, and the sweep goes on (``fail_fast`` stops at the
+    first cell that failed for good, with an error). ``cell_timeout`` and ``max_attempts``
+    override the spec's ``timeout`` and ``max_attempts``. Returns a :class:`Results` whose
+    ``summary`` says what ran.
     """
     t0 = time.perf_counter()
     spec = load_spec(spec)
     out = Path(out)
+    if cell_timeout is not None and not cell_timeout > 0:
+        raise NesyError(f"--cell-timeout must be > 0 seconds, got {cell_timeout}")
+    if max_attempts is not None and max_attempts < 1:
+        raise NesyError(f"--max-attempts must be >= 1, got {max_attempts}")
     # everything that can be wrong with the spec is found before anything is written
     fn_path = resolve_name(spec.function)
     fn = resolve(spec.function)
     cells = spec.cells()
     for cell in cells:
         check_params(fn, cell.params, source=spec.source)
-    _check_folder(out)
-    ex = make_executor(executor, workers=workers, address=address, threads=threads)
+    try:
+        _check_folder(out)
+    except OSError as exc:
+        raise _os_error(exc, out) from None
+    ex = make_executor(executor, workers=workers, address=address, threads=threads,
+                       resources=spec.resources, quiet=not progress)
     try:
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise NesyError(f"cannot create the study folder: {exc.strerror}",
-                            file=str(out)) from None
+            raise NesyError(f"cannot create the study folder: "
+                            f"{_os_error(exc, out).message}", file=str(out)) from None
         with _study_lock(out):
             store, created = _prepare_study(spec, out, force_new)
             try:
                 if created or not (out / "spec.yaml").exists():
-                    (out / "spec.yaml").write_text(
-                        yaml.safe_dump(spec.to_dict(), sort_keys=False), encoding="utf-8")
+                    _write_text_atomic(out / "spec.yaml",
+                                       yaml.safe_dump(spec.to_dict(), sort_keys=False))
                 if not only_existing:
                     store.add_cells(cells)
                 store.reset_running()
+                run = store.study()["spec"]
+                limit = cell_timeout if cell_timeout is not None else run.get("timeout")
+                tries = max_attempts if max_attempts is not None else \
+                    run.get("max_attempts", 1)
                 summary = _drive(store, out, spec, fn_path, ex, fail_fast, retry_failed,
-                                 threads, progress)
+                                 threads, progress, limit, tries)
             finally:
                 store.close()
-    except BaseException:
+    except BaseException as exc:
         ex.abort()
+        if isinstance(exc, OSError):
+            raise _os_error(exc, out) from None
+        if isinstance(exc, sqlite3.OperationalError):
+            raise store_error(exc, out / STORE_NAME) from None
         raise
     else:
         ex.close()
@@ -279,7 +374,7 @@ def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
 
 def resume(out, **kw) -> Results:
     """Run the not-yet-done cells of the study in ``out`` (its stored spec)."""
-    store = Store.open(out)
+    store = Store.open(out, readonly=True, check=True)
     try:
         spec_dict = store.study()["spec"]
     finally:
@@ -289,7 +384,8 @@ def resume(out, **kw) -> Results:
 
 
 def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast: bool,
-           retry_failed: bool, threads: int, progress: bool) -> RunSummary:
+           retry_failed: bool, threads: int, progress: bool, timeout: float | None,
+           max_attempts: int) -> RunSummary:
     pending_ids = set(store.pending(retry_failed))
     all_cells = store.cells()
     todo = [c for c in all_cells if c["cell_id"] in pending_ids]
@@ -301,16 +397,26 @@ def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast:
 
         bar = tqdm(total=len(todo), desc=f"{spec.study} [{ex.name}]", unit="cell",
                    file=sys.stderr, dynamic_ncols=True)
-
-    def tasks():
-        for c in todo:
-            store.mark_running([c["cell_id"]])
-            yield CellTask(fn_path, c["cell_id"], c["params"], c["seed"], threads)
-
+    queue = deque(todo)
+    by_id = {c["cell_id"]: c for c in todo}
+    tries: dict[str, int] = {}          # attempts made in this run
+    attempt_no: dict[str, int] = {}     # the attempt number in the store
     try:
         with _sigterm_as_interrupt():
-            for outcome in ex.run(tasks()):
-                store.commit_outcome(outcome, out)
+            while queue or ex.busy():
+                while queue and ex.has_room():
+                    c = queue.popleft()
+                    cid = c["cell_id"]
+                    attempt_no[cid] = store.mark_running([cid])
+                    tries[cid] = tries.get(cid, 0) + 1
+                    ex.submit(CellTask(fn_path, cid, c["params"], c["seed"], threads,
+                                       timeout=timeout, attempt=attempt_no[cid]))
+                outcome = ex.next_outcome()
+                cid = outcome.cell_id
+                store.commit_outcome(outcome, out, attempt_no.get(cid))
+                if outcome.status != "done" and tries.get(cid, 1) < max_attempts:
+                    queue.append(by_id[cid])        # another attempt, after the others
+                    continue
                 if outcome.status == "done":
                     done += 1
                 else:
@@ -320,7 +426,7 @@ def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast:
                     bar.set_postfix(failed=failed, refresh=False)
                 if failed and fail_fast:
                     last = (outcome.error or "").strip().splitlines()[-1:]
-                    raise NesyError(f"cell {outcome.cell_id} failed (--fail-fast): "
+                    raise NesyError(f"cell {cid} failed (--fail-fast): "
                                     f"{last[0] if last else 'error'}", file=str(out))
     finally:
         if bar is not None:
@@ -331,8 +437,10 @@ def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast:
 
 
 def status(out) -> dict:
-    """Counts by status and an ETA from the mean duration of finished cells."""
-    store = Store.open(out)
+    """Counts by status, whether a driver runs the study now (its pid) or it was
+    interrupted, and an ETA from the mean duration of finished cells. The store is opened
+    read-only and checked (a damaged store is refused with how to recover)."""
+    store = Store.open(out, readonly=True, check=True)
     try:
         counts = store.counts()
         study = store.study()
@@ -340,8 +448,15 @@ def status(out) -> dict:
             "SELECT seconds FROM cells WHERE status = 'done' AND seconds IS NOT NULL")]
     finally:
         store.close()
+    pid = lock_holder(out)
     left = counts["queued"] + counts["running"] + counts["failed"]
+    if pid is not None:
+        state = "running"
+    elif counts["queued"] + counts["running"]:
+        state = "interrupted"
+    else:
+        state = "finished"
     mean = sum(secs) / len(secs) if secs else None
-    return {"study": study["name"], "path": str(out), **counts,
+    return {"study": study["name"], "path": str(out), "state": state, "pid": pid, **counts,
             "total": sum(counts.values()), "mean_cell_seconds": mean,
             "eta_seconds_one_worker": mean * left if mean is not None else None}

@@ -17,6 +17,13 @@ YAML form (``curricula/sweeps/*.yaml``)::
     zip: [[lr, batch]]                # ... except that axes in one group vary together
     repetitions: 3
     seed: 0
+    timeout: 3600                     # seconds per cell (killed and recorded failed after)
+    max_attempts: 2                   # a failing cell is run again up to this many times
+    resources: {num_cpus: 1, num_gpus: 0.5, memory: 2GB}   # per cell, on Ray
+
+Axis values are compared by value: ``1`` and ``1.0`` are one value (the same cell id, seed
+and table row). ``timeout``, ``max_attempts`` and ``resources`` say how cells run, not what
+they compute: they are not part of the study's identity and may change between runs.
 """
 from __future__ import annotations
 
@@ -32,7 +39,11 @@ import yaml
 from ..errors import NesyError
 from ..io import derive_seed
 
-_SPEC_KEYS = {"study", "function", "params", "axes", "zip", "repetitions", "seed", "description"}
+_SPEC_KEYS = {"study", "function", "params", "axes", "zip", "repetitions", "seed", "description",
+              "timeout", "max_attempts", "resources"}
+#: how cells run, not what they compute: left out of the study's identity
+_EXECUTION_KEYS = ("timeout", "max_attempts", "resources")
+_RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory")
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -60,6 +71,9 @@ class GridSpec:
     repetitions: int = 1
     seed: int = 0
     description: str = ""
+    timeout: float | None = None
+    max_attempts: int = 1
+    resources: dict = field(default_factory=dict)
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -85,6 +99,32 @@ class GridSpec:
             raise self._err(f"must be an integer >= 1, got {self.repetitions!r}", "repetitions")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise self._err(f"must be an integer, got {self.seed!r}", "seed")
+        if self.timeout is not None and (
+                isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float))
+                or not math.isfinite(self.timeout) or self.timeout <= 0):
+            raise self._err(f"must be a number of seconds > 0, got {self.timeout!r}",
+                            "timeout")
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) \
+                or self.max_attempts < 1:
+            raise self._err(f"must be an integer >= 1, got {self.max_attempts!r}",
+                            "max_attempts")
+        if not isinstance(self.resources, dict):
+            raise self._err("must be a mapping such as {num_cpus: 1, num_gpus: 0.5, "
+                            "memory: 2GB}", "resources")
+        for key, value in self.resources.items():
+            if key not in _RESOURCE_KEYS:
+                raise self._err(f"unknown resource {key!r} (allowed: "
+                                f"{', '.join(_RESOURCE_KEYS)})", f"resources.{key}")
+            if key == "memory":
+                from .executors import parse_bytes  # noqa: PLC0415
+
+                try:
+                    parse_bytes(value, f"resources.{key}")
+                except NesyError as exc:
+                    raise exc.where(file=self.source) from None
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not math.isfinite(value) or value < 0:
+                raise self._err(f"must be a number >= 0, got {value!r}", f"resources.{key}")
         overlap = set(self.params) & set(self.axes)
         if overlap:
             raise self._err(f"{sorted(overlap)} are both fixed parameters and axes", "axes")
@@ -131,7 +171,7 @@ class GridSpec:
                 axes.update(part)
             for rep in range(self.repetitions):
                 key = cell_key(axes, rep)
-                out.append(Cell(cell_id=hashlib.sha256(key.encode()).hexdigest()[:16],
+                out.append(Cell(cell_id=cell_id_of(key),
                                 params={**self.params, **axes}, axes=axes, rep=rep,
                                 seed=derive_seed("nesybench.runs", self.seed, key)))
         return out
@@ -141,22 +181,51 @@ class GridSpec:
         d = asdict(self)
         d.pop("source")
         d["zip"] = d.pop("zip_axes")
+        for key, default in (("timeout", None), ("max_attempts", 1), ("resources", {})):
+            if d[key] == default:       # a spec without them reads (and hashes) as before
+                del d[key]
         return d
 
     def identity(self) -> dict:
-        """What must match for two specs to share cells: all but the axes' value lists."""
+        """What must match for two specs to share cells: all but the axes' value lists
+        and how cells run (time limit, attempts, resources)."""
         d = self.to_dict()
         d["axes"] = sorted(d["axes"])
         d.pop("description", None)
+        for key in _EXECUTION_KEYS:
+            d.pop(key, None)
+        d["params"] = norm_value(d["params"])
         return d
 
     def hash(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
 
 
+def norm_value(v):
+    """A value as compared by the runner: numbers by value (``1.0`` is ``1``; booleans stay
+    booleans), recursively through lists and mappings."""
+    if isinstance(v, float) and not isinstance(v, bool) and v.is_integer() and abs(v) < 2 ** 63:
+        return int(v)
+    if isinstance(v, list):
+        return [norm_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: norm_value(x) for k, x in v.items()}
+    return v
+
+
+def value_key(v) -> str:
+    """Canonical text of an axis value (what ids, merging and table groups compare)."""
+    return json.dumps(norm_value(v), sort_keys=True, separators=(",", ":"))
+
+
 def cell_key(axes: dict, rep: int) -> str:
-    """Canonical text of a cell's identity (axis values + repetition)."""
-    return json.dumps({"axes": axes, "rep": rep}, sort_keys=True, separators=(",", ":"))
+    """Canonical text of a cell's identity (axis values, compared by value, + repetition)."""
+    return json.dumps({"axes": norm_value(axes), "rep": rep}, sort_keys=True,
+                      separators=(",", ":"))
+
+
+def cell_id_of(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _check_json(value, fld: str, source) -> None:
@@ -214,9 +283,10 @@ def _axis_values(v, name: str, source) -> list:
         raise NesyError("has no values", file=source, field=fld)
     for i, x in enumerate(v):
         _check_json(x, f"{fld}[{i}]", source)
-    keys = [json.dumps(x, sort_keys=True) for x in v]
+    keys = [value_key(x) for x in v]
     if len(set(keys)) != len(keys):
-        raise NesyError("lists a value twice", file=source, field=fld)
+        raise NesyError("lists a value twice (numbers compare by value: 1 is 1.0)",
+                        file=source, field=fld)
     return v
 
 
@@ -257,4 +327,5 @@ def load_spec(path_or_dict, *, source: str | None = None) -> GridSpec:
                     params=data.get("params") or {}, axes=axes,
                     zip_axes=data.get("zip") or [], repetitions=data.get("repetitions", 1),
                     seed=data.get("seed", 0), description=data.get("description") or "",
-                    source=source)
+                    timeout=data.get("timeout"), max_attempts=data.get("max_attempts", 1),
+                    resources=data.get("resources") or {}, source=source)

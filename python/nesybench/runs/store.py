@@ -7,10 +7,15 @@ Tables
                status (queued/running/done/failed), error text, timings, host
 ``metrics``    (cell, name, step, value): final metrics have step NULL, curves have steps
 ``artifacts``  (cell, path relative to the study, sha256, bytes)
+``attempts``   one row per run of a cell: attempt number, status, error (the cause: a
+               traceback, the signal or exit status of a crashed worker, a timeout), timings
 
 Only the driver writes. Each finished cell is committed in one transaction (its status,
 metrics and artifact rows; the artifact files are written before the commit), so a sweep
 killed at any moment loses at most the cells that were running.
+
+Reading commands open the store read-only (``mode=ro``; ``immutable=1`` when the folder
+cannot be written, e.g. a read-only mount), so a finished study can be read anywhere.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import re
 import sqlite3
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from .. import __version__
 from ..errors import NesyError
@@ -55,6 +61,19 @@ CREATE TABLE IF NOT EXISTS artifacts (
 );
 """
 
+#: added after the first release: created when a store is opened for writing
+_ATTEMPTS = """
+CREATE TABLE IF NOT EXISTS attempts (
+  cell_id TEXT NOT NULL REFERENCES cells(cell_id), attempt INTEGER NOT NULL,
+  status TEXT NOT NULL, error TEXT, started REAL, finished REAL, host TEXT, pid INTEGER,
+  PRIMARY KEY (cell_id, attempt)
+);
+"""
+
+#: how to recover from a damaged store (said by every refusal)
+RECOVER = ("export what is readable with `nesybench runs export STUDY --csv DIR`, then start "
+           "the study again in a new folder")
+
 
 def versions() -> dict:
     out = {"nesybench": __version__, "python": platform.python_version()}
@@ -74,9 +93,10 @@ def _axis_column(name: str) -> str:
 class Store:
     """An open results store. Use :meth:`create` for a new study, :meth:`open` otherwise."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection):
+    def __init__(self, path: Path, conn: sqlite3.Connection, readonly: bool = False):
         self.path = path
         self.conn = conn
+        self.readonly = readonly
 
     # -- opening ----------------------------------------------------------------------
     @staticmethod
@@ -86,23 +106,58 @@ class Store:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.OperationalError as exc:
+            raise store_error(exc, path) from None
         except sqlite3.DatabaseError as exc:
             raise NesyError(f"not a readable results store ({exc})", file=str(path)) from None
         return conn
 
+    @staticmethod
+    def _connect_ro(path: Path) -> sqlite3.Connection:
+        """Read-only: ``mode=ro``, or ``immutable=1`` where the folder cannot be written
+        (SQLite then cannot make the shared-memory file that WAL readers need)."""
+        uri = "file:" + quote(str(path.resolve()))
+        writable = os.access(path.parent, os.W_OK)
+        modes = ["mode=ro", "mode=ro&immutable=1"] if writable else ["mode=ro&immutable=1"]
+        last = None
+        for mode in modes:
+            try:
+                conn = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=10.0,
+                                       isolation_level=None)
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                return conn
+            except sqlite3.DatabaseError as exc:
+                last = exc
+                if "unable to open" not in str(exc) and "readonly" not in str(exc):
+                    break
+        if isinstance(last, sqlite3.OperationalError) and "unable to open" in str(last):
+            raise NesyError(f"cannot open the results store read-only ({last})",
+                            file=str(path))
+        raise NesyError(f"is corrupt or not a results store ({last}); {RECOVER}",
+                        file=str(path))
+
     @classmethod
-    def open(cls, study_dir, *, must_exist: bool = True) -> "Store":
-        path = Path(study_dir) / STORE_NAME
+    def open(cls, study_dir, *, must_exist: bool = True, readonly: bool = False,
+             check: bool = False) -> "Store":
+        """Open a study's store: for writing (the driver), or ``readonly`` (every reading
+        command). ``check`` runs SQLite's ``quick_check`` and refuses a damaged store."""
+        study_dir = Path(study_dir)
+        path = study_dir / STORE_NAME
         if not path.is_file():
+            if any(study_dir.glob(STORE_NAME + ".creating*")):
+                raise NesyError("the study's creation was interrupted before it finished; run "
+                                "`nesybench runs start SPEC --out DIR` again",
+                                file=str(study_dir))
             raise NesyError(f"no results store here (expected {STORE_NAME}); start a study "
                             "with `nesybench runs start SPEC --out DIR`", file=str(study_dir))
-        store = cls(path, cls._connect(path))
+        conn = cls._connect_ro(path) if readonly else cls._connect(path)
+        store = cls(path, conn, readonly)
         try:
             row = store.conn.execute("SELECT schema_version FROM study").fetchone()
         except sqlite3.DatabaseError as exc:
             store.close()
             msg = "is locked by another process" if "locked" in str(exc) else \
-                f"is corrupt or not a results store ({exc})"
+                f"is corrupt or not a results store ({exc}); {RECOVER}"
             raise NesyError(msg, file=str(path)) from None
         if row is None:
             store.close()
@@ -111,7 +166,26 @@ class Store:
             store.close()
             raise NesyError(f"results store schema {row[0]} (this nesybench reads "
                             f"{SCHEMA_VERSION})", file=str(path))
+        if check:
+            store.check()
+        if not readonly:
+            try:
+                store.conn.executescript(_ATTEMPTS)
+            except sqlite3.OperationalError as exc:
+                store.close()
+                raise store_error(exc, path) from None
         return store
+
+    def check(self) -> None:
+        """``PRAGMA quick_check``: a damaged store is refused with how to recover."""
+        try:
+            rows = [r[0] for r in self.conn.execute("PRAGMA quick_check(5)")]
+        except sqlite3.DatabaseError as exc:
+            rows = [str(exc)]
+        if rows != ["ok"]:
+            self.close()
+            raise NesyError(f"the results store is damaged ({'; '.join(rows)[:200]}); "
+                            f"{RECOVER}", file=str(self.path))
 
     @classmethod
     def create(cls, study_dir, spec_dict: dict, spec_hash: str, name: str) -> "Store":
@@ -121,17 +195,24 @@ class Store:
         study_dir.mkdir(parents=True, exist_ok=True)
         path = study_dir / STORE_NAME
         tmp = study_dir / (STORE_NAME + ".creating")
-        for leftover in (tmp, Path(str(tmp) + "-wal"), Path(str(tmp) + "-shm")):
-            leftover.unlink(missing_ok=True)
-        conn = cls._connect(tmp)
-        conn.executescript(_SCHEMA)
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO study VALUES (1, ?, ?, ?, ?, ?, ?)",
-                     (name, json.dumps(spec_dict), spec_hash, SCHEMA_VERSION,
-                      json.dumps(versions(), sort_keys=True), time.time()))
-        conn.execute("COMMIT")
-        conn.close()                     # checkpoints and removes the side file's WAL
-        os.replace(tmp, path)
+        remove_creation_leftovers(study_dir)
+        try:
+            conn = cls._connect(tmp)
+            conn.executescript(_SCHEMA + _ATTEMPTS)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO study VALUES (1, ?, ?, ?, ?, ?, ?)",
+                         (name, json.dumps(spec_dict), spec_hash, SCHEMA_VERSION,
+                          json.dumps(versions(), sort_keys=True), time.time()))
+            conn.execute("COMMIT")
+            conn.close()                     # checkpoints and removes the side file's WAL
+            for side in ("-wal", "-shm"):    # an old store's WAL must never meet the new one
+                Path(str(path) + side).unlink(missing_ok=True)
+            os.replace(tmp, path)
+        except BaseException as exc:
+            remove_creation_leftovers(study_dir)
+            if isinstance(exc, sqlite3.OperationalError):
+                raise store_error(exc, path) from None
+            raise
         return cls(path, cls._connect(path))
 
     def close(self) -> None:
@@ -183,7 +264,15 @@ class Store:
                     have.add(col)
             before = self.conn.total_changes
             now = time.time()
+            # a cell already here under an id of an older nesybench (which told 1 from
+            # 1.0) is the same cell: matched by its axis values compared by value
+            from .spec import cell_key  # noqa: PLC0415
+
+            known = {cell_key(json.loads(a), r) for a, r in
+                     self.conn.execute("SELECT axes, rep FROM cells")}
             for c in cells:
+                if cell_key(c.axes, c.rep) in known:
+                    continue
                 cols = ["cell_id", "params", "axes", "rep", "seed", "status", "queued"]
                 vals = [c.cell_id, json.dumps(c.params, sort_keys=True),
                         json.dumps(c.axes, sort_keys=True), c.rep, c.seed, "queued", now]
@@ -201,24 +290,43 @@ class Store:
         q = f"SELECT cell_id FROM cells WHERE status IN ({','.join('?' * len(statuses))})"
         return [r[0] for r in self.conn.execute(q, statuses)]
 
-    def mark_running(self, cell_ids) -> None:
+    def mark_running(self, cell_ids) -> int:
+        """Mark cells running; returns the attempt number of the (last) cell."""
         now = time.time()
         with self.transaction():
             self.conn.executemany(
                 "UPDATE cells SET status = 'running', started = ?, attempts = attempts + 1 "
                 "WHERE cell_id = ?", [(now, c) for c in cell_ids])
+            row = self.conn.execute("SELECT attempts FROM cells WHERE cell_id = ?",
+                                    (list(cell_ids)[-1],)).fetchone()
+        return row[0] if row else 1
 
-    def commit_outcome(self, outcome, study_dir: Path) -> None:
-        """Write the artifact files, then the cell's rows, in one transaction."""
+    def commit_outcome(self, outcome, study_dir: Path, attempt: int | None = None) -> None:
+        """Write the artifact files, then the cell's rows, in one transaction. An OS error
+        (full disk, read-only folder) removes what this call wrote and is raised."""
         art_rows = []
-        for rel, data in sorted(outcome.artifacts.items()):
-            dest = Path(study_dir) / "artifacts" / outcome.cell_id / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            part = dest.with_name(dest.name + ".part")
-            part.write_bytes(data)
-            os.replace(part, dest)
-            art_rows.append((outcome.cell_id, dest.relative_to(study_dir).as_posix(),
-                             hashlib.sha256(data).hexdigest(), len(data)))
+        written: list[Path] = []
+        try:
+            for rel, data in sorted(outcome.artifacts.items()):
+                dest = Path(study_dir) / "artifacts" / outcome.cell_id / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                part = dest.with_name(dest.name + ".part")
+                written.append(part)
+                part.write_bytes(data)
+                os.replace(part, dest)
+                written[-1] = dest
+                art_rows.append((outcome.cell_id, dest.relative_to(study_dir).as_posix(),
+                                 hashlib.sha256(data).hexdigest(), len(data)))
+            self._commit_rows(outcome, art_rows, attempt)
+        except (OSError, sqlite3.OperationalError):
+            for p in written:
+                try:
+                    p.unlink(missing_ok=True)
+                except OSError:
+                    pass
+            raise
+
+    def _commit_rows(self, outcome, art_rows, attempt) -> None:
         with self.transaction():
             self.conn.execute("DELETE FROM metrics WHERE cell_id = ?", (outcome.cell_id,))
             self.conn.execute("DELETE FROM artifacts WHERE cell_id = ?", (outcome.cell_id,))
@@ -233,6 +341,13 @@ class Store:
                 (outcome.status, outcome.error, outcome.started, outcome.finished,
                  outcome.finished - outcome.started, outcome.host, outcome.pid,
                  outcome.cell_id))
+            if attempt is None:
+                attempt = self.conn.execute("SELECT attempts FROM cells WHERE cell_id = ?",
+                                            (outcome.cell_id,)).fetchone()[0]
+            self.conn.execute(
+                "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (outcome.cell_id, attempt, outcome.status, outcome.error, outcome.started,
+                 outcome.finished, outcome.host, outcome.pid))
 
     def reset_running(self) -> int:
         """Cells left 'running' by a killed driver go back to 'queued'."""
@@ -242,25 +357,44 @@ class Store:
             return cur.rowcount
 
     # -- reading ----------------------------------------------------------------------
+    def attempts(self, cell_id: str | None = None) -> list[dict]:
+        """Every recorded run of the cells (a store written before attempts were kept has
+        none)."""
+        q = ("SELECT cell_id, attempt, status, error, started, finished, host, pid "
+             "FROM attempts")
+        args: tuple = ()
+        if cell_id is not None:
+            q += " WHERE cell_id = ?"
+            args = (cell_id,)
+        q += " ORDER BY cell_id, attempt"
+        try:
+            rows = list(self.conn.execute(q, args))
+        except sqlite3.OperationalError:
+            return []
+        keys = ("cell_id", "attempt", "status", "error", "started", "finished", "host", "pid")
+        return [dict(zip(keys, r)) for r in rows]
+
     def counts(self) -> dict:
         out = {"queued": 0, "running": 0, "done": 0, "failed": 0}
         for status, n in self.conn.execute("SELECT status, COUNT(*) FROM cells GROUP BY status"):
             out[status] = n
         return out
 
-    def cells(self, status: str | None = None) -> list[dict]:
-        q = ("SELECT cell_id, params, axes, rep, seed, status, error, seconds, host "
-             "FROM cells")
+    def cells(self, status: str | None = None, *, by_id: bool = False) -> list[dict]:
+        q = ("SELECT cell_id, params, axes, rep, seed, status, error, seconds, host, "
+             "attempts, started, finished, pid FROM cells")
         args: tuple = ()
         if status:
             q += " WHERE status = ?"
             args = (status,)
-        q += " ORDER BY rowid"
+        q += " ORDER BY cell_id" if by_id else " ORDER BY rowid"
         return [{"cell_id": r[0], "params": json.loads(r[1]), "axes": json.loads(r[2]),
                  "rep": r[3], "seed": r[4], "status": r[5], "error": r[6], "seconds": r[7],
-                 "host": r[8]} for r in self.conn.execute(q, args)]
+                 "host": r[8], "attempts": r[9], "started": r[10], "finished": r[11],
+                 "pid": r[12]} for r in self.conn.execute(q, args)]
 
-    def metric_rows(self, name: str | None = None, final: bool | None = None) -> list[tuple]:
+    def metric_rows(self, name: str | None = None, final: bool | None = None,
+                    *, by_id: bool = False) -> list[tuple]:
         q = "SELECT cell_id, name, step, value FROM metrics"
         cond, args = [], []
         if name is not None:
@@ -272,9 +406,40 @@ class Store:
             cond.append("step IS NOT NULL")
         if cond:
             q += " WHERE " + " AND ".join(cond)
-        q += " ORDER BY rowid"
+        q += " ORDER BY cell_id, rowid" if by_id else " ORDER BY rowid"
         return list(self.conn.execute(q, args))
 
     def artifact_rows(self) -> list[tuple]:
         return list(self.conn.execute(
             "SELECT cell_id, path, sha256, bytes FROM artifacts ORDER BY cell_id, path"))
+
+
+def remove_creation_leftovers(study_dir) -> list[Path]:
+    """Remove the side files of a creation that was interrupted (``results.sqlite.creating``
+    and its ``-wal``/``-shm``); returns what was removed."""
+    gone = []
+    for p in Path(study_dir).glob(STORE_NAME + ".creating*"):
+        try:
+            p.unlink()
+            gone.append(p)
+        except FileNotFoundError:
+            pass
+    return gone
+
+
+def store_error(exc: sqlite3.Error, path) -> NesyError:
+    """An SQLite error of the file system (full disk, read-only, permissions) as one line."""
+    text = str(exc)
+    if "disk is full" in text or "database or disk is full" in text:
+        msg = "no space left on the device (the store is unchanged; free space and resume)"
+    elif "readonly" in text or "read-only" in text:
+        msg = "the results store cannot be written (read-only file or folder)"
+    elif "unable to open" in text:
+        msg = "cannot open the results store (missing folder or no permission)"
+    elif "disk I/O error" in text:
+        msg = "input/output error on the results store"
+    elif "locked" in text:
+        msg = "the results store is locked by another process"
+    else:
+        msg = f"results store error: {text}"
+    return NesyError(msg, file=str(path))
