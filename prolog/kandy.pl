@@ -1,7 +1,8 @@
 :- module(kandy,
           [ load_task_rule/3,       % +Module, +File, -Preds
             check_samples/3,        % +Module, +Texts, -Flags
-            task_valid/2            % +RuleFile, +Sample
+            task_valid/2,           % +RuleFile, +Sample
+            check_error_text/2      % +Error, -Message
           ]).
 /** <module> KANDY ground-truth checks
 
@@ -116,14 +117,23 @@ kandy_outcome_message(unsafe(Line, Msg), File) --> !,
     [ '~w:~w: unsafe rule: ~w'-[File, Line, Msg] ].
 kandy_outcome_message(bad_clause(Line, Msg), File) --> !,
     [ '~w:~w: bad clause: ~w'-[File, Line, Msg] ].
+kandy_outcome_message(too_big(Line, Msg), File) --> !,
+    [ '~w:~w: ~w'-[File, Line, Msg] ].
 kandy_outcome_message(no_file(_), File) --> !,
     [ '~w: rule file not found'-[File] ].
 kandy_outcome_message(Other, File) -->
     [ '~w: KANDY rule could not be loaded: ~p'-[File, Other] ].
 
-kandy_error_detail(inference_limit_exceeded(L)) --> !,
-    [ 'more than ~D inferences (the rule loops or explodes)'-[L] ].
-kandy_error_detail(time_limit_exceeded(S)) --> !,
-    [ 'more than ~w s of wall-clock time'-[S] ].
 kandy_error_detail(E) -->
-    [ '~p'-[E] ].
+    { check_error_text(E, Msg) },
+    [ '~w'-[Msg] ].
+
+%!  check_error_text(+Error, -Message:string) is det.
+%
+%   The third argument of kandy_check_error/3 as one line (limits, memory, exceptions).
+check_error_text(inference_limit_exceeded(L), Msg) :- !,
+    status_message(inference_limit(L), Msg).
+check_error_text(time_limit_exceeded(S), Msg) :- !,
+    status_message(time_limit(S), Msg).
+check_error_text(E, Msg) :-
+    error_message(E, Msg).

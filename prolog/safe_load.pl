@@ -5,7 +5,13 @@
             outcome_parts/4,            % +Outcome, -Kind, -Line, -Message
             bounded_once/4,             % :Goal, +MaxInferences, +MaxSeconds, -Status
             untrusted_limits/2,         % -MaxInferences, -MaxSeconds
-            denied_goal/1               % ?Name/Arity
+            untrusted_memory/2,         % -StackBytes, -AtomBytes
+            untrusted_term_limits/2,    % -MaxDepth, -MaxSize
+            read_untrusted_term/4,      % +Stream, -Term, -Line, +Options
+            term_within_limits/4,       % +Term, +MaxDepth, +MaxSize, -Verdict
+            status_message/2,           % +Status, -Message
+            error_message/2,            % +Error, -Message
+            allowed_call/1              % ?Name/Arity
           ]).
 /** <module> Loading untrusted rules into a fresh module
 
@@ -14,12 +20,18 @@ are read term by term so that syntax errors come back with their line, directive
 (they would run at load time), and the loaded program is checked with library(sandbox) before
 anything of it runs. Outcomes are terms, never printed warnings, so that Python can raise one
 clear error.
+
+Every term read from untrusted text goes through read_untrusted_term/4: its nesting depth
+and its number of subterms are checked (without recursion) before anything else touches it,
+because printing, asserting or sandbox-checking a term recurses in C and a term nested tens of
+thousands deep would overflow the C stack and kill the process.
 */
 :- use_module(library(sandbox)).
 :- use_module(library(lists)).
 :- use_module(library(apply)).
 :- use_module(library(yall)).
 :- use_module(library(time)).
+:- use_module(library(aggregate)).
 
 :- meta_predicate bounded_once(0, +, +, -).
 
@@ -62,19 +74,179 @@ load_rules_stream(Module, Stream, Imports, Outcome) :-
 %
 %   Clauses is a list of clause(Line, Term). Throws syntax errors.
 read_clauses(Stream, Clauses) :-
-    read_term(Stream, Term, [ syntax_errors(error), term_position(Pos),
-                              module(safe_load) ]),
+    read_untrusted_term(Stream, Term, Line, [module(safe_load)]),
     (   Term == end_of_file
     ->  Clauses = []
-    ;   stream_position_data(line_count, Pos, Line),
-        Clauses = [clause(Line, Term)|Rest],
+    ;   Clauses = [clause(Line, Term)|Rest],
         read_clauses(Stream, Rest)
     ).
+
+%!  untrusted_term_limits(-MaxDepth:integer, -MaxSize:integer) is det.
+%
+%   The largest term accepted from untrusted text: nested at most 1,000 deep (every argument,
+%   list tails and conjunctions included) and made of at most 100,000 subterms. Printing,
+%   asserting and compiling a term recurse in C; 1,000 levels stay far below any C stack.
+untrusted_term_limits(1000, 100000).
+
+%   The reader itself recurses in C too (brackets, operators), and inside an embedding
+%   process (Python through janus) a C-stack overflow is a segmentation fault, not an
+%   exception. So the raw text of each clause is scanned first (untrusted_text_limits/2):
+%   at most 1,000 nested brackets and 10,000 tokens per clause.
+untrusted_text_limits(1000, 10000).
+
+%!  read_untrusted_term(+Stream, -Term, -Line:integer, +Options:list) is det.
+%
+%   Read the next clause of Stream like read_term/3 (syntax errors raised, Options passed on),
+%   but bounded: the clause's raw text is read first ('$raw_read'/2: quotes and comments
+%   handled in C without recursion) and its bracket nesting and token count checked, then it
+%   is parsed, then the term is checked against untrusted_term_limits/2. Line is the line
+%   where the clause starts. A clause over a limit throws
+%   `untrusted_term_error(Line, Message)`.
+read_untrusted_term(Stream, Term, Line, Options) :-
+    '$raw_read'(Stream, Raw),
+    (   Raw == end_of_file
+    ->  Term = end_of_file, Line = 0
+    ;   line_count(Stream, EndLine),
+        newlines(Raw, NL),
+        Line is EndLine - NL,
+        check_raw_text(Raw, Line),
+        catch(term_string(Term, Raw, [syntax_errors(error)|Options]),
+              error(syntax_error(What), Ctx),
+              raw_syntax_error(What, Ctx, Raw, Line)),
+        untrusted_term_limits(MaxDepth, MaxSize),
+        term_within_limits(Term, MaxDepth, MaxSize, Verdict),
+        (   Verdict == ok
+        ->  true
+        ;   Verdict == depth
+        ->  format(string(Msg), "term nested more than ~D levels deep", [MaxDepth]),
+            throw(untrusted_term_error(Line, Msg))
+        ;   format(string(Msg), "term of more than ~D subterms", [MaxSize]),
+            throw(untrusted_term_error(Line, Msg))
+        )
+    ).
+
+newlines(Text, N) :-
+    aggregate_all(count, sub_atom(Text, _, 1, _, '\n'), N).
+
+%   A syntax error inside the clause text: rethrown with the stream-style context
+%   stream(_, Line, LinePos, CharNo) that callers decode, Line counted in the file.
+raw_syntax_error(What, Ctx, Raw, Line0) :-
+    (   Ctx = string(_, Pos), integer(Pos)
+    ->  sub_atom(Raw, 0, Pos, _, Before),
+        newlines(Before, N)
+    ;   N = 0
+    ),
+    Line is Line0 + N,
+    throw(error(syntax_error(What), stream(raw, Line, 0, 0))).
+
+check_raw_text(Raw, Line) :-
+    untrusted_text_limits(MaxDepth, MaxTokens),
+    atom_length(Raw, Len),
+    (   Len =< MaxDepth
+    ->  true                                    % cannot exceed either limit
+    ;   atom_codes(Raw, Codes),
+        scan_raw(Codes, 0, 0, 0, MaxDepth, MaxTokens, Verdict),
+        (   Verdict == ok
+        ->  true
+        ;   Verdict == depth
+        ->  format(string(Msg), "clause nested more than ~D brackets deep", [MaxDepth]),
+            throw(untrusted_term_error(Line, Msg))
+        ;   format(string(Msg), "clause of more than ~D tokens", [MaxTokens]),
+            throw(untrusted_term_error(Line, Msg))
+        )
+    ).
+
+%   scan_raw(+Codes, +Depth, +Tokens, +Prev, +MaxDepth, +MaxTokens, -Verdict): Prev is the
+%   class of the previous code (0 layout, 1 alphanumeric, 2 symbol char); a token starts at
+%   every change of class and at every punctuation code. Quoted text counts as one token.
+scan_raw([], _, _, _, _, _, ok).
+scan_raw([C|Cs], D, T, Prev, MD, MT, V) :-
+    (   T > MT
+    ->  V = tokens
+    ;   D > MD
+    ->  V = depth
+    ;   quote_code(C)
+    ->  skip_quoted(Cs, C, Rest),
+        T1 is T + 1,
+        scan_raw(Rest, D, T1, 0, MD, MT, V)
+    ;   C == 0'0, Cs = [39|Cs1]                    % 0'c character code
+    ->  skip_char_code(Cs1, Rest),
+        T1 is T + 1,
+        scan_raw(Rest, D, T1, 0, MD, MT, V)
+    ;   memberchk(C, `([{`)
+    ->  D1 is D + 1, T1 is T + 1,
+        scan_raw(Cs, D1, T1, 0, MD, MT, V)
+    ;   memberchk(C, `)]}`)
+    ->  D1 is D - 1, T1 is T + 1,
+        scan_raw(Cs, D1, T1, 0, MD, MT, V)
+    ;   memberchk(C, `,|!;`)
+    ->  T1 is T + 1,
+        scan_raw(Cs, D, T1, 0, MD, MT, V)
+    ;   code_class(C, Class),
+        (   Class =:= 0 -> T1 = T
+        ;   Class =:= Prev -> T1 = T
+        ;   T1 is T + 1
+        ),
+        scan_raw(Cs, D, T1, Class, MD, MT, V)
+    ).
+
+quote_code(39).                                 % '
+quote_code(34).                                 % "
+quote_code(96).                                 % `
+
+code_class(C, 0) :- code_type(C, space), !.
+code_class(C, 1) :- code_type(C, csym), !.
+code_class(_, 2).
+
+skip_quoted([], _, []).
+skip_quoted([C|Cs], Q, Rest) :-
+    (   C == 92                                 % backslash
+    ->  ( Cs = [_|Cs1] -> skip_quoted(Cs1, Q, Rest) ; Rest = [] )
+    ;   C == Q
+    ->  ( Cs = [Q|Cs1] -> skip_quoted(Cs1, Q, Rest) ; Rest = Cs )
+    ;   skip_quoted(Cs, Q, Rest)
+    ).
+
+skip_char_code([92, _|Cs], Cs) :- !.
+skip_char_code([39, 39|Cs], Cs) :- !.
+skip_char_code([_|Cs], Cs) :- !.
+skip_char_code([], []).
+
+%!  term_within_limits(+Term, +MaxDepth:integer, +MaxSize:integer, -Verdict) is det.
+%
+%   Verdict is `ok`, `depth` (some subterm lies deeper than MaxDepth) or `size` (more than
+%   MaxSize subterms). Walks an explicit stack of Depth-Subterm pairs, so that the walk
+%   itself never recurses deeper than one level, and stops at the first excess.
+term_within_limits(Term, MaxDepth, MaxSize, Verdict) :-
+    walk_limits([0-Term], MaxDepth, MaxSize, 0, Verdict).
+
+walk_limits([], _, _, _, ok).
+walk_limits([D-T|Ts], MaxD, MaxS, N0, Verdict) :-
+    N is N0 + 1,
+    (   D > MaxD
+    ->  Verdict = depth
+    ;   compound(T)
+    ->  compound_name_arity(T, _, Arity),
+        (   N + Arity > MaxS
+        ->  Verdict = size
+        ;   D1 is D + 1,
+            push_args(Arity, T, D1, Ts, Ts1),
+            walk_limits(Ts1, MaxD, MaxS, N, Verdict)
+        )
+    ;   walk_limits(Ts, MaxD, MaxS, N, Verdict)
+    ).
+
+push_args(0, _, _, Ts, Ts) :- !.
+push_args(I, T, D, Ts, [D-A|Ts1]) :-
+    arg(I, T, A),
+    I1 is I - 1,
+    push_args(I1, T, D, Ts, Ts1).
 
 error_outcome(error(syntax_error(What), Context), syntax_error(Line, Message)) :-
     !,
     syntax_context_line(Context, Line),
     format(string(Message), "syntax error: ~w", [What]).
+error_outcome(untrusted_term_error(Line, Msg), too_big(Line, Msg)) :- !.
 error_outcome(Error, bad_clause(0, Message)) :-
     message_to_codes(Error, Message).
 
@@ -138,13 +310,15 @@ compile_predicates(Module, Preds) :-
 clause_error_line(_, [clause(Line, _)|_], Line) :- !.
 clause_error_line(_, _, 0).
 
-%   Every body is checked as a goal in Module: library(sandbox) follows calls into the
-%   module's own (now static) predicates and into imported background knowledge.
+%   Every body is first scanned for calls outside the allow-list (allowed_call/1): any
+%   sub-term that names a built-in or library predicate must be allowed, whether it is called
+%   directly or passed to findall/3, forall/2, \+ ... (a conservative scan of the whole
+%   body). Then library(sandbox) checks each body as a goal in Module: it follows calls into
+%   the module's own (now static) predicates and into imported background knowledge.
 sandbox_check(Module, Clauses, Preds, Outcome) :-
     (   member(clause(Line, (_ :- Body)), Clauses),
-        denied_in(Body, Goal)
-    ->  format(string(Msg), "calls ~q, which is not allowed in a rule (side effects: \c
-                             database, output, flags, sleeping)", [Goal]),
+        refused_in(Body, Preds, Module, Goal, Why)
+    ->  refusal_message(Goal, Why, Msg),
         Outcome = unsafe(Line, Msg)
     ;   member(clause(Line, (_ :- Body)), Clauses),
         catch(( safe_goal(Module:Body), fail ), Error, true),
@@ -154,49 +328,130 @@ sandbox_check(Module, Clauses, Preds, Outcome) :-
     ;   Outcome = ok(Preds)
     ).
 
+refusal_message(Goal, builtin, Msg) :- !,
+    format(string(Msg), "calls ~q, which is not allowed in a rule (rules may call their own \c
+                         predicates, the background knowledge and the pure built-ins listed \c
+                         in the safety guide)", [Goal]).
+refusal_message(Goal, format, Msg) :-
+    format(string(Msg), "calls ~q, which is not allowed in a rule (format/3 only into \c
+                         atom(_), string(_), codes(_) or chars(_), with a literal format of \c
+                         ~~w ~~a ~~d ~~q ~~s ~~n ~~~~ directives and counts up to 255)", [Goal]).
+
 sandbox_message(error(permission_error(call, sandboxed, Goal), _), Msg) :- !,
     format(string(Msg), "calls ~q, which is not allowed in a rule (sandbox)", [Goal]).
 sandbox_message(error(instantiation_error, _), Msg) :- !,
     Msg = "calls a goal that is not known until run time (call/N on a variable), which the sandbox cannot check".
 sandbox_message(Error, Msg) :-
-    message_to_codes(Error, Msg0),
+    error_message(Error, Msg0),
     format(string(Msg), "refused by the sandbox: ~w", [Msg0]).
 
-%!  denied_goal(?PI) is nondet.
-%
-%   Predicates that library(sandbox) accepts but that untrusted rules may not call: changing
-%   the database (assert/retract: a rule would then depend on earlier checks), writing output
-%   (would corrupt `--json` on stdout), changing flags or operators (would leak into the next
-%   task's rules), and sleeping. format/3 into atom(_), string(_), codes(_) or chars(_) stays
-%   allowed (it writes nothing).
-denied_goal(Name/Arity) :-
-    member(Name/Arity,
-           [ assert/1, asserta/1, asserta/2, assertz/1, assertz/2, retract/1, retractall/1,
-             abolish/1, abolish/2, erase/1, recorda/2, recorda/3, recordz/2, recordz/3,
-             flag/3, nb_setval/2, b_setval/2,
-             format/1, format/2, write/1, write/2, writeln/1, writeln/2, print/1, print/2,
-             writeq/1, writeq/2, write_canonical/1, write_canonical/2, write_term/2,
-             write_term/3, print_message/2, print_message_lines/3, portray_clause/1,
-             portray_clause/2, listing/0, listing/1, listing/2, put_char/1, put_char/2,
-             tab/1, tab/2, nl/0, nl/1, ansi_format/3,
-             set_prolog_flag/2, create_prolog_flag/3, op/3, set_stream/2, style_check/1,
-             sleep/1, halt/0, halt/1
-           ]).
-
-%   denied_in(+Body, -Goal): some sub-term of Body is a denied goal (a conservative scan of
-%   the whole body, so that goals passed to findall/3, forall/2, \+ ... are found too).
-denied_in(Body, Goal) :-
+%   refused_in(+Body, +Preds, +Module, -Goal, -Why): some sub-term Goal of Body names a
+%   built-in or library predicate that is not allowed (Why = builtin), or is a format/3 call
+%   outside bounded_format/1 (Why = format). Predicates the rules define themselves and those
+%   of the imported background knowledge are not built-ins.
+refused_in(Body, Preds, Module, Goal, Why) :-
     sub_term(Goal, Body),
     callable(Goal),
     functor(Goal, Name, Arity),
-    denied_goal(Name/Arity),
-    \+ harmless_format(Goal),
+    Name/Arity \== '[|]'/2,                     % list cells are data here; consulting a
+                                                %  list as a goal is refused by the sandbox
+    \+ memberchk(Name/Arity, Preds),
+    \+ imported_pred(Module, Goal),
+    builtin_like(Goal),
+    (   \+ allowed_call(Name/Arity)
+    ->  Why = builtin
+    ;   Name/Arity == format/3, \+ bounded_format(Goal)
+    ->  Why = format
+    ),
     !.
 
-harmless_format(format(Sink, _, _)) :-
+imported_pred(Module, Goal) :-
+    import_module(Module, Imp),
+    Imp \== user, Imp \== system,
+    predicate_property(Imp:Goal, exported),
+    !.
+
+builtin_like(Goal) :-
+    predicate_property(system:Goal, defined), !.
+builtin_like(Goal) :-
+    functor(Goal, Name, Arity),
+    functor(Head, Name, Arity),
+    catch('$autoload':library_index(Head, _, _), _, fail), !.
+builtin_like(Goal) :-                           % loaded libraries' exports
+    predicate_property(user:Goal, imported_from(_)), !.
+
+%!  allowed_call(?PI) is nondet.
+%
+%   The built-in and library predicates that untrusted rules may call: control, unification
+%   and comparison, arithmetic, type checks, term inspection, text conversion, all-solutions
+%   predicates and list utilities. Everything else (files, processes, the database, flags,
+%   operators, tabling, loading code, parsing text into terms, output, sleeping) is refused;
+%   this is an allow-list on top of library(sandbox), not a list of what is forbidden.
+allowed_call(PI) :-
+    allowed_calls(PIs),
+    member(PI, PIs).
+
+allowed_calls([ ','/2, ';'/2, '->'/2, '*->'/2, '\\+'/1, !/0, true/0, fail/0, false/0,
+                once/1, ignore/1, forall/2, not/1,
+                call/1, call/2, call/3, call/4, call/5, call/6, call/7, call/8,
+                '='/2, '\\='/2, '=='/2, '\\=='/2, '@<'/2, '@>'/2, '@=<'/2, '@>='/2,
+                '=@='/2, '\\=@='/2, compare/3, unify_with_occurs_check/2, subsumes_term/2,
+                is/2, '<'/2, '>'/2, '=<'/2, '>='/2, '=:='/2, '=\\='/2, succ/2, plus/3,
+                between/3,
+                var/1, nonvar/1, atom/1, number/1, integer/1, float/1, atomic/1, compound/1,
+                callable/1, is_list/1, string/1, ground/1, text_to_string/2,
+                functor/3, arg/3, '=..'/2, copy_term/2, term_variables/2,
+                compound_name_arity/3, compound_name_arguments/3,
+                atom_codes/2, atom_chars/2, char_code/2, atom_length/2, atom_concat/3,
+                sub_atom/5, atom_number/2, number_codes/2, number_chars/2, atom_string/2,
+                upcase_atom/2, downcase_atom/2, string_concat/3, string_chars/2,
+                string_codes/2, string_to_atom/2, string_length/2, sub_string/5,
+                split_string/4, string_code/3, number_string/2, atomic_list_concat/2,
+                atomic_list_concat/3, string_lower/2, string_upper/2, char_type/2,
+                code_type/2, format/3,
+                findall/3, findall/4, bagof/3, setof/3, '^'/2, aggregate_all/3,
+                aggregate_all/4,
+                member/2, memberchk/2, append/2, append/3, length/2, nth0/3, nth1/3, nth0/4,
+                nth1/4, last/2, reverse/2, msort/2, sort/2, sort/4, predsort/3, keysort/2,
+                permutation/2, select/3, selectchk/3, select/4, subtract/3, intersection/3,
+                union/3, delete/3, exclude/3, include/3, partition/4, partition/6,
+                maplist/2, maplist/3, maplist/4, maplist/5, maplist/6, maplist/7,
+                foldl/4, foldl/5, foldl/6, sum_list/2, sumlist/2, max_list/2, min_list/2,
+                max_member/2, min_member/2, list_to_set/2, numlist/3, nextto/3, flatten/2,
+                proper_length/2, pairs_keys_values/3, pairs_keys/2, pairs_values/2,
+                list_to_ord_set/2, ord_subtract/3, ord_union/3, ord_memberchk/2,
+                ord_intersection/3, ord_subset/2, exclude/3
+              ]).
+
+%!  bounded_format(+Goal) is semidet.
+%
+%   format/3 that writes into a term (atom/string/codes/chars) with a literal format whose
+%   directives are ~w ~a ~d ~q ~s ~n ~~ and whose counts are at most 255: no format/3 call of
+%   a rule can then build text much larger than its arguments (`~*c` with a count of 10^8
+%   would allocate gigabytes in one call, below any stack limit).
+bounded_format(format(Sink, Format, _)) :-
     nonvar(Sink),
     functor(Sink, F, 1),
-    memberchk(F, [atom, string, codes, chars]).
+    memberchk(F, [atom, string, codes, chars]),
+    (   atom(Format) ; string(Format) ),
+    string_codes(Format, Codes),
+    format_codes_ok(Codes).
+
+format_codes_ok([]).
+format_codes_ok([0'~|Cs]) :- !,
+    format_count(Cs, 0, Rest),
+    Rest = [D|Cs1],
+    memberchk(D, `wadqsn~`),
+    format_codes_ok(Cs1).
+format_codes_ok([_|Cs]) :-
+    format_codes_ok(Cs).
+
+format_count([C|Cs], N0, Rest) :-
+    between(0'0, 0'9, C), !,
+    N is N0 * 10 + C - 0'0,
+    N =< 255,
+    format_count(Cs, N, Rest).
+format_count(Cs, _, Cs).
 
 %!  untrusted_limits(-MaxInferences:integer, -MaxSeconds:number) is det.
 %
@@ -204,14 +459,24 @@ harmless_format(format(Sink, _, _)) :-
 %   one task_valid/2 call): 10 million inferences and 10 seconds of wall-clock time.
 untrusted_limits(10 000 000, 10).
 
+%!  untrusted_memory(-StackBytes:integer, -AtomBytes:integer) is det.
+%
+%   Memory bound of one untrusted goal: 256 MiB of Prolog stacks (the thread's stack_limit
+%   while it runs) and 256 MiB of new atoms (checked every 50 ms). Integers are capped at
+%   1 MiB each where the system has the max_integer_size flag.
+untrusted_memory(268435456, 268435456).
+
 %!  bounded_once(:Goal, +MaxInferences, +MaxSeconds, -Status) is det.
 %
-%   Run Goal once under an inference limit and a wall-clock limit. Status is `true`,
-%   `false`, `inference_limit(MaxInferences)`, `time_limit(MaxSeconds)` or `error(E)`.
+%   Run Goal once under an inference limit, a wall-clock limit and the memory bound of
+%   untrusted_memory/2. Status is `true`, `false`, `inference_limit(MaxInferences)`,
+%   `time_limit(MaxSeconds)` or `error(E)` (a memory excess is
+%   `error(error(resource_error(What), _))`; status_message/2 renders any status as one line).
 bounded_once(Goal, MaxInf, MaxSec, Status) :-
-    (   catch(call_with_time_limit(
-                  MaxSec,
-                  call_with_inference_limit(Goal, MaxInf, Result)),
+    (   catch(with_memory_bound(
+                  call_with_time_limit(
+                      MaxSec,
+                      call_with_inference_limit(Goal, MaxInf, Result))),
               Error, true)
     ->  (   nonvar(Error)
         ->  (   Error == time_limit_exceeded
@@ -226,6 +491,84 @@ bounded_once(Goal, MaxInf, MaxSec, Status) :-
         )
     ;   Status = false
     ).
+
+:- meta_predicate with_memory_bound(0).
+
+%   with_memory_bound(:Goal): once(Goal) with this thread's stack_limit lowered to what is in
+%   use plus StackBytes, integers capped, and an alarm that throws
+%   error(resource_error(atom_space), _) once the atom space grew by more than AtomBytes.
+with_memory_bound(Goal) :-
+    untrusted_memory(StackBytes, AtomBytes),
+    current_prolog_flag(stack_limit, OldLimit),
+    statistics(stack, Used),
+    Limit is min(OldLimit, Used + StackBytes),
+    statistics(atom_space, Atoms0),
+    flag(safe_load_guard, K, K + 1),
+    Guard = atom_guard(K, Atoms0, AtomBytes),
+    setup_call_cleanup(
+        ( set_prolog_flag(stack_limit, Limit),
+          set_integer_cap(OldCap),
+          alarm(0.05, safe_load:Guard, Id, [remove(false)]) ),
+        once(Goal),
+        ( remove_alarm(Id),
+          restore_integer_cap(OldCap),
+          set_prolog_flag(stack_limit, OldLimit) )).
+
+atom_guard(K, Atoms0, Max) :-
+    statistics(atom_space, Atoms),
+    (   Atoms - Atoms0 > Max
+    ->  throw(error(resource_error(atom_space), context(untrusted_goal, _)))
+    ;   current_alarm(_, safe_load:atom_guard(K, _, _), Id, _)
+    ->  uninstall_alarm(Id),
+        install_alarm(Id, 0.05)
+    ;   true
+    ).
+
+set_integer_cap(Old) :-
+    (   catch(current_prolog_flag(max_integer_size, Old), _, fail)
+    ->  ( integer(Old), Old < 1048576 -> true ; set_prolog_flag(max_integer_size, 1048576) )
+    ;   Old = none
+    ).
+
+restore_integer_cap(none) :- !.
+restore_integer_cap(Old) :- set_prolog_flag(max_integer_size, Old).
+
+%!  status_message(+Status, -Message:string) is det.
+%
+%   One line for a bounded_once/4 status other than true/false.
+status_message(inference_limit(N), Msg) :- !,
+    format(string(Msg), "more than ~D inferences (the rule loops or explodes)", [N]).
+status_message(time_limit(S), Msg) :- !,
+    format(string(Msg), "more than ~w s of wall-clock time", [S]).
+status_message(error(E), Msg) :- !,
+    error_message(E, Msg).
+status_message(Other, Msg) :-
+    error_message(Other, Msg).
+
+%!  error_message(+Error, -Message:string) is det.
+%
+%   One line for an exception of untrusted code (never a raw stack dump: a resource error
+%   carries the whole stack as a dict).
+error_message(error(resource_error(What), _), Msg) :- !,
+    untrusted_memory(Stack, Atoms),
+    SM is Stack // 1048576, AM is Atoms // 1048576,
+    (   What == atom_space
+    ->  format(string(Msg), "ran out of memory: more than ~w MiB of new atoms (the bound of \c
+                             one untrusted check)", [AM])
+    ;   memberchk(What, [memory, max_integer_size])
+    ->  format(string(Msg), "ran out of memory (~w; the bound of one untrusted check is \c
+                             ~w MiB of stacks and ~w MiB of atoms)", [What, SM, AM])
+    ;   format(string(Msg), "ran out of memory: more than ~w MiB of Prolog stacks (the \c
+                             bound of one untrusted check)", [SM])
+    ).
+error_message(time_limit_exceeded, Msg) :- !,
+    Msg = "ran out of time".
+error_message(Error, Msg) :-
+    message_to_codes(Error, Msg0),
+    split_string(Msg0, "\n\t ", "\n\t ", Words0),
+    exclude(==(""), Words0, Words),
+    atomic_list_concat(Words, ' ', Atom),
+    atom_string(Atom, Msg).
 
 %!  unload_rules(+Module:atom) is det.
 %
@@ -250,4 +593,5 @@ outcome_parts(directive(Line), directive, Line, "") :- !.
 outcome_parts(unsafe(Line, Msg), unsafe, Line, Msg) :- !.
 outcome_parts(bad_clause(Line, Msg), bad_clause, Line, Msg) :- !.
 outcome_parts(no_file(File), no_file, 0, File) :- !.
+outcome_parts(too_big(Line, Msg), too_big, Line, Msg) :- !.
 outcome_parts(Other, unknown, 0, Msg) :- term_string(Other, Msg).

@@ -141,7 +141,7 @@ def test_flags_do_not_leak_between_tasks():
 
 def test_looping_rule_hits_the_inference_limit():
     rule = TaskRule("valid(X) :- valid(X).\n")
-    with pytest.raises(NesyError, match="inference_limit"):
+    with pytest.raises(NesyError, match="inferences"):
         rule.check(["side_by_side([circle_red_small])"])
     rule.close()
 
@@ -203,7 +203,7 @@ def test_bad_rs_concepts(tmp_path, capsys, concepts, msg):
 def test_rs_prolog_knowledge_loop_and_assert(tmp_path, capsys):
     (tmp_path / "loop.pl").write_text("label(W, y, V) :- label(W, y, V).\n")
     (tmp_path / "as.pl").write_text("label(_, y, 1) :- assertz(foo).\n")
-    for kb, msg in (("loop.pl", "inference_limit"), ("as.pl", "not allowed")):
+    for kb, msg in (("loop.pl", "inferences"), ("as.pl", "not allowed")):
         p = tmp_path / "t.yaml"
         p.write_text(f"name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\n"
                      f"knowledge: {tmp_path / kb}\n")

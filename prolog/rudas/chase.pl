@@ -59,6 +59,7 @@ swipl prolog/rudas/chase.pl
 :- use_module(library(pairs)).
 :- use_module(library(aggregate)).
 :- use_module('../progress').
+:- use_module(datalog, [read_datalog_file/3]).
 :- use_module(library(assoc)).
 :- use_module(library(solution_sequences)).
 
@@ -836,21 +837,18 @@ selectchk_eq(X, [Y|Ys], Rest) :- ( X == Y -> Rest = Ys ; Rest = [Y|R1], selectch
 
 %!  read_rules(+File, -Rules:list) is det.
 %
-%   Read a rules file (trusted: a dataset's rules.txt) into rule(Head, Body) terms.
+%   Read a rules file into rule(Head, Body) terms. Every file is untrusted (a dataset folder
+%   comes from the user too): it is read through rudas_datalog:read_datalog_file/3, which
+%   throws `rudas_file_error(File, Line, Message)` for a term that is not a datalog rule.
 read_rules(File, Rules) :-
-    read_file_terms(File, Terms),
+    read_datalog_file(File, rules, Terms),
     maplist(rule_term, Rules, Terms).
 
 %!  read_facts(+File, -Facts:list) is det.
+%
+%   Read a facts file (ground atoms over constants; checked as read_rules/2 does).
 read_facts(File, Facts) :-
-    read_file_terms(File, Facts).
-
-read_file_terms(File, Terms) :-
-    setup_call_cleanup(open(File, read, S), read_all(S, Terms), close(S)).
-
-read_all(S, Terms) :-
-    read_term(S, T, []),
-    (   T == end_of_file -> Terms = [] ; Terms = [T|Ts], read_all(S, Ts) ).
+    read_datalog_file(File, facts, Facts).
 
 %!  rule_term(?Rule, ?Clause) is det.
 %

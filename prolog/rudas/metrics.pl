@@ -41,6 +41,8 @@ With I(R,F) the facts derived from F by R, excluding F (rudas_chase:chase/5):
 :- use_module(library(yall)).
 :- use_module(library(aggregate)).
 :- use_module(chase).
+:- use_module(datalog, [datalog_rule_problem/2]).
+:- use_module('../safe_load', [read_untrusted_term/4]).
 :- use_module('../progress').
 
 %!  evaluate_safe(+Dir, +LearnedFile, +Options:dict, -Result:dict, -Error:dict) is det.
@@ -48,8 +50,17 @@ With I(R,F) the facts derived from F by R, excluding F (rudas_chase:chase/5):
 %   As evaluate/4; input errors bind Error to _{kind:, line:, message:} (else Error = none).
 evaluate_safe(Dir, File, Options, Result, Error) :-
     catch(( evaluate(Dir, File, Options, Result), Error = none ),
-          rudas_input_error(Kind, Line, Msg),
-          ( Result = _{}, Error = _{kind:Kind, line:Line, message:Msg} )).
+          Caught,
+          ( Result = _{}, input_error(Caught, File, Error) )).
+
+%   input_error(+Caught, +LearnedFile, -Error:dict): the dict of evaluate_safe/5 for an input
+%   error (of the learned file, or rudas_file_error/3 of any file the dataset holds).
+input_error(rudas_input_error(Kind, Line, Msg), File, _{kind:Kind, line:Line, message:Msg,
+                                                         file:File}) :- !.
+input_error(rudas_file_error(F, Line, Msg), _, _{kind:bad_rule, line:Line, message:Msg,
+                                                  file:F}) :- !.
+input_error(Caught, _, _) :-
+    throw(Caught).
 
 %!  evaluate(+Dir, +LearnedFile, +Options:dict, -Result:dict) is det.
 %
@@ -142,11 +153,9 @@ read_learned(File, Known, Aux, Outcome) :-
 :- op(700, xfx, ::).
 
 read_clauses(S, Cls) :-
-    read_term(S, T, [syntax_errors(error), term_position(Pos), module(rudas_metrics),
-                     variable_names(Names)]),
+    read_untrusted_term(S, T, Line, [module(rudas_metrics), variable_names(Names)]),
     (   T == end_of_file -> Cls = []
-    ;   stream_position_data(line_count, Pos, Line),
-        nb_setval('$rudas_names', Names),
+    ;   nb_setval('$rudas_names', Names),
         copy_term(T/Names, T2/N2), maplist(bind_name, N2), format(string(Txt), "~W", [T2, [quoted(true), numbervars(true)]]),
         recorda('$rudas_clause_text', Line-Txt),
         Cls = [Line-T|Rest], read_clauses(S, Rest)
@@ -155,6 +164,7 @@ read_clauses(S, Cls) :-
 syntax_outcome(error(syntax_error(What), Ctx), error(syntax_error, Line, Msg)) :- !,
     ( ( Ctx = stream(_, Line, _, _) ; Ctx = file(_, Line, _, _) ) -> true ; Line = 0 ),
     format(string(Msg), "syntax error: ~w", [What]).
+syntax_outcome(untrusted_term_error(Line, Msg), error(bad_rule, Line, Msg)) :- !.
 syntax_outcome(E, error(syntax_error, 0, Msg)) :- message_to_codes(E, Msg).
 
 message_to_codes(E, Msg) :- format(string(Msg), "~q", [E]).
@@ -204,12 +214,10 @@ learned_rule(C::R, Conf, Rule, Why) :- !,
     ).
 learned_rule((C::H) :- B, Conf, Rule, Why) :- !, learned_rule(C::(H :- B), Conf, Rule, Why).
 learned_rule(T, 1.0, rule(H, B), Why) :-
-    rule_term(rule(H, B), T),
-    (   \+ callable(H) -> Why = "a rule head must be an atom"
-    ;   member(A, B), \+ callable(A) -> Why = "body literals must be atoms"
-    ;   member(A, B), A = (\+ _) -> Why = "negation is not supported (datalog rules only)"
-    ;   ( H =.. [_|Args], member(X, Args), compound(X) ) -> Why = "function terms are not allowed (datalog)"
-    ;   Why = ok
+    (   datalog_rule_problem(T, Why0)           % shared with rudas chase (datalog.pl)
+    ->  Why = Why0
+    ;   rule_term(rule(H, B), T),
+        Why = ok
     ).
 
 %!  herbrand_metrics(+Original, +Learned, +Support, +Options:dict, -Metrics:dict) is det.

@@ -16,15 +16,14 @@ labels_of(Module, Worlds, Labels) :-
     maplist(world_labels(Module), Worlds, Labels).
 
 %   Each world's labels are computed under safe_load:bounded_once/4 (the untrusted limits:
-%   inferences and wall-clock seconds); knowledge that hits one throws
-%   rs_knowledge_error(World, Limit), which the Python side reports as one line.
+%   inferences, wall-clock seconds, memory); knowledge that hits one or raises an exception
+%   throws rs_knowledge_error(World, Status), which the Python side reports as one line
+%   (safe_load:status_message/2).
 world_labels(Module, World, Pairs) :-
     safe_load:untrusted_limits(MaxInf, MaxSec),
     safe_load:bounded_once(findall([L, Y], Module:label(World, L, Y), Pairs0),
                            MaxInf, MaxSec, Status),
     (   Status == true
     ->  sort(Pairs0, Pairs)
-    ;   Status = error(E)
-    ->  throw(E)
     ;   throw(rs_knowledge_error(World, Status))
     ).

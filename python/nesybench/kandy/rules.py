@@ -51,7 +51,7 @@ class TaskRule:
         try:
             res = prolog.once(
                 "catch((kandy:check_samples(M, Ts, Fs), Err = \"\"), kandy_check_error(_I, _T, _E), "
-                "(format(string(Err), '~w: ~w', [_T, _E]), Fs = []))",
+                "(kandy:check_error_text(_E, _M), format(string(Err), '~w: ~w', [_T, _M]), Fs = []))",
                 M=self.module, Ts=list(prolog_terms))
         except PrologError as exc:
             raise exc.where(task=self.task, field=self.field) from None

@@ -231,7 +231,7 @@ def load_rules_file(module: str, path: str | os.PathLike, imports: list[str], *,
 
 
 def _outcome(res: dict | None, source, line_offset, task, field) -> list[str]:
-    # Kind: ok | syntax_error | directive | unsafe | bad_clause | no_file;
+    # Kind: ok | syntax_error | directive | unsafe | bad_clause | too_big | no_file;
     # for ok, Msg is the list of defined predicates as "name/arity" strings.
     if res is None:
         raise PrologError("could not load rules", file=source, task=task, field=field)
@@ -248,6 +248,8 @@ def _outcome(res: dict | None, source, line_offset, task, field) -> list[str]:
         raise UnsafeRuleError(f"unsafe rule: {msg}", **where)
     if kind == "bad_clause":
         raise PrologError(f"bad clause: {_clean(str(msg))}", **where)
+    if kind == "too_big":
+        raise PrologError(f"{msg} (the limit for untrusted Prolog text)", **where)
     if kind == "no_file":
         raise PrologError("file not found", file=source, task=task)
     raise PrologError(f"could not load rules ({kind}: {msg})", **where)

@@ -413,11 +413,16 @@ def chase(rules_file, facts_file, *, max_derived: int | None = None,
     for f in (rules_file, facts_file):
         if not Path(f).exists():
             raise NesyError("file not found", file=str(f))
-    res = prolog.once("rudas:chase_strings(RF, FF, MD, TL, P, W, D, St)", RF=str(rules_file),
+    # both files go through the datalog check of prolog/rudas/datalog.pl (the one that
+    # `evaluate` uses): a function term in a head would make the chase run without end
+    res = prolog.once("catch((rudas:chase_strings(RF, FF, MD, TL, P, W, D, St), EF = none, EL = 0, EM = \"\"), "
+                      "rudas_file_error(EF, EL, EM), (D = [], St = none))", RF=str(rules_file),
                       FF=str(facts_file), P=plan,
                       W=int(backward_min_work) if backward_min_work is not None else "none",
                       MD=max_derived if max_derived is not None else "none",
                       TL=float(time_limit) if time_limit is not None else "none")
+    if res["EF"] != "none":
+        raise NesyError(str(res["EM"]), file=str(res["EF"]), line=int(res["EL"]) or None)
     return list(res["D"]), res["St"]
 
 
@@ -472,7 +477,8 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
     err = res["E"]
     if err != "none":
         err = _plain(err)
-        raise NesyError(str(err["message"]), file=str(lp), line=int(err["line"]) or None)
+        raise NesyError(str(err["message"]), file=str(err.get("file") or lp),
+                        line=int(err["line"]) or None)
     out = _plain(res["R"])
     for k in ("herbrand_accuracy", "h_score", "accuracy", "precision", "recall", "f1", "r_score"):
         out[k] = float(out[k])

@@ -657,10 +657,10 @@ def _prolog_table(task: Task, path: Path) -> None:
         worlds = [list(w) for w in task.all_worlds()]
         res = prolog.once(
             "catch((rs_knowledge:labels_of(M, Ws, Ls), Err = \"\"), rs_knowledge_error(_W, _S), "
-            "(format(string(Err), 'world ~w: ~w', [_W, _S]), Ls = []))", M=module, Ws=worlds)
+            "(safe_load:status_message(_S, _M), format(string(Err), 'world ~w: ~w', [_W, _M]), "
+            "Ls = []))", M=module, Ws=worlds)
         if res is not None and res["Err"]:
-            raise NesyError(f"the Prolog knowledge hit a limit on {res['Err']} "
-                            "(inference_limit: it loops or explodes; time_limit: too slow)")
+            raise NesyError(f"the Prolog knowledge failed on {res['Err']}")
     except NesyError as exc:
         raise exc.where(file=str(path), task=task.name) from None
     if res is None:

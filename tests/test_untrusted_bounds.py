@@ -1,0 +1,142 @@
+"""Untrusted Prolog text is bounded: deep or huge terms, non-datalog RuDaS rules, memory
+hungry rules and calls outside the allow-list give one error line and exit 2, never a signal.
+
+The deep-term cases run the CLI in a subprocess: a C-stack overflow inside the embedded
+Prolog is a segmentation fault (exit -11 / 139), which an in-process test could not survive.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from nesybench.errors import UnsafeRuleError
+from nesybench.kandy.rules import TaskRule
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = "side_by_side([circle_red_small])"
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    return subprocess.run([sys.executable, "-m", "nesybench", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def _one_line_exit_2(res: subprocess.CompletedProcess, contains: str = "") -> str:
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nesybench: error:"), res.stderr[-2000:]
+    assert contains in lines[0], lines[0]
+    return lines[0]
+
+
+def _deep(n: int) -> str:
+    return "f(" * n + "X" + ")" * n
+
+
+DEEP_CASES = {
+    "brackets": "valid(X) :- p(X, " + _deep(20000) + ").\n",
+    "conjunction": "valid(X) :- " + "atom(X), " * 50000 + "true.\n",
+    "infix": "valid(X) :- X = " + "1+" * 50000 + "1.\n",
+    "prefix": "valid(X) :- X = " + "- " * 50000 + "a.\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP_CASES))
+def test_kandy_check_deep_rule_is_one_error_not_a_crash(tmp_path, kind):
+    rule = tmp_path / "deep.pl"
+    rule.write_text("% a rule\n" + DEEP_CASES[kind])
+    line = _one_line_exit_2(_cli("kandy", "check", rule, SAMPLE))
+    assert f"{rule}:2" in line
+
+
+def test_rudas_evaluate_and_chase_deep_body_is_one_error(tmp_path):
+    from nesybench.rudas.core import RudasParams, generate
+    ds = tmp_path / "ds"
+    generate(RudasParams(seed=1).validate(), ds)
+    learned = tmp_path / "learned.pl"
+    learned.write_text("p1(X, Y) :- p1(X, " + _deep(50000).replace("X", "Y") + ").\n")
+    _one_line_exit_2(_cli("rudas", "evaluate", ds, learned), f"{learned}:1")
+    _one_line_exit_2(_cli("rudas", "chase", learned, ds / "eval-support.txt"), f"{learned}:1")
+
+
+def test_moderately_nested_terms_are_fine_and_over_the_depth_limit_refused(tmp_path):
+    ok = TaskRule("valid(X) :- X \\== " + _deep(900).replace("X", "a") + ".\n")
+    assert ok.check([SAMPLE]) == [True]
+    ok.close()
+    from nesybench.errors import PrologError
+    with pytest.raises(PrologError, match="nested more than"):
+        TaskRule("valid(X) :- X \\== [" + ",".join(["a"] * 1500) + "].\n")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 60), st.sampled_from(["f(", "[", "{", "- ", "\\+ "]))
+def test_nesting_below_the_limits_reads_like_read_term(n, opener):
+    closer = {"f(": ")", "[": "]", "{": "}"}.get(opener, "")
+    text = "valid(X) :- Y = (" + opener * n + "a" + closer * n + "), Y \\== X.\n"
+    rule = TaskRule(text)
+    assert rule.check([SAMPLE]) == [True]
+    rule.close()
+
+
+# --------------------------------------------------------------------- RuDaS datalog check
+@pytest.mark.parametrize("rule, why", [
+    ("p1(f(X), Y) :- p1(X, Y).", "function terms"),
+    ("p1(X, Y) :- p1(g(X), Y).", "function terms"),
+    ("p1(X, Z) :- p1(X, Y).", "head variable"),
+    ("p1(X, Y) :- \\+ p1(Y, X).", "negation"),
+    ("p1(X, Y) :- (p1(Y, X) ; p1(X, X)).", "disjunction"),
+    (":- initialization(halt).", "directives"),
+])
+def test_rudas_chase_applies_the_datalog_check(tmp_path, rule, why):
+    rules, facts = tmp_path / "r.pl", tmp_path / "f.txt"
+    rules.write_text("p1(X, Y) :- p1(Y, X).\n" + rule + "\n")
+    facts.write_text("p1(a, b).\n")
+    _one_line_exit_2(_cli("rudas", "chase", rules, facts), f"{rules}:2: ")
+    assert why in _cli("rudas", "chase", rules, facts).stderr
+
+
+def test_rudas_chase_checks_the_facts_too(tmp_path):
+    rules, facts = tmp_path / "r.pl", tmp_path / "f.txt"
+    rules.write_text("p1(X, Y) :- p1(Y, X).\n")
+    facts.write_text("p1(a, b).\np1(f(a), b).\n")
+    _one_line_exit_2(_cli("rudas", "chase", rules, facts), f"{facts}:2: function terms")
+
+
+# ------------------------------------------------------------ memory bound and allow-list
+def test_memory_hungry_rule_is_one_line(tmp_path):
+    rule = tmp_path / "mem.pl"
+    rule.write_text("valid(X) :- length(L, 400000000), L \\== X.\n")
+    _one_line_exit_2(_cli("kandy", "check", rule, SAMPLE), "ran out of memory")
+
+
+def test_atom_space_is_bounded(tmp_path):
+    rule = tmp_path / "atoms.pl"
+    rule.write_text("valid(X) :- grow(x, 40).\n"
+                    "grow(_, 0).\n"
+                    "grow(A, N) :- N > 0, atom_concat(A, A, B), M is N - 1, grow(B, M).\n")
+    _one_line_exit_2(_cli("kandy", "check", rule, SAMPLE), "MiB of new atoms")
+
+
+@pytest.mark.parametrize("body", [
+    "use_module(library(process))", "abolish_all_tables", "abolish_private_tables",
+    "format(atom(_), '~*c', [200000000, 0'x])", "format(atom(_), '~@', [true])",
+    "term_to_atom(_, 'f(a)')", "use_module(library('/x'))",
+])
+def test_allow_list_refuses(body):
+    with pytest.raises(UnsafeRuleError, match="not allowed in a rule") as info:
+        TaskRule(f"valid(X) :- atom(X), {body}.\n")
+    assert "call/N on a variable" not in str(info.value)
+
+
+def test_allow_list_keeps_the_pure_builtins():
+    rule = TaskRule("valid(X) :- findall(Y, (member(Y, [1, 2, 3]), Y > 1), L), "
+                    "length(L, N), N =:= 2, format(atom(A), '~w-~a', [X, b]), atom(A), "
+                    "atomic_list_concat([a, b], '-', AB), AB == 'a-b', msort([b, a], [a, b]).\n")
+    assert rule.check([SAMPLE]) == [True]
+    rule.close()
