@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -383,6 +384,9 @@ def resume(out, **kw) -> Results:
                     only_existing=True, **kw)
 
 
+_KEPT = re.compile(r"^scratch folder kept: (.+)$", re.MULTILINE)
+
+
 def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast: bool,
            retry_failed: bool, threads: int, progress: bool, timeout: float | None,
            max_attempts: int) -> RunSummary:
@@ -401,6 +405,7 @@ def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast:
     by_id = {c["cell_id"]: c for c in todo}
     tries: dict[str, int] = {}          # attempts made in this run
     attempt_no: dict[str, int] = {}     # the attempt number in the store
+    scratch: dict[str, list[str]] = {}  # scratch folders kept by failed attempts
     try:
         with _sigterm_as_interrupt():
             while queue or ex.busy():
@@ -414,6 +419,12 @@ def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast:
                 outcome = ex.next_outcome()
                 cid = outcome.cell_id
                 store.commit_outcome(outcome, out, attempt_no.get(cid))
+                kept = _KEPT.search(outcome.error or "")
+                if kept:
+                    scratch.setdefault(cid, []).append(kept.group(1))
+                elif outcome.status == "done":      # kept only while the cell is failed
+                    for path in scratch.pop(cid, []):
+                        shutil.rmtree(path, ignore_errors=True)
                 if outcome.status != "done" and tries.get(cid, 1) < max_attempts:
                     queue.append(by_id[cid])        # another attempt, after the others
                     continue

@@ -312,8 +312,13 @@ class Store:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 part = dest.with_name(dest.name + ".part")
                 written.append(part)
-                part.write_bytes(data)
-                os.replace(part, dest)
+                try:
+                    part.write_bytes(data)
+                    os.replace(part, dest)
+                except OSError as exc:
+                    if exc.filename is None:        # a failed write() names no file
+                        raise OSError(exc.errno, exc.strerror, str(part)) from None
+                    raise
                 written[-1] = dest
                 art_rows.append((outcome.cell_id, dest.relative_to(study_dir).as_posix(),
                                  hashlib.sha256(data).hexdigest(), len(data)))
