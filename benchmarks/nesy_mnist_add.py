@@ -177,7 +177,7 @@ def run_engine(n: int, args, data) -> dict:
 # -- DeepProbLog reference (runs in a subprocess) ----------------------------------------
 def dpl_worker(spec_path: str) -> None:
     """Train DeepProbLog on the examples in ``spec_path`` (a torch file) and print JSON."""
-    spec = torch.load(spec_path)
+    spec = torch.load(spec_path, weights_only=True)
     from problog.logic import Constant, Term, list2term
     from deepproblog.dataset import DataLoader, Dataset
     from deepproblog.engines import ExactEngine

@@ -55,6 +55,24 @@ class NesyError(Exception):
         return ": ".join(parts + [self.message])
 
 
+def yaml_error(exc: Exception, source: str | None = None, **where) -> NesyError:
+    """The one wording of a YAML problem, for every reader of user YAML: ``FILE:LINE:COLUMN:
+    YAML does not parse: PROBLEM`` (``where`` adds task/field). ``exc`` is a
+    ``yaml.YAMLError``; a ``RecursionError`` (nesting deeper than the parser's stack) is worded
+    the same way."""
+    if isinstance(exc, RecursionError):
+        return NesyError("YAML does not parse: nested too deeply", file=source, **where)
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or exc
+    context = getattr(exc, "context", None)
+    text = " ".join(str(problem).split())
+    if context:
+        text += f" ({' '.join(str(context).split())})"
+    return NesyError(f"YAML does not parse: {text}", file=source,
+                     line=mark.line + 1 if mark is not None else None,
+                     column=mark.column + 1 if mark is not None else None, **where)
+
+
 class PrologError(NesyError):
     """An error raised while loading or running Prolog code (syntax, existence, sandbox)."""
 

@@ -6,12 +6,17 @@ failure (bad input, Ctrl-C, SIGTERM, a crash) never leaves a half-written datase
 Safety rules for output folders (README "Output folders"):
 
 * an existing ``--out`` is replaced only with ``overwrite=True`` **and** only when it is empty
-  or holds the marker file :data:`MARKER` that every finished nesybench output carries;
+  or holds the marker file :data:`MARKER` that every finished nesybench output carries: a JSON
+  record with a random token (an empty or hand-made marker is not enough);
   anything else (your home folder, ``.``, a folder of your own files) is refused;
 * ``--out`` may never be, or contain, one of the command's inputs (``kandy browse DS --out DS``);
 * the temporary folder ``.NAME.tmp-XXXX`` holds :data:`PID_FILE` (host and pid of the writer);
   the next run on the same ``--out`` removes such folders whose process is gone (a SIGKILL);
 * folders get the permissions of the user's umask (``tempfile.mkdtemp`` alone gives 0700).
+
+Single result files (``rs count --out FILE``) follow the same rules through
+:func:`write_output_file`: replaced only with ``overwrite``, never an input, never through a
+symbolic link, written to a temporary sibling and renamed.
 """
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
 import socket
 import tempfile
@@ -41,9 +48,22 @@ def _umask() -> int:
     return mask
 
 
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+
+
 def is_nesybench_output(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder that a finished nesybench run wrote (marker present)."""
-    return (Path(path) / MARKER).is_file()
+    """Whether ``path`` is a folder that a finished nesybench run wrote: its :data:`MARKER`
+    is a JSON record written by nesybench with a 128-bit random token (an empty or forged
+    marker file does not make a folder replaceable)."""
+    marker = Path(path) / MARKER
+    try:
+        if marker.is_symlink() or not marker.is_file() or marker.stat().st_size > 4096:
+            return False
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (isinstance(data, dict) and data.get("written_by") == "nesybench"
+            and isinstance(data.get("token"), str) and bool(_TOKEN.fullmatch(data["token"])))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -152,7 +172,8 @@ def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
     try:
         (tmp / PID_FILE).unlink(missing_ok=True)
         (tmp / MARKER).write_text(
-            dumps({"format_version": FORMAT_VERSION, "written_by": "nesybench"}),
+            dumps({"format_version": FORMAT_VERSION, "written_by": "nesybench",
+                   "token": secrets.token_hex(16)}),
             encoding="utf-8")
         # re-check just before replacing: the folder may have changed while we worked
         check_replaceable(out, overwrite=overwrite, inputs=inputs)
@@ -168,6 +189,58 @@ def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_output_file(out: str | os.PathLike, text: str, *, overwrite: bool = False,
+                      inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Write ``text`` to the result file ``out`` atomically, under the output rules.
+
+    Refused with :class:`NesyError` (nothing written): ``out`` is a symbolic link, a folder,
+    or one of ``inputs`` (same file, any path); ``out`` exists and ``overwrite`` is False; its
+    folder does not exist or is not writable. The text goes to a temporary sibling first and
+    is renamed over ``out``, so a reader never sees half a file.
+    """
+    p = Path(out)
+    if p.is_symlink():
+        raise NesyError("the output path is a symbolic link; refusing to write through it",
+                        file=str(p))
+    for inp in inputs:
+        if inp is None:
+            continue
+        try:
+            same = p.exists() and os.path.samefile(p, inp)
+        except OSError:
+            same = False
+        if same or p.resolve() == Path(inp).resolve():
+            raise NesyError(f"the output file is an input of this command ({inp}); choose "
+                            "another --out", file=str(p))
+    if p.exists():
+        if p.is_dir():
+            raise NesyError("the output path is a folder", file=str(p))
+        if not overwrite:
+            raise NesyError("output file already exists (use --overwrite to replace it)",
+                            file=str(p))
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.tmp-", dir=parent)
+    except OSError as exc:
+        raise NesyError(f"cannot write the result: {exc.strerror or exc}", file=str(p)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        if p.is_symlink():      # appeared while we wrote: still never through a link
+            raise NesyError("the output path is a symbolic link; refusing to write through it",
+                            file=str(p))
+        os.replace(tmp, p)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise NesyError(f"cannot write the result: {exc.strerror or exc}",
+                            file=str(p)) from None
+        raise
+    return p
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

@@ -122,7 +122,14 @@ def fit_cmd(study, responses, irt_model, bins, outlier, out, as_json):
         from .fit import fit_irt  # noqa: PLC0415
 
         if responses.endswith(".npy"):
-            U = np.load(responses)
+            try:
+                U = np.load(responses, allow_pickle=False)
+            except (ValueError, OSError, EOFError) as exc:
+                raise NesyError(f"not a numeric .npy matrix: {' '.join(str(exc).split())}",
+                                file=responses) from None
+            if not isinstance(U, np.ndarray) or U.dtype.kind not in "biuf":
+                raise NesyError("not a numeric .npy matrix (dtype "
+                                f"{getattr(U, 'dtype', type(U).__name__)})", file=responses)
         else:
             try:
                 U = np.loadtxt(responses, delimiter=",", ndmin=2)

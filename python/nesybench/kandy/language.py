@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import NesyError
+from ..errors import NesyError, yaml_error
 from .symbols import ATTRIBUTES, COMPOSITIONS, Domain
 
 #: Random compositional choices and the operators each picks from (in this order).
@@ -582,15 +582,8 @@ def load_curriculum(path: str | os.PathLike, *, domain: Domain | None = None) ->
         raise NesyError(f"cannot read curriculum: {exc.strerror}", file=source) from None
     try:
         data = yaml.load(text, Loader=_KeyLineLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        raise NesyError(f"malformed YAML: {' '.join(str(exc.problem).split())}", file=source,
-                        line=mark.line + 1 if mark else None) from None
-    except yaml.YAMLError as exc:
-        raise NesyError(f"malformed YAML: {' '.join(str(exc).split())}", file=source) from None
-    except RecursionError:
-        raise NesyError(f"YAML nested too deeply (more than {MAX_DEPTH} levels are refused)",
-                        file=source) from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise yaml_error(exc, source) from None
     config: dict = {}
     if isinstance(data, dict):
         unknown = set(data) - {"tasks", "config"}

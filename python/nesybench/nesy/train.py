@@ -186,9 +186,14 @@ def load_checkpoint(model, path) -> int:
         raise NesyError("checkpoint not found", file=str(p))
     try:
         blob = torch.load(p, map_location="cpu", weights_only=True)
+        if not isinstance(blob, dict):
+            raise ValueError("not a nesybench checkpoint (no state_dict record)")
         model.load_state_dict(blob["state_dict"])
-    except (RuntimeError, KeyError, OSError, ValueError) as exc:
-        raise NesyError(f"cannot load checkpoint: {exc}", file=str(p)) from None
+    except Exception as exc:  # noqa: BLE001 - any malformed or hostile file: one line
+        # weights_only unpickling refuses anything but tensors and plain containers; what it
+        # raises (UnpicklingError, EOFError, AttributeError...) depends on the bytes
+        msg = " ".join(str(exc).split())[:300]
+        raise NesyError(f"cannot load checkpoint: {msg}", file=str(p)) from None
     if blob.get("kind") != model.kind:
         raise NesyError(f"checkpoint is a {blob.get('kind')} model, not {model.kind}", file=str(p))
     return int(blob.get("epoch", 0))

@@ -21,13 +21,11 @@ def _fail(exc: NesyError):
     raise click.exceptions.Exit(2)
 
 
-def _write_result(out: str, d: dict) -> None:
-    """Write the JSON result file ``--out`` (one-line error when the place is not writable)."""
-    try:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(dumps(d))
-    except OSError as exc:
-        raise NesyError(f"cannot write the result: {exc.strerror or exc}", file=out) from None
+def _write_result(out: str, d: dict, *, overwrite: bool, inputs: list) -> None:
+    """Write the JSON result file ``--out`` under the output rules (nesybench.io): an existing
+    file only with ``--overwrite``, never an input, never through a symbolic link, atomically."""
+    from ..io import write_output_file  # noqa: PLC0415
+    write_output_file(out, dumps(d), overwrite=overwrite, inputs=inputs)
 
 
 @click.group(context_settings=CTX)
@@ -93,9 +91,10 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet):
                    "Kandinsky perm counter (their memory)")
 @click.option("--seed", default=0, show_default=True, type=int, help="seed for supports/sampling")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
+@click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 def count(task_yaml, support_file, map_class, maps, supervised, list_n, perm_count, engine,
-          time_limit, max_states, seed, out, as_json):
+          time_limit, max_states, seed, out, overwrite, as_json):
     """Count the optimal concept maps (incl. and excl. the identity) of TASK_YAML exactly."""
     from .count import count_rs  # noqa: PLC0415
     try:
@@ -111,7 +110,7 @@ def count(task_yaml, support_file, map_class, maps, supervised, list_n, perm_cou
                        time_limit=time_limit or None, max_states=max_states)
         d = res.to_json()
         if out:
-            _write_result(out, d)
+            _write_result(out, d, overwrite=overwrite, inputs=[task_yaml, support_file])
     except NesyError as exc:
         _fail(exc)
     text = (f"{res.task}: {res.count} optimal {res.map_class} maps"
@@ -151,9 +150,10 @@ def _split_vars(s: str) -> list[str]:
                    "weighs the same, so repeated vectors weigh more (default: target's support)")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
+@click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True)
 def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, target_support, seed,
-             out, as_json):
+             out, overwrite, as_json):
     """Average severity (0-1 label loss) of SOURCE's RSs on TARGET's concept distribution."""
     from .severity import severity as sev, supervision_check  # noqa: PLC0415
     try:
@@ -176,7 +176,8 @@ def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, targe
             text += (f"\nsupervision on {', '.join(chk.supervised)}: {chk.rss_before} -> "
                      f"{chk.rss_after} RSs ({'removes all' if chk.removes_all else 'some remain'})")
         if out:
-            _write_result(out, d)
+            _write_result(out, d, overwrite=overwrite,
+                          inputs=[source_yaml, target_yaml, target_support])
     except NesyError as exc:
         _fail(exc)
     _emit(d, as_json, text)

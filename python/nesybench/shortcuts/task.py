@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from .. import ROOT
-from ..errors import NesyError
+from ..errors import NesyError, yaml_error
 from ..io import derive_seed
 from ..logic import asp
 
@@ -563,14 +563,10 @@ def load_task(path_or_dict, *, source: str | None = None) -> Task:
             raise NesyError("task file is a folder", file=source)
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            line = getattr(getattr(exc, "problem_mark", None), "line", None)
-            raise NesyError(f"YAML does not parse: {_one_line(getattr(exc, 'problem', None) or exc)}",
-                            file=source, line=line + 1 if line is not None else None) from None
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise yaml_error(exc, source) from None
         except UnicodeDecodeError:
             raise NesyError("task file is not UTF-8 text", file=source) from None
-        except RecursionError:
-            raise NesyError("YAML nested too deeply", file=source) from None
         except OSError as exc:
             raise NesyError(f"cannot read the task file: {exc.strerror or exc}", file=source) from None
         base = p.resolve().parent

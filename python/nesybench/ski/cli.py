@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from ..errors import NesyError
+from ..errors import NesyError, yaml_error
 from ..io import dumps
 
 CTX = {"help_option_names": ["-h", "--help"]}
@@ -137,7 +137,10 @@ def _injector_options(items, injs) -> dict:
         if inj not in injs:
             raise NesyError(f"--injector-option {it!r}: {inj!r} is not one of the injectors "
                             f"run ({', '.join(injs)})", field="--injector-option")
-        value = yaml.safe_load(raw) if raw.strip() else raw
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else raw
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise yaml_error(exc, field=f"--injector-option {key}") from None
         INJECTORS[inj](2, 2, [2], None).configure(**{name: value})
         out.setdefault(inj, {})[name] = value
     return out
