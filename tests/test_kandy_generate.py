@@ -134,7 +134,7 @@ def test_with_replacement_when_symbols_run_out(tmp_path):
 
 # ----------------------------------------------------------------- bad input
 BAD_CASES = {
-    "malformed_yaml": ("- name: x\n  samples: a: b\n", "malformed YAML", 2),
+    "malformed_yaml": ("- name: x\n  samples: a: b\n", "YAML does not parse", 2),
     "unknown_operator": ("""\
         - name: x
           samples: 10
