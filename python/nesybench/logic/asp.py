@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import PROLOG_DIR
 from ..errors import BudgetExceeded, NesyError
 from .prolog import resolve
 
@@ -87,6 +88,97 @@ def to_python(sym):
     return str(sym)
 
 
+#: the ``#`` directives a user's ASP knowledge may use (aggregates, optimisation, output);
+#: ``#include``, ``#script``, ``#external``, ``#program``, ``#theory``, ``#heuristic``, ``#edge``
+#: and anything else are refused before clingo reads the file (its parser would follow an
+#: ``#include`` at once)
+ALLOWED_DIRECTIVES = frozenset({"const", "show", "project", "minimize", "maximize", "count",
+                                "sum", "sum+", "min", "max", "inf", "sup", "true", "false",
+                                "defined"})
+#: the statement kinds of ``clingo.ast`` allowed in user knowledge (the documented subset:
+#: rules, constraints, choice rules, #const, #show, #project, #minimize, #defined)
+ALLOWED_STATEMENTS = frozenset({"Rule", "Definition", "ShowSignature", "ShowTerm",
+                                "ProjectAtom", "ProjectSignature", "Minimize", "Defined",
+                                "Comment"})
+_checked: dict[tuple, None] = {}
+
+
+def _directives(text: str):
+    """``(name, line)`` of every ``#`` directive outside comments and strings."""
+    i, n, line = 0, len(text), 1
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        elif c == "%":
+            if text.startswith("%*", i):
+                end = text.find("*%", i + 2)
+                end = n if end < 0 else end + 2
+                line += text.count("\n", i, end)
+                i = end
+                continue
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            line += text.count("\n", i, j)
+            i = j + 1
+            continue
+        elif c == "#":
+            j = i + 1
+            while j < n and (text[j].isalnum() or text[j] in "_+"):
+                j += 1
+            yield text[i + 1:j], line
+            i = j
+            continue
+        i += 1
+
+
+def check_program(path: str | os.PathLike) -> None:
+    """Refuse ASP knowledge outside the documented subset, with file:line: first a lexical
+    scan of the ``#`` directives (allow-list :data:`ALLOWED_DIRECTIVES`; nothing is parsed
+    before it, so an ``#include`` is never followed), then ``clingo.ast`` statement kinds
+    (:data:`ALLOWED_STATEMENTS`). Checked files are remembered by (path, size, mtime)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+        key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+        if key in _checked:
+            return
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise NesyError("ASP knowledge is not UTF-8 text", file=str(p)) from None
+    except OSError as exc:
+        raise NesyError(f"cannot read the ASP program: {exc.strerror or exc}",
+                        file=str(p)) from None
+    for name, line in _directives(text):
+        if name not in ALLOWED_DIRECTIVES:
+            raise NesyError(f"#{name} is not allowed in ASP knowledge (allowed: "
+                            f"{', '.join('#' + d for d in sorted(ALLOWED_DIRECTIVES))})",
+                            file=str(p), line=line)
+    from clingo import ast as clingo_ast  # noqa: PLC0415
+    statements: list = []
+    messages: list[str] = []
+    try:
+        clingo_ast.parse_string(text, statements.append,
+                                logger=lambda code, msg: messages.append(msg.strip()),
+                                message_limit=5)
+    except RuntimeError as exc:
+        raise NesyError(f"ASP syntax error: {_one_line(messages) or exc}", file=str(p)) from None
+    for stm in statements:
+        kind = str(stm.ast_type).rsplit(".", 1)[-1]
+        if kind == "Program" and stm.name == "base" and not stm.parameters:
+            continue
+        if kind not in ALLOWED_STATEMENTS:
+            raise NesyError(f"{kind} statements are not allowed in ASP knowledge (rules, "
+                            "constraints, choice rules, #const, #show, #project, #minimize, "
+                            "#defined)", file=str(p), line=stm.location.begin.line)
+    _checked[key] = None
+
+
 def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
           models: int = 0, project: bool = False, keep_models: bool = True,
           consts: dict[str, int | str] | None = None, options: Sequence[str] = (),
@@ -116,6 +208,8 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
         path = resolve(prog)
         if not Path(path).exists():
             raise NesyError("ASP program not found", file=str(path))
+        if PROLOG_DIR not in Path(path).resolve().parents:
+            check_program(path)                 # user knowledge: the documented subset only
         try:
             ctl.load(str(path))
         except RuntimeError as exc:
