@@ -368,7 +368,13 @@ refused_in(Body, Preds, Module, Goal, Why) :-
 imported_pred(Module, Goal) :-
     import_module(Module, Imp),
     Imp \== user, Imp \== system,
-    predicate_property(Imp:Goal, exported),
+    (   predicate_property(Imp:Goal, exported)
+    ->  true
+    ;   functor(Goal, Name, Arity),             % defined in the knowledge module itself
+        current_predicate(Imp:Name/Arity),
+        \+ predicate_property(Imp:Goal, imported_from(_)),
+        \+ predicate_property(Imp:Goal, built_in)
+    ),
     !.
 
 builtin_like(Goal) :-
