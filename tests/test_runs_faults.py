@@ -259,8 +259,12 @@ def test_workers_die_with_a_driver_killed_alone(tmp_path, executor):
         assert family
         proc.kill()                # the driver alone, as the OOM killer does
         proc.wait(timeout=30)
-        _wait(lambda: not any(_alive(p, t) for p, t in family.items()),
-              "every worker to die with the driver", deadline=30)
+        try:
+            _wait(lambda: not any(_alive(p, t) for p, t in family.items()),
+                  "every worker to die with the driver", deadline=30)
+        except AssertionError:
+            left = [_cmdline(p)[:80] for p, t in family.items() if _alive(p, t)]
+            raise AssertionError(f"still running after the driver died: {left}") from None
         # nobody holds the caller's output open: both pipes reach their end
         assert proc.stdout.read() is not None and proc.stderr.read() is not None
     finally:

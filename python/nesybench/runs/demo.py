@@ -52,8 +52,8 @@ def fault_cell(params: dict, seed: int, ctx) -> dict:
     cell): ``raise`` (an exception), ``sigkill`` (SIGKILLs its own process), ``abort``
     (``os.abort()``), ``exit`` (``os._exit(3)``), ``hang`` (sleeps for an hour);
     ``fail_times`` (with ``state``, a folder): fail that many times before succeeding
-    (counted in a file per cell under ``state``). Logs a short curve first, writes a line
-    to stderr, and leaves a file in its scratch folder.
+    (counted in a file per cell under ``state``); ``seconds``: sleep this long first. Logs
+    a short curve, writes a line to stderr, and leaves a file in its scratch folder.
     """
     import os  # noqa: PLC0415
     import signal  # noqa: PLC0415
@@ -61,6 +61,8 @@ def fault_cell(params: dict, seed: int, ctx) -> dict:
     from pathlib import Path  # noqa: PLC0415
 
     x = params.get("x", 0)
+    if params.get("seconds"):
+        time.sleep(float(params["seconds"]))
     for step in range(3):
         ctx.log("loss", 1.0 / (step + 1) + x, step=step)
     print(f"fault cell x={x} starting", file=sys.stderr, flush=True)
@@ -89,7 +91,7 @@ def fault_cell(params: dict, seed: int, ctx) -> dict:
 
 
 fault_cell.params_schema = {"x": (int, float), "fault": str, "fault_on": list,
-                            "fail_times": int, "state": str}
+                            "fail_times": int, "state": str, "seconds": (int, float)}
 
 
 def rs_count_cell(params: dict, seed: int, ctx) -> dict:

@@ -62,17 +62,18 @@ def _tree(roots: dict[int, int]) -> dict[int, int]:
 
 
 def main(argv: list[str]) -> int:
-    driver = int(argv[0])
-    first = _stat(driver)
-    if first is None:
-        return 0
+    driver, driver_start = int(argv[0]), int(argv[1])
     roots = {}
-    for p in argv[1:]:
+    for p in argv[2:]:
         st = _stat(int(p))
         if st is not None:
             roots[int(p)] = st[1]
-    seen = dict(roots)
-    while _alive(driver) and _same(driver, first[1]):
+    seen = _tree(roots)
+    # the driver waits for this line: from now on its Ray processes are covered
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    while _alive(driver) and _same(driver, driver_start):
         seen.update(_tree(seen))
         seen = {p: t for p, t in seen.items() if _same(p, t)}
         time.sleep(0.5)
@@ -104,7 +105,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-_STARTED: list[int] = []
+_STARTED: list = []
 
 
 def watch_ray(before: set[int]) -> None:
@@ -113,17 +114,17 @@ def watch_ray(before: set[int]) -> None:
     if _STARTED or not sys.platform.startswith("linux"):
         return
     roots = sorted(children_of(os.getpid()) - before)
-    if not roots:
+    me = _stat(os.getpid())
+    if not roots or me is None:
         return
-    code = "import sys; from nesybench.runs.watchdog import main; sys.exit(main(sys.argv[1:]))"
-    env = dict(os.environ)
-    pkg = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join([pkg] + [p for p in env.get("PYTHONPATH", "").split(
-        os.pathsep) if p])
-    proc = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), *map(str, roots)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, env=env)
-    _STARTED.append(proc.pid)
+    # run as a plain script (standard library only): it starts in a few milliseconds
+    proc = subprocess.Popen([sys.executable, "-I", str(Path(__file__).resolve()),
+                             str(os.getpid()), str(me[1]), *map(str, roots)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc.stdout.readline()              # its first look at Ray's processes is taken
+    proc.stdout.close()
+    _STARTED.append(proc)          # kept: it outlives this driver on purpose
 
 
 if __name__ == "__main__":
