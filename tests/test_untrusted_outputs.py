@@ -77,7 +77,7 @@ def test_a_forged_marker_does_not_make_a_folder_replaceable(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "precious.txt").write_text("x")
-    for forged in ("", "{}", '{"written_by": "nesybench"}', "not json"):
+    for forged in ("", "{}", '{"written_by": "someone"}', "not json", "[1]"):
         (out / nio.MARKER).write_text(forged)
         with pytest.raises(NesyError, match="not written by"):
             with nio.atomic_output_dir(out, overwrite=True):

@@ -6,8 +6,8 @@ failure (bad input, Ctrl-C, SIGTERM, a crash) never leaves a half-written datase
 Safety rules for output folders (README "Output folders"):
 
 * an existing ``--out`` is replaced only with ``overwrite=True`` **and** only when it is empty
-  or holds the marker file :data:`MARKER` that every finished nesybench output carries: a JSON
-  record with a random token (an empty or hand-made marker is not enough);
+  or holds the marker file :data:`MARKER` that every finished nesybench output carries: the
+  JSON record nesybench writes (an empty marker file is not enough);
   anything else (your home folder, ``.``, a folder of your own files) is refused;
 * ``--out`` may never be, or contain, one of the command's inputs (``kandy browse DS --out DS``);
 * the temporary folder ``.NAME.tmp-XXXX`` holds :data:`PID_FILE` (host and pid of the writer);
@@ -24,8 +24,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
-import secrets
 import shutil
 import socket
 import tempfile
@@ -48,13 +46,11 @@ def _umask() -> int:
     return mask
 
 
-_TOKEN = re.compile(r"[0-9a-f]{32}")
-
-
 def is_nesybench_output(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a folder that a finished nesybench run wrote: its :data:`MARKER`
-    is a JSON record written by nesybench with a 128-bit random token (an empty or forged
-    marker file does not make a folder replaceable)."""
+    is the JSON record nesybench writes (an empty or other file of that name does not make a
+    folder replaceable). The record holds no random part: finished outputs stay byte-identical
+    across runs and worker counts."""
     marker = Path(path) / MARKER
     try:
         if marker.is_symlink() or not marker.is_file() or marker.stat().st_size > 4096:
@@ -63,7 +59,7 @@ def is_nesybench_output(path: str | os.PathLike) -> bool:
     except (OSError, ValueError):
         return False
     return (isinstance(data, dict) and data.get("written_by") == "nesybench"
-            and isinstance(data.get("token"), str) and bool(_TOKEN.fullmatch(data["token"])))
+            and isinstance(data.get("format_version"), str))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -172,8 +168,7 @@ def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
     try:
         (tmp / PID_FILE).unlink(missing_ok=True)
         (tmp / MARKER).write_text(
-            dumps({"format_version": FORMAT_VERSION, "written_by": "nesybench",
-                   "token": secrets.token_hex(16)}),
+            dumps({"format_version": FORMAT_VERSION, "written_by": "nesybench"}),
             encoding="utf-8")
         # re-check just before replacing: the folder may have changed while we worked
         check_replaceable(out, overwrite=overwrite, inputs=inputs)
