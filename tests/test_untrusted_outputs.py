@@ -91,6 +91,65 @@ def test_a_forged_marker_does_not_make_a_folder_replaceable(tmp_path):
     assert sorted(p.name for p in (tmp_path / "real").iterdir()) == [nio.MARKER, "b"]
 
 
+def _write(out, files):
+    with nio.atomic_output_dir(out, overwrite=True) as tmp:
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+    return (out / nio.MARKER).read_text()
+
+
+def test_the_marker_is_bound_to_the_manifest_beside_it(tmp_path):
+    import hashlib
+    import json
+    a = tmp_path / "a"
+    marker = _write(a, {"manifest.json": '{"n": 1}\n', "data.csv": "1\n"})
+    record = json.loads(marker)
+    assert record["manifest"] == "manifest.json"
+    assert record["sha256"] == hashlib.sha256(b'{"n": 1}\n').hexdigest()
+    # deterministic: the same output gives the same marker bytes
+    assert _write(tmp_path / "a2", {"manifest.json": '{"n": 1}\n', "data.csv": "1\n"}) == marker
+    # a folder without a manifest is bound to its listing (names and sizes)
+    b = tmp_path / "b"
+    record_b = json.loads(_write(b, {"x.txt": "abc"}))
+    assert record_b["manifest"] == "listing"
+    assert record_b["sha256"] == hashlib.sha256(b"x.txt\t3\n").hexdigest()
+
+
+def test_a_foreign_or_stale_marker_does_not_allow_deletion(tmp_path):
+    real = tmp_path / "real"
+    marker = _write(real, {"manifest.json": '{"n": 1}\n'})
+    # a genuine marker copied next to someone else's files
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "manifest.json").write_text('{"mine": true}\n')
+    (victim / "thesis.tex").write_text("precious")
+    (victim / nio.MARKER).write_text(marker)
+    assert not nio.is_nesybench_output(victim)
+    with pytest.raises(NesyError, match="not written by"):
+        with nio.atomic_output_dir(victim, overwrite=True):
+            pass
+    assert (victim / "thesis.tex").read_text() == "precious"
+    # a listing-bound marker copied into a folder with other files
+    lst = tmp_path / "lst"
+    marker = _write(lst, {"x.txt": "abc"})
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.txt").write_text("abcd")
+    (other / nio.MARKER).write_text(marker)
+    with pytest.raises(NesyError, match="not written by"):
+        with nio.atomic_output_dir(other, overwrite=True):
+            pass
+    assert (other / "x.txt").read_text() == "abcd"
+    # the nesybench output itself, its manifest edited afterwards: no longer replaceable
+    (real / "manifest.json").write_text('{"n": 2}\n')
+    with pytest.raises(NesyError, match="not written by"):
+        with nio.atomic_output_dir(real, overwrite=True):
+            pass
+    # an unchanged nesybench output is replaced
+    _write(lst, {"y.txt": "y"})
+    assert sorted(p.name for p in lst.iterdir()) == [nio.MARKER, "y.txt"]
+
+
 # ---------------------------------------------------------------------- one-line parse errors
 def test_yaml_errors_have_one_wording_with_line_and_column(tmp_path):
     bad = tmp_path / "bad.yaml"

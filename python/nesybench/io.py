@@ -6,8 +6,11 @@ failure (bad input, Ctrl-C, SIGTERM, a crash) never leaves a half-written datase
 Safety rules for output folders (README "Output folders"):
 
 * an existing ``--out`` is replaced only with ``overwrite=True`` **and** only when it is empty
-  or holds the marker file :data:`MARKER` that every finished nesybench output carries: the
-  JSON record nesybench writes (an empty marker file is not enough);
+  or holds the marker file :data:`MARKER` that every finished nesybench output carries: a
+  JSON record holding the SHA-256 of the folder's manifest (``manifest.json`` when the folder
+  has one, else the listing of its top-level names and file sizes), recomputed and compared
+  before anything is deleted; an empty marker, or one copied from another folder, is not
+  enough;
   anything else (your home folder, ``.``, a folder of your own files) is refused;
 * ``--out`` may never be, or contain, one of the command's inputs (``kandy browse DS --out DS``);
 * the temporary folder ``.NAME.tmp-XXXX`` holds :data:`PID_FILE` (host and pid of the writer);
@@ -46,20 +49,68 @@ def _umask() -> int:
     return mask
 
 
+#: the manifest a :data:`MARKER` is bound to, when the folder has one
+MANIFEST = "manifest.json"
+#: what the marker names instead when the folder has no :data:`MANIFEST`
+LISTING = "listing"
+
+
+def _folder_digest(path: Path) -> tuple[str, str] | None:
+    """``(what, sha256)`` binding a marker to the folder ``path``: the SHA-256 of its
+    :data:`MANIFEST` bytes when it has one (the manifests nesybench writes list every file's
+    checksum), else of the sorted listing of its top-level entries (``name<TAB>size`` for a
+    file, ``name/`` for a folder; the marker and the writer's pid file left out). ``None``
+    when the folder cannot be read. Deterministic: byte-identical outputs get identical
+    markers."""
+    try:
+        man = path / MANIFEST
+        if man.is_file() and not man.is_symlink():
+            return MANIFEST, sha256_file(man)
+        lines = []
+        with os.scandir(path) as it:
+            for entry in it:
+                if entry.name in (MARKER, PID_FILE):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    lines.append(f"{entry.name}/")
+                else:
+                    lines.append(f"{entry.name}\t{entry.stat(follow_symlinks=False).st_size}")
+    except OSError:
+        return None
+    text = "".join(line + "\n" for line in sorted(lines))
+    return LISTING, hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def marker_record(path: str | os.PathLike) -> dict:
+    """The :data:`MARKER` record for the finished folder ``path`` (see :func:`_folder_digest`)."""
+    digest = _folder_digest(Path(path))
+    if digest is None:
+        raise OSError(f"cannot list {path}")
+    what, sha = digest
+    return {"format_version": FORMAT_VERSION, "manifest": what, "sha256": sha,
+            "written_by": "nesybench"}
+
+
 def is_nesybench_output(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder that a finished nesybench run wrote: its :data:`MARKER`
-    is the JSON record nesybench writes (an empty or other file of that name does not make a
-    folder replaceable). The record holds no random part: finished outputs stay byte-identical
-    across runs and worker counts."""
-    marker = Path(path) / MARKER
+    """Whether ``path`` is a folder that a finished nesybench run wrote and nobody changed
+    since: its :data:`MARKER` is the JSON record nesybench writes and its ``sha256`` is the
+    digest of the folder's manifest now (an empty marker, a hand-made one, or one copied from
+    another folder does not make a folder replaceable). The record holds no random part:
+    finished outputs stay byte-identical across runs and worker counts."""
+    path = Path(path)
+    marker = path / MARKER
     try:
         if marker.is_symlink() or not marker.is_file() or marker.stat().st_size > 4096:
             return False
         data = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return (isinstance(data, dict) and data.get("written_by") == "nesybench"
-            and isinstance(data.get("format_version"), str))
+    if not (isinstance(data, dict) and data.get("written_by") == "nesybench"
+            and isinstance(data.get("format_version"), str)
+            and isinstance(data.get("sha256"), str)):
+        return False
+    digest = _folder_digest(path)
+    return digest is not None and digest == (data.get("manifest"), data["sha256"])
 
 
 def _pid_alive(pid: int) -> bool:
@@ -132,8 +183,8 @@ def check_replaceable(out: str | os.PathLike, *, overwrite: bool,
                             file=str(out)) from None
         if not empty and not is_nesybench_output(out):
             raise NesyError("output folder exists, is not empty and was not written by "
-                            f"nesybench (no {MARKER} file); refusing to replace it even with "
-                            "--overwrite", file=str(out))
+                            f"nesybench (no {MARKER} file matching its manifest); refusing "
+                            "to replace it even with --overwrite", file=str(out))
     return out
 
 
@@ -167,9 +218,7 @@ def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
         raise
     try:
         (tmp / PID_FILE).unlink(missing_ok=True)
-        (tmp / MARKER).write_text(
-            dumps({"format_version": FORMAT_VERSION, "written_by": "nesybench"}),
-            encoding="utf-8")
+        (tmp / MARKER).write_text(dumps(marker_record(tmp)), encoding="utf-8")
         # re-check just before replacing: the folder may have changed while we worked
         check_replaceable(out, overwrite=overwrite, inputs=inputs)
         if out.exists():
