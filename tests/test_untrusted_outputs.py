@@ -158,6 +158,9 @@ def test_yaml_errors_have_one_wording_with_line_and_column(tmp_path):
     kandy = _one_error("kandy", "generate", bad, "--out", tmp_path / "o",
                        contains="YAML does not parse")
     assert f"{bad}:3:1:" in rs and f"{bad}:3:1:" in kandy
+    runs = _one_error("runs", "start", bad, "--out", tmp_path / "study",
+                      contains="YAML does not parse")
+    assert f"{bad}:3:1:" in runs and not (tmp_path / "study").exists()
 
 
 @settings(max_examples=25, deadline=None)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import NesyError
+from ..errors import NesyError, yaml_error
 from ..io import derive_seed
 
 _SPEC_KEYS = {"study", "function", "params", "axes", "zip", "repetitions", "seed", "description",
@@ -305,10 +305,8 @@ def load_spec(path_or_dict, *, source: str | None = None) -> GridSpec:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
         except UnicodeDecodeError:
             raise NesyError("spec file is not UTF-8 text", file=source) from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise NesyError(f"YAML syntax error: {getattr(exc, 'problem', exc)}", file=source,
-                            line=mark.line + 1 if mark else None) from None
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise yaml_error(exc, source) from None
     if not isinstance(data, dict):
         raise NesyError("a grid spec is a mapping (study, function, params, axes, ...)",
                         file=source)
