@@ -3,7 +3,7 @@ PY := .venv/bin/python
 NB := .venv/bin/nesybench
 WORKERS ?= 2
 
-.PHONY: setup demo test bench fuzz clean
+.PHONY: setup demo test docs bench fuzz clean
 
 setup:            ## SWI-Prolog >= 9.1.12 (cached build if needed) + .venv with every dependency
 	@bash scripts/setup.sh
@@ -16,7 +16,10 @@ demo: setup       ## generate the KANDY Easy curriculum and its browser page int
 test: setup       ## the whole test suite (what CI runs)
 	$(PY) -m pytest -q
 
-bench: setup      ## performance figures (see benchmarks/README.md)
+docs: setup       ## the documentation site into site/ (mkdocs build --strict: broken links fail)
+	$(PY) -m mkdocs build --strict --site-dir site
+
+bench: setup      ## performance figures (see docs/performance.md)
 	$(PY) benchmarks/kandy_generate.py
 	$(PY) benchmarks/rudas_bench.py
 	$(PY) benchmarks/rs_count.py
@@ -27,4 +30,4 @@ fuzz: setup       ## the long fuzz run of every parser and CLI entry point (benc
 	$(PY) benchmarks/fuzz.py
 
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out site .pytest_cache

@@ -97,8 +97,9 @@ else
   torch_wheel=$(ls /opt/wheels/torch-2.13.0*.whl 2>/dev/null | head -n 1 || true)
   pip install "${torch_wheel:-torch==2.13.0}"
   pip install --no-cache-dir --no-binary janus-swi janus-swi
-  # ray: the distributed sweep executor (an extra for users; installed here so its tests run)
-  pip install -e ".[test,ray]"
+  # ray: the distributed sweep executor (an extra for users; installed here so its tests run);
+  # docs: MkDocs for `make docs`
+  pip install -e ".[test,ray,docs]"
   echo "$want" > "$stamp"
   log "ready: $venv"
 fi

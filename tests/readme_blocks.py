@@ -1,17 +1,19 @@
-"""Extract the runnable code blocks of README.md (used by tests/test_readme.py).
+"""Extract the runnable code blocks of README.md and docs/ (used by tests/test_readme.py).
 
-Convention (docs/CONTRIBUTING-HELPERS.md, "README code blocks are tested"):
+Convention (CONTRIBUTING.md, "Documentation examples are tests"):
 
 * fenced blocks whose info string is ``sh``, ``bash``, ``console``, ``python`` or ``prolog``
-  are run, in document order, in one scratch folder (``curricula/ kb/ prolog/ tests/
-  benchmarks/`` of the repository are linked in; the files of ``tests/data/readme/`` are
+  are run, in document order, in one scratch folder per page (``curricula/ kb/ prolog/ tests/
+  benchmarks/ docs/`` of the repository are linked in; the files of ``tests/data/readme/`` are
   copied in, for names a snippet uses but does not create, e.g. ``learned.pl``);
 * HTML comments on the lines just above the opening fence steer a block:
   ``<!-- readme-test: skip REASON -->`` does not run it (use sparingly: a user's MNIST path,
   a multi-minute benchmark), ``<!-- readme-test: replace OLD => NEW -->`` (repeatable) runs
   it with OLD replaced by NEW (small inputs), ``<!-- readme-test: exit N -->`` expects exit
   status N from every command of the block;
-* other blocks (yaml, plain text, output listings) are not run.
+* other blocks (``yaml``, ``text``, no info string: file listings, output) are not run;
+* in a ``prolog`` block, ``$ swipl FILE...`` and ``$ nesybench prolog`` (which loads
+  ``prolog/nesybench.pl``) name the files loaded before the ``?-`` queries.
 """
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RUNNABLE = ("sh", "bash", "console", "python", "prolog")
+#: the library ``nesybench prolog`` loads
+PROLOG_LIBRARY = "prolog/nesybench.pl"
+
+
+def doc_files(root: str | Path) -> list[Path]:
+    """README.md and every page of docs/, in a fixed order."""
+    root = Path(root)
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
 _MARK = re.compile(r"^<!--\s*readme-test:\s*(skip|replace|exit)\b\s*(.*?)\s*-->\s*$")
 
 
@@ -29,25 +39,32 @@ class Block:
     text: str
     line: int                      # 1-based line of the opening fence
     section: str = ""
+    file: str = "README.md"        # the page, relative to the repository root
     skip: str | None = None
     replace: list[tuple[str, str]] = field(default_factory=list)
     exit: int = 0
 
     @property
     def id(self) -> str:
-        return f"L{self.line}-{self.lang}"
+        return f"{self.file}:L{self.line}-{self.lang}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} line {self.line}"
 
     def prepared(self) -> str:
         text = self.text
         for old, new in self.replace:
             if old not in text:
-                raise ValueError(f"README line {self.line}: replace marker {old!r} not in block")
+                raise ValueError(f"{self.where}: replace marker {old!r} not in block")
             text = text.replace(old, new)
         return text
 
 
-def blocks(readme: str | Path) -> list[Block]:
+def blocks(readme: str | Path, name: str | None = None) -> list[Block]:
+    """The runnable blocks of one Markdown page (``name``: how tests name the page)."""
     lines = Path(readme).read_text(encoding="utf-8").splitlines()
+    name = name or Path(readme).name
     out: list[Block] = []
     section = ""
     i = 0
@@ -62,7 +79,7 @@ def blocks(readme: str | Path) -> list[Block]:
             while j < len(lines) and not lines[j].startswith("```"):
                 j += 1
             if lang in RUNNABLE:
-                b = Block(lang, "\n".join(lines[i + 1:j]) + "\n", i + 1, section)
+                b = Block(lang, "\n".join(lines[i + 1:j]) + "\n", i + 1, section, name)
                 k = i - 1
                 while k >= 0 and lines[k].strip().startswith("<!--"):
                     mm = _MARK.match(lines[k].strip())
@@ -75,7 +92,7 @@ def blocks(readme: str | Path) -> list[Block]:
                         else:
                             old, sep, new = arg.partition(" =>")
                             if not sep:
-                                raise ValueError(f"README line {k + 1}: replace needs OLD => NEW")
+                                raise ValueError(f"{name} line {k + 1}: replace needs OLD => NEW")
                             b.replace.append((old, new.strip()))
                     k -= 1
                 out.append(b)
@@ -106,13 +123,16 @@ def shell_commands(block: Block) -> list[str]:
 
 
 def prolog_queries(block: Block) -> tuple[list[str], list[str]]:
-    """(files to load from ``$ swipl FILE`` lines, queries) of a Prolog block; answer lines
-    (``true.``, ``X = a.``) are ignored."""
+    """(files to load from ``$ swipl FILE`` and ``$ nesybench prolog`` lines, queries) of a
+    Prolog block; answer lines (``true.``, ``X = a.``) are ignored."""
     files, queries, cur = [], [], None
     for raw in block.prepared().splitlines():
         s = re.sub(r"\s%.*$", "", raw).strip()
         if s.startswith("$ swipl"):
             files.extend(s.split()[2:])
+            continue
+        if s == "$ nesybench prolog":
+            files.append(PROLOG_LIBRARY)
             continue
         if s.startswith("?-"):
             cur = s[2:].strip()

@@ -1,5 +1,6 @@
-"""Every shell, Python and Prolog block of README.md runs (tests/readme_blocks.py has the
-convention: skip/replace/exit markers, scratch folder, fixtures in tests/data/readme/)."""
+"""Every shell, Python and Prolog block of README.md and of the pages of docs/ runs
+(tests/readme_blocks.py has the convention: skip/replace/exit markers, one scratch folder per
+page, fixtures in tests/data/readme/)."""
 from __future__ import annotations
 
 import os
@@ -7,31 +8,38 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import warnings
 from pathlib import Path
 
 import pytest
 
-from readme_blocks import blocks, prolog_queries, shell_commands
+from readme_blocks import blocks, doc_files, prolog_queries, shell_commands
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 SWIPL = ROOT / ".deps" / "swipl" / "bin" / "swipl"
 LINKED = ("curricula", "kb", "prolog", "tests", "benchmarks", "docs")
-BLOCKS = blocks(README)
+BLOCKS = [b for page in doc_files(ROOT)
+          for b in blocks(page, page.relative_to(ROOT).as_posix())]
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    d = tmp_path_factory.mktemp("readme")
-    for name in LINKED:
-        (d / name).symlink_to(ROOT / name)
-    for f in (ROOT / "tests" / "data" / "readme").iterdir():
-        if f.is_dir():
-            shutil.copytree(f, d / f.name)
-        else:
-            shutil.copy(f, d / f.name)
-    return d
+def scratches(tmp_path_factory):
+    """One scratch folder per page: a page's blocks run in order and may use what an earlier
+    block of the same page wrote."""
+    made: dict[str, Path] = {}
+
+    def scratch(page: str) -> Path:
+        if page not in made:
+            d = tmp_path_factory.mktemp("doc")
+            for name in LINKED:
+                (d / name).symlink_to(ROOT / name)
+            for f in (ROOT / "tests" / "data" / "readme").iterdir():
+                if f.is_dir():
+                    shutil.copytree(f, d / f.name)
+                else:
+                    shutil.copy(f, d / f.name)
+            made[page] = d
+        return made[page]
+    return scratch
 
 
 def _env():
@@ -55,6 +63,7 @@ def test_markers_are_well_formed():
     for b in BLOCKS:
         b.prepared()              # every replace marker matches its block
     assert any(b.lang == "prolog" for b in BLOCKS) and any(b.lang == "python" for b in BLOCKS)
+    assert {b.file for b in BLOCKS} >= {"README.md", "docs/guides/kandy.md"}
     skipped = [b for b in BLOCKS if b.skip]
     assert len(skipped) <= len(BLOCKS) // 3, "skip markers are for exceptions"
 
@@ -77,51 +86,39 @@ def _thread_states(pid: int) -> str:
     return "; ".join(states) or "unknown"
 
 
-def _run_swipl(args, cwd, env, line, timeout=120):
-    """Run one README Prolog block (normally well under a second).
-
-    One CI run (stop 16) and one local full-suite run (session 5; never when this file runs
-    alone, nor in 1,500 direct runs with and without load or a terminal) saw such a process
-    not exit. So a run that outlives `timeout` is retried once, and the hung process's thread
-    states (:func:`_thread_states`) are reported as a warning so that a recurrence can be
-    diagnosed; a second hang fails the test.
-    """
-    hung = []
-    for _ in range(2):
-        proc = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            hung.append(_thread_states(proc.pid))
-            proc.kill()
-            proc.communicate()
-            continue
-        if hung:
-            warnings.warn(f"README line {line}: swipl hung once (threads {hung[0]}); "
-                          "the retry passed")
-        return subprocess.CompletedProcess(args, proc.returncode, out, err)
-    pytest.fail(f"README line {line}: swipl did not exit within {timeout} s twice; "
-                f"thread states: {hung}")
+def _run_swipl(args, cwd, env, where, timeout=120):
+    """Run one Prolog block (normally well under a second). A process that outlives
+    `timeout` fails the test with its threads' states (:func:`_thread_states`)."""
+    proc = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        states = _thread_states(proc.pid)
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"{where}: swipl did not exit within {timeout} s; thread states: {states}")
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_readme_block(block, scratch):
+def test_readme_block(block, scratches):
+    scratch = scratches(block.file)
     if block.skip:
-        pytest.skip(f"README line {block.line}: {block.skip}")
+        pytest.skip(f"{block.where}: {block.skip}")
     env = _env()
     if block.lang == "python":
-        script = scratch / f"readme_{block.line}.py"
+        script = scratch / f"block_{block.line}.py"
         script.write_text(block.prepared())
         res = subprocess.run([sys.executable, str(script)], cwd=scratch, env=env,
                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
                              timeout=300)
-        assert res.returncode == block.exit, f"README line {block.line}:\n{res.stderr[-3000:]}"
+        assert res.returncode == block.exit, f"{block.where}:\n{res.stderr[-3000:]}"
         return
     if block.lang == "prolog":
         files, queries = prolog_queries(block)
-        assert queries, f"README line {block.line}: no ?- queries"
-        prog = scratch / f"readme_{block.line}.pl"
+        assert queries, f"{block.where}: no ?- queries"
+        prog = scratch / f"block_{block.line}.pl"
         prog.write_text(":- style_check(-singleton).\n" + "".join(
             f"readme_query({i}, ({q})).\n" for i, q in enumerate(queries)) + textwrap.dedent("""
             run_readme :-
@@ -133,13 +130,13 @@ def test_readme_block(block, scratch):
             """))
         # options first: swipl passes everything after the first file to the program as argv
         args = [str(SWIPL), "-q", "-g", "run_readme", "-t", "halt", *files, str(prog)]
-        res = _run_swipl(args, scratch, env, block.line)
+        res = _run_swipl(args, scratch, env, block.where)
         assert res.returncode == 0 and "Warning" not in res.stderr, \
-            f"README line {block.line}:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+            f"{block.where}:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
         return
     for cmd in shell_commands(block):
         res = subprocess.run(_shell(cmd), shell=True, cwd=scratch, env=env,
                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
                              timeout=300)
         assert res.returncode == block.exit, \
-            f"README line {block.line}: {cmd}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+            f"{block.where}: {cmd}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"

@@ -3,9 +3,13 @@
 Capabilities live in one subpackage each (``kandy``, ``rudas``, ``shortcuts``); the bridges to
 SWI-Prolog (janus) and clingo live in :mod:`nesybench.logic` and nowhere else.
 """
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__version__ = "0.1.0"
+try:        # the one place the version is kept is pyproject.toml (the package metadata)
+    __version__ = version("nesybench")
+except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
+    __version__ = "0+unknown"
 
 #: Repository root holding ``prolog/``, ``kb/`` and ``curricula/`` (editable install layout).
 ROOT = Path(__file__).resolve().parents[2]

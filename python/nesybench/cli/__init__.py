@@ -24,6 +24,7 @@ CAPABILITIES = {
     "nesy": "nesybench.nesy.cli",
     "irt": "nesybench.irt.cli",
     "ski": "nesybench.ski.cli",
+    "prolog": "nesybench.cli.prolog",
 }
 
 
@@ -55,14 +56,22 @@ def cli():
     """nesybench: logic-programming-centric neuro-symbolic benchmarks.
 
     \b
-    kandy  KANDY curricula of Kandinsky-pattern tasks (generate, show, browse, ilp-export, ilp-eval,
-           ilp-run, train, table, plot)
-    rudas  RuDaS rule-learning datasets (generate, suite, evaluate)
-    rs     reasoning shortcuts (generate, count, severity, metrics)
-    nesy   neuro-symbolic learning: DPL, fuzzy, CBM, NN on the RS tasks (train, eval, sweep, report)
-    ski    knowledge-injection robustness: KBANN/KINS/KILL under degradation (run, table, plot)
-    irt    IRT robustness of classifier families (population, fit, robustness, taxonomy, study)
-    runs   sweeps and results (start, resume, status, table, plot, export)
+    kandy   KANDY curricula of Kandinsky-pattern tasks (generate, validate, check, show, browse,
+            ilp-export, ilp-eval, ilp-run, train, table, plot)
+    rudas   RuDaS rule-learning datasets (generate, suite, evaluate, chase, table)
+    rs      reasoning shortcuts (generate, count, severity, metrics)
+    nesy    neuro-symbolic learning: DPL, fuzzy, CBM, NN on the RS tasks (train, eval, sweep,
+            report)
+    ski     knowledge-injection robustness: KBANN/KINS/KILL under degradation (run, table, plot)
+    irt     IRT robustness of classifier families (families, study, population, fit,
+            robustness, taxonomy)
+    runs    sweeps and results (start, resume, status, table, plot, export)
+    prolog  SWI-Prolog with the nesybench library loaded
+
+    \b
+    Shared options mean the same in every command that has them: -o/--out, --overwrite,
+    --seed, -j/--workers, --json, -q/--quiet.
+    Documentation: docs/ (make docs), one guide per capability.
     """
 
 

@@ -24,7 +24,8 @@ def _floats(value: str) -> list[float]:
 
 
 def _executor_opts(f):
-    f = click.option("--workers", type=int, default=None,
+    f = click.option("--quiet", "-q", is_flag=True, help="no progress bars")(f)
+    f = click.option("--workers", "-j", type=int, default=None,
                      help="worker processes (default: the machine's cores)")(f)
     f = click.option("--executor", type=click.Choice(["local", "ray", "inline"]),
                      default="local", show_default=True, help="sweep-runner executor")(f)
@@ -59,7 +60,7 @@ _pop_options = [
     click.option("--families", default="", help="comma-separated family ids (default: all; "
                                                "see `nesybench irt families`)"),
     click.option("--folds", type=int, default=5, show_default=True),
-    click.option("--data-seed", type=int, default=0, show_default=True,
+    click.option("--seed", "--data-seed", "data_seed", type=int, default=0, show_default=True,
                  help="seed of the folds and subsamples"),
     click.option("--target", default=None, help="target column of CSV/ARFF files (name or "
                                                 "0-based index; default: the last column)"),
@@ -82,11 +83,11 @@ def _apply(options):
 @_executor_opts
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def population_cmd(out, datasets, models, families, folds, data_seed, target, nominal,
-                   force_new, executor, workers, as_json):
+                   force_new, executor, workers, quiet, as_json):
     """Train the population under stratified k-fold CV through the sweep runner (cached:
     finished cells are never re-run) and write each data set's response matrix U."""
     res = _population(out, datasets, models, families, folds, data_seed, target, nominal,
-                      executor, workers, not as_json, force_new)
+                      executor, workers, not (as_json or quiet), force_new)
     if as_json:
         click.echo(dumps(res.__dict__), nl=False)
         return
@@ -187,10 +188,10 @@ def _print_fit(summ):
               help="proportions of each bin perturbed")
 @_executor_opts
 @click.option("--json", "as_json", is_flag=True)
-def robustness_cmd(study, models, nu, deltas, executor, workers, as_json):
+def robustness_cmd(study, models, nu, deltas, executor, workers, quiet, as_json):
     """Perturb δ of every difficulty bin (numeric N(x, σν), nominal α-mixture) and record
     kappa per (model, bin, δ): kappa.csv and figures/scc_<ds>.png (Figure 4)."""
-    summ = _robustness(study, models, nu, deltas, executor, workers, not as_json)
+    summ = _robustness(study, models, nu, deltas, executor, workers, not (as_json or quiet))
     if as_json:
         click.echo(dumps(summ), nl=False)
     else:
@@ -273,12 +274,12 @@ def _print_taxonomy(info):
 @_executor_opts
 @click.option("--json", "as_json", is_flag=True)
 def study_cmd(out, datasets, models, families, folds, data_seed, target, nominal, force_new,
-              irt_model, bins, nu, deltas, clusters, executor, workers, as_json):
+              irt_model, bins, nu, deltas, clusters, executor, workers, quiet, as_json):
     """The whole study into one folder: population → IRT fit → robustness → taxonomy, with
     the three figures, difficulty.csv, kappa.csv, taxonomy.json and summary.json."""
     from ..io import write_json  # noqa: PLC0415
 
-    progress = not as_json
+    progress = not (as_json or quiet)
     pop = _population(out, datasets, models, families, folds, data_seed, target, nominal,
                       executor, workers, progress, force_new)
     fit = _fit(out, irt_model, bins, 6.0)

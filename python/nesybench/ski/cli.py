@@ -49,7 +49,7 @@ def group():
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="study folder")
 @click.option("--executor", type=click.Choice(["local", "ray", "inline"]), default="local",
               show_default=True)
-@click.option("--workers", type=int, default=None, help="worker processes (default: cores)")
+@click.option("--workers", "-j", type=int, default=None, help="worker processes (default: cores)")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--data-path", "data_paths", multiple=True, metavar="DATASET=PATH",
               help="read a data set from UCI file(s) instead of the cache")
@@ -60,9 +60,10 @@ def group():
               show_default=True,
               help="trainer: the C kernel, or PyTorch autograd (slower; the reference)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_per_cell,
         group_levels, out, executor, workers, seed, data_paths, kbs, inj_opts, engine,
-        as_json):
+        as_json, quiet):
     """Run the grid (data sets × degradations × predictors × levels, REPS each) into OUT."""
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
     from . import cells, degrade, native  # noqa: PLC0415
@@ -106,7 +107,8 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
             spec = GridSpec(study="ski", function="ski.cell", params=params, axes=axes,
                             repetitions=1, seed=seed,
                             description=f"SKI robustness on {ds}")
-            res = run_grid(spec, f"{out}/{ds}", executor=executor, workers=workers)
+            res = run_grid(spec, f"{out}/{ds}", executor=executor, workers=workers,
+                           progress=not (quiet or as_json))
             summaries.append({"dataset": ds, "study": f"{out}/{ds}",
                               **{k: v for k, v in vars(res.summary).items()
                                  if isinstance(v, (int, float, str))}})
