@@ -1,4 +1,4 @@
-"""The long fuzz run (issue 13): the properties of tests/test_fuzz.py with many random inputs.
+"""The long fuzz run: the properties of tests/test_fuzz.py with many random inputs.
 
     .venv/bin/python benchmarks/fuzz.py                 # scale 100: about 1,500-2,000 inputs per format
     .venv/bin/python benchmarks/fuzz.py --scale 10 -k rs

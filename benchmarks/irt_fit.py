@@ -8,7 +8,7 @@ installed — it is a benchmark reference, not a dependency of nesybench:
     PYTHONPATH=python .venv/bin/python benchmarks/irt_fit.py            # 2,000 × 5,000
     PYTHONPATH=python .venv/bin/python benchmarks/irt_fit.py --sizes 500x1000 --no-mirt
 
-Target (issue 12): ≥ 5× faster than mirt's 2PL at corr(b̂, b) ≥ 0.995 on 2,000 × 5,000.
+Target: ≥ 5× faster than mirt's 2PL at corr(b̂, b) ≥ 0.995 on 2,000 × 5,000.
 On a shared, loaded machine compare CPU seconds (both use every core they are given).
 """
 from __future__ import annotations

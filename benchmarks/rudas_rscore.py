@@ -1,4 +1,4 @@
-"""Time RuDaS d_R / R-score (issue 14.7): branch and bound + Hungarian vs the brute force.
+"""Time RuDaS d_R / R-score: branch and bound + Hungarian vs the brute force.
 
 Prints, per learned body length n, the time of d_R between a random original rule (2-3 body
 atoms, the size RuDaS generates) and a random learned rule with n body atoms, and between two

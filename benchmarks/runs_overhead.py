@@ -1,4 +1,4 @@
-"""Per-cell overhead of the sweep runner's executors (issue 8's figure: local < 5 ms/cell).
+"""Per-cell overhead of the sweep runner's executors (target: local < 5 ms/cell).
 
     .venv/bin/python benchmarks/runs_overhead.py [--trivial 1000] [--sleepy 16] [--workers 2]
                                                  [--executors inline,local,ray]

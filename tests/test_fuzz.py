@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) for every parser and the CLI entry points (issue 13).
+"""Property-based tests (hypothesis) for every parser and the CLI entry points.
 
 Random and mutated KANDY curricula, RS task files, ASP knowledge, Prolog rules, RuDaS learned
 programs, prediction CSVs and CLI option values must give exit 0 (or a documented status) or

@@ -1,4 +1,4 @@
-"""Regression tests for issue 13's bad-input defects: every one gives exit 2 and one stderr
+"""Regression tests for bad-input defects: every one gives exit 2 and one stderr
 line (or the documented exit status), never a traceback, and leaves no output behind."""
 from __future__ import annotations
 

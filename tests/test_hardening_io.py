@@ -1,4 +1,4 @@
-"""Safe output folders (issue 13): marker, refusals, inputs, umask, stale temp folders, SIGTERM."""
+"""Safe output folders: marker, refusals, inputs, umask, stale temp folders, SIGTERM."""
 from __future__ import annotations
 
 import os
@@ -93,7 +93,7 @@ def test_failure_inside_block_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-# -------------------------------------------------------------- the commands named in issue 13
+# -------------------------------------------------------------- commands that write folders
 
 @pytest.fixture(scope="module")
 def small_ds(tmp_path_factory):

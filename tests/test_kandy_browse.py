@@ -43,7 +43,7 @@ NAMES = {0: "red stack", 1: "all blue"}
 
 
 def make_dataset(root: Path) -> Path:
-    """A tiny curriculum folder following docs/kandy-format.md, images from our renderer."""
+    """A tiny curriculum folder following docs/formats/kandy-dataset.md, images from our renderer."""
     cfg = RenderConfig()
     rows: dict[str, list] = {"train": [], "val": [], "test": []}
     counters: dict = {}

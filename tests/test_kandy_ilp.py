@@ -72,7 +72,7 @@ def _swipl() -> str:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
-    """A tiny dataset folder in the on-disk format of docs/kandy-format.md (no images)."""
+    """A tiny dataset folder in the on-disk format of docs/formats/kandy-dataset.md (no images)."""
     d = tmp_path_factory.mktemp("kandy") / "ds"
     (d / "rules").mkdir(parents=True)
     tasks = []
@@ -204,7 +204,7 @@ def _defined(encoding: str, kb: str) -> set[str]:
 
 
 def test_determinations_per_kb_match_the_paper():
-    """Regression (issue 14.1): MID is the paper's 39 predicates, the named objects and the
+    """Regression: MID is the paper's 39 predicates, the named objects and the
     other cheat predicates only in LARGE; determination counts per KB and encoding."""
     assert len(PAPER_MID_39) == 39 and len(CHEAT) == 12
     domain = {"color/1", "shape/1", "size/1"}
@@ -378,12 +378,12 @@ def test_bad_inputs(dataset, tmp_path):
 
 
 def test_documented_pack_command_ends_on_empty_theory(tmp_path):
-    """Regression (issue 14.4): the SWI-pack command of docs/kandy-ilp.md, run against a
+    """Regression: the SWI-pack command of docs/guides/aleph.md, run against a
     stand-in Aleph whose induce/1 learns nothing (leaves T unbound, as the pack does), ends and
     writes an empty theory instead of printing `_.` lines forever."""
-    doc = (ROOT / "docs" / "kandy-ilp.md").read_text()
+    doc = (ROOT / "docs" / "guides" / "aleph.md").read_text()
     m = re.search(r'swipl -g "(use_module\(library\(aleph\)\).*?)"\n', doc, re.S)
-    assert m, "the pack command is missing from docs/kandy-ilp.md"
+    assert m, "the pack command is missing from docs/guides/aleph.md"
     goal = m[1].replace("\\\n", " ")
     stub = tmp_path / "stub_aleph.pl"
     stub.write_text(":- module(aleph, [induce/1]).\nread_all(_).\ninduce(_).\n")
@@ -471,7 +471,7 @@ def test_exported_background_stands_alone(tmp_path, encoding, kb):
 
 
 def test_eval_checks_theory_against_ground_truth_beyond_the_split(tmp_path):
-    """Regression (issue 14.5): a theory with zero errors on the small test split ("correct")
+    """Regression: a theory with zero errors on the small test split ("correct")
     but without the house's same-size test disagrees with the ground truth on fresh samples
     and is reported so; the ground-truth rule itself never disagrees. Both encodings."""
     from nesybench.kandy.generate import generate

@@ -1,4 +1,4 @@
-"""KANDY learning harness (issue 10): metrics, replay, supervision, settings, bad input."""
+"""KANDY learning harness: metrics, replay, supervision, settings, bad input."""
 from __future__ import annotations
 
 import csv

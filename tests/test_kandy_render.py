@@ -353,7 +353,7 @@ def _inside(placed, cfg) -> bool:
 
 
 def test_tower_at_the_edge_stays_inside_and_whole():
-    """Regression (issue 14.2): three large squares stacked in a 1/7-height row at the top
+    """Regression: three large squares stacked in a 1/7-height row at the top
     edge left the canvas in format 1.0; now the tower is moved inward as one group."""
     cfg = RenderConfig(noisy_size=False, noisy_color=False)
     sym = "stack([stack([square_red_large, square_red_large, square_red_large]), " + \

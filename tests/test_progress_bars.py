@@ -1,4 +1,4 @@
-"""Progress bars of long commands (issue 13, CLI consistency): `rudas generate`, `rudas
+"""Progress bars of long commands (CLI consistency): `rudas generate`, `rudas
 evaluate` (fed by Prolog's progress reports, prolog/progress.pl) and `rs generate`.
 
 A bar goes to stderr; -q/--quiet and --json turn it off; the output bytes are the same with

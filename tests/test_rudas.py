@@ -69,7 +69,7 @@ def _random_rule(rng: random.Random, max_body: int) -> str:
 
 
 def test_rule_distance_fast_equals_brute_force_on_random_small_rules():
-    """Regression oracle (issue 14.7): the branch-and-bound / Hungarian d_R equals the literal
+    """Regression oracle: the branch-and-bound / Hungarian d_R equals the literal
     definition (every renaming x every permutation) on 300 random pairs of rules with up to
     three body atoms, constants, repeated variables and arities 1-3."""
     rng = random.Random(14)
@@ -80,7 +80,7 @@ def test_rule_distance_fast_equals_brute_force_on_random_small_rules():
 
 
 def test_r_score_of_nine_atom_learned_bodies():
-    """Issue 14.7: 9-atom learned bodies (factorial for the old permutation search: 9! pairings
+    """9-atom learned bodies (factorial for the old permutation search: 9! pairings
     per renaming) against hand-computed distances."""
     extra = ", ".join(f"s{i}(A,B)" for i in range(7))
     learned = f"p(A,B) :- q(A,C), r(C,B), {extra}"
@@ -94,7 +94,7 @@ def test_r_score_of_nine_atom_learned_bodies():
 
 
 def test_r_score_stops_at_its_time_limit():
-    """Issue 14.7: R-score is under a time budget; when it runs out the result is the best
+    """R-score is under a time budget; when it runs out the result is the best
     bound found (a lower bound of the R-score) and flagged partial."""
     from nesybench.logic import prolog
     prolog.use("prolog/rudas/rudas.pl")
@@ -160,7 +160,7 @@ def test_threshold_aux_and_budget(tmp_path):
 
 
 def test_learned_auxiliary_predicates_are_accepted_in_any_order(tmp_path):
-    """Issue 14.8: predicates the learned file defines are accepted (either clause order),
+    """predicates the learned file defines are accepted (either clause order),
     and their facts are left out of the metrics as auxiliaries (paper §6)."""
     ds = _hand_dataset(tmp_path)
     plain = tmp_path / "plain.pl"
@@ -181,7 +181,7 @@ def test_learned_auxiliary_predicates_are_accepted_in_any_order(tmp_path):
 
 
 def test_every_predicate_of_relations_txt_is_accepted(tmp_path):
-    """Issue 14.9: relations.txt lists the signature, also predicates with no fact anywhere;
+    """relations.txt lists the signature, also predicates with no fact anywhere;
     the evaluator accepts rules over every predicate it lists."""
     ds = _hand_dataset(tmp_path)
     (ds / "relations.txt").write_text("t\ne\nzz\n")
@@ -456,7 +456,7 @@ def test_cli_suite_small(tmp_path, capsys):
     assert t["rows"][0]["h_score"] == 1.0 and t["missing"] == 11
 
 
-# --- issue 14.10-14.11: productive recursion, every rule instantiated ----------------------
+# --- productive recursion, every rule instantiated ---------------------------------
 
 def _atoms(text: str) -> list[tuple[str, tuple[str, ...]]]:
     import re
@@ -494,7 +494,7 @@ def _body_holds(body, facts: set) -> bool:
 
 
 def test_recursion_is_productive_and_drawn(tmp_path):
-    """Issue 14.10: with --p-recursion no rule has its head atom in its body (16 of 48
+    """with --p-recursion no rule has its head atom in its body (16 of 48
     recursive rules did, e.g. `p3(X0,X1) :- p3(X0,X1).`), and the manifest and the DOT picture
     carry the recursive edge."""
     n_rec = 0
@@ -517,7 +517,7 @@ def test_recursion_is_productive_and_drawn(tmp_path):
 
 
 def test_every_rule_has_an_instance_in_the_evaluation_set(tmp_path):
-    """Issue 14.11: every rule has an instantiation in S' ∪ C' (MIXED XS: 6 of 283 rules had
+    """every rule has an instantiation in S' ∪ C' (MIXED XS: 6 of 283 rules had
     none); the manifest lists the rules without one in the training sets (none here in D)."""
     for seed in range(6):
         res = generate(RudasParams(category="mixed", size="xs", min_components=2,

@@ -1,4 +1,4 @@
-"""Reasoning-shortcut counting: regression values of issue 4 and brute force on small tasks."""
+"""Reasoning-shortcut counting: regression values and brute force on small tasks."""
 import math
 
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 14 item 16: the MNAdd-EvenOdd 49, OOD and single-label warnings of `rs generate`."""
+"""The MNAdd-EvenOdd 49, OOD and single-label warnings of `rs generate`."""
 import json
 
 import pytest

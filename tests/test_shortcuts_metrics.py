@@ -57,7 +57,7 @@ def test_collapse_hand_made():
     assert M.collapse(allone, "relaxed") == pytest.approx(1.0)
     # two of four predicted values used, unevenly
     # paper Appendix B.2: "relaxed" = is the value predicted at all (indicator), "hard" =
-    # the mass with which it is predicted (issue 14: the names used to be swapped)
+    # the mass with which it is predicted (as named in the rsbench paper, Appendix B.2)
     c = np.array([[9, 1, 0, 0], [9, 1, 0, 0], [10, 0, 0, 0], [10, 0, 0, 0]])
     assert M.collapse(c, "relaxed") == pytest.approx(1 - math.log(2) / math.log(4))
     p = np.array([3.8, 0.2]) / 4

@@ -1,4 +1,4 @@
-"""Issue 14 item 13: the structured perm-class counter for Kandinsky knowledge
+"""The structured perm-class counter for Kandinsky knowledge
 (shortcuts/perm.py) against an independent brute-force enumeration of every (permutation,
 per-variable map) pair, in both --perm-count modes."""
 import itertools

@@ -539,7 +539,7 @@ grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, SAcc, C
 %   Done lists the components instantiated so far. For S' (Phase eval, no size class) the
 %   loop does not stop before every component has been instantiated once, and single steps
 %   take a component not yet done first, fully (every OR alternative): every rule then has
-%   an instance in S' ∪ C' (issue 14.11). The training phase keeps its size class first;
+%   an instance in S' ∪ C'. The training phase keeps its size class first;
 %   its coverage is checked by facts_attempts/10.
 grow_loop(P, Index, Store, Consts, Goal, Hi, Phase, Iter, Stall, NS, NC, B0, Yield, Done,
           SAcc, CAcc, S, C) :-

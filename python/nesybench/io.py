@@ -3,7 +3,7 @@
 Every generator writes into a temporary sibling of ``--out`` and renames it at the end, so a
 failure (bad input, Ctrl-C, SIGTERM, a crash) never leaves a half-written dataset behind.
 
-Safety rules for output folders (README "Output folders"):
+Safety rules for output folders (docs/guides/safety.md, "Output folders in detail"):
 
 * an existing ``--out`` is replaced only with ``overwrite=True`` **and** only when it is empty
   or holds the marker file :data:`MARKER` that every finished nesybench output carries: a

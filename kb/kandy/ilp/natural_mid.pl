@@ -3,7 +3,7 @@
 % The paper's 39 predicates: the clauses of the §4.5 listing after its domain definitions
 % (which the paper removes for ILP) without the named objects house/1 ... is_named_object/2,
 % which supplementary §4.5.2 lists among the "cheat" predicates of the LARGE KB
-% (kb/kandy/ilp/<encoding>_large.pl). See docs/kandy-ilp.md for the list.
+% (kb/kandy/ilp/<encoding>_large.pl). See docs/guides/aleph.md for the list.
 %
 % A sample is a term: an atomic shape is the atom Shape_Color_Size (triangle_red_small); a
 % composition is Operator(ListOfChildren), e.g. stack([triangle_red_small, square_red_small]).

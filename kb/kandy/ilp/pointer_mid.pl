@@ -4,7 +4,7 @@
 % The paper's 39 predicates: the clauses of the §4.5 listing after its domain definitions
 % (which the paper removes for ILP) without the named objects house/1 ... is_named_object/2,
 % which supplementary §4.5.2 lists among the "cheat" predicates of the LARGE KB
-% (kb/kandy/ilp/<encoding>_large.pl). See docs/kandy-ilp.md for the list.
+% (kb/kandy/ilp/<encoding>_large.pl). See docs/guides/aleph.md for the list.
 %
 % Every composition is a constant defined by a fact defined_as(Object, Operator, Children),
 % e.g. defined_as(c000001, stack, [triangle_red_small, c000002]); an example valid(s00001) names

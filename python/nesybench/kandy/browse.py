@@ -1,4 +1,4 @@
-"""A static HTML browser for a generated KANDY curriculum (docs/kandy-format.md).
+"""A static HTML browser for a generated KANDY curriculum (docs/formats/kandy-dataset.md).
 
 :func:`write_browser` writes ``index.html`` (inline CSS and JavaScript, no network, no CDN) and
 ``data.js`` (the dataset's tasks and samples as one JavaScript assignment, so the page works

@@ -49,7 +49,7 @@ def _workers_option(workers: int) -> int:
 
 @click.group("kandy")
 def group():
-    """KANDY curricula of Kandinsky-pattern tasks (paper: kandy.txt)."""
+    """KANDY curricula of Kandinsky-pattern tasks (Lorello, Lippi and Melacci, the KANDY benchmark)."""
 
 
 @group.command("generate")
@@ -243,7 +243,7 @@ def ilp_eval_cmd(dataset, task, theory, encoding, split, kb, fresh, as_json):
             click.echo(f"{k:>22s}: {v}")
 
 
-# --------------------------------------------------------------------------- learning (issue 10)
+# --------------------------------------------------------------------------- learning
 
 def _names(value: str, what: str, choices) -> list[str]:
     out = [v.strip() for v in value.split(",") if v.strip()]

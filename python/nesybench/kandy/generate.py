@@ -1,4 +1,4 @@
-"""Generate a KANDY curriculum into a folder (format: docs/kandy-format.md, version 1.1).
+"""Generate a KANDY curriculum into a folder (format: docs/formats/kandy-dataset.md, version 1.1).
 
 ``generate(curriculum, out)`` parses the YAML, draws each task's symbols with rejection
 sampling (rule checks batched through SWI-Prolog), splits them, renders the images in
@@ -29,7 +29,7 @@ from .render import RenderConfig, render_chunk
 from .rules import TaskRule
 from .sampler import SPLITS, Sample, TaskStats, draw_symbols, split_samples
 
-#: Version of the KANDY dataset format (docs/kandy-format.md). 1.1: Hard layouts keep every shape
+#: Version of the KANDY dataset format (docs/formats/kandy-dataset.md). 1.1: Hard layouts keep every shape
 #: inside the canvas (render._fit_into); annotations are unchanged, pixels of the samples whose
 #: layout had a shape larger than its slot differ from 1.0.
 FORMAT_VERSION = "1.1"

@@ -225,7 +225,7 @@ def _dataset_dir(dataset_dir) -> Path:
     if not d.is_dir():
         raise NesyError("dataset folder not found", file=str(d))
     if not any((d / s / "annotations.csv").exists() for s in SPLITS):
-        raise NesyError("not a KANDY dataset (no <split>/annotations.csv; see docs/kandy-format.md)",
+        raise NesyError("not a KANDY dataset (no <split>/annotations.csv; see docs/formats/kandy-dataset.md)",
                         file=str(d))
     return d
 

@@ -70,7 +70,7 @@ REQUIRED_TASK_KEYS = ("name", "samples", "train_split", "val_split", "positive_s
 TASK_DEFAULTS = {"gamma": 1.0, "beta": 1.0, "noisy_color": True, "noisy_size": True,
                  "patience": 1000}
 
-#: Documented caps (README "Limits on untrusted input"): the longest list a list-expansion
+#: Documented caps (docs/guides/safety.md, "Limits at a glance"): the longest list a list-expansion
 #: operator may produce (checked before allocating), the largest ``n``/``max`` parameter, and
 #: the deepest nesting of operators in a set.
 MAX_LIST_ITEMS = 1000

@@ -114,7 +114,7 @@ def _is_number(x) -> bool:
 
 @dataclass
 class RenderConfig:
-    """How symbols become pictures (defaults: KANDY paper / reference config, SPEC §1).
+    """How symbols become pictures (defaults: the KANDY paper's supplementary §4 and the reference configuration).
 
     Attributes
     ----------

@@ -1,6 +1,6 @@
 """Sample grids: one picture per task, positives vs negatives, with the rule printed.
 
-Reads a generated curriculum folder (docs/kandy-format.md) or plain annotation rows. Pure
+Reads a generated curriculum folder (docs/formats/kandy-dataset.md) or plain annotation rows. Pure
 Pillow (no display needed). When an image file cannot be found, the sample is re-rendered from
 its ``symbol`` column with :func:`nesybench.kandy.render.render`.
 """
@@ -127,7 +127,7 @@ def sample_grid(source, task_id: int, n: int = 8, rule_text: str | None = None, 
     """A figure of task ``task_id``: up to ``n`` positives (row(s) framed green) above up to
     ``n`` negatives (framed red), titled with the task name and followed by ``rule_text``.
 
-    ``source`` is a dataset folder (docs/kandy-format.md) or an iterable of annotation rows
+    ``source`` is a dataset folder (docs/formats/kandy-dataset.md) or an iterable of annotation rows
     (dicts with ``task_id``, ``label``, ``filename``/``path``, ``symbol``; ``root`` + ``split``
     locate images when ``path`` is missing, otherwise the symbol is rendered with ``config``).
     With a folder, the title and rule default to the manifest's name and ``rules/<id>.pl``.

@@ -9,7 +9,6 @@
   - hard: p_j ∝ Σ_i C_ij / Σ_j' C_ij' (column mass of the row-normalised matrix: penalises
     the disproportion with which values are predicted, every true value weighing the same).
   0 = every value used evenly, 1 = a single value predicted for everything.
-  (nesybench before issue 14 printed the two names the other way round.)
 * plots of the confusion matrices (matplotlib, Agg backend).
 
 Predictions file (CSV): columns ``label:<name>`` / ``pred_label:<name>`` and

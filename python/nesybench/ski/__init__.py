@@ -1,4 +1,5 @@
-"""Knowledge-injection robustness (SPEC §5, paper ``ski-robustness.txt``).
+"""Knowledge-injection robustness (Rafanelli, Magnini, Agiollo, Ciatto and Omicini, an empirical
+study of knowledge-injection techniques against data degradation).
 
 KBANN, KINS and KILL over PyTorch MLPs, from Prolog rules in ``kb/ski/`` compiled by
 ``prolog/ski/compile.pl``; the paper's three data degradations (:mod:`.degrade`), the
