@@ -60,8 +60,8 @@ def cli():
             ilp-export, ilp-eval, ilp-run, train, table, plot)
     rudas   RuDaS rule-learning datasets (generate, suite, evaluate, chase, table)
     rs      reasoning shortcuts (generate, count, severity, metrics)
-    nesy    neuro-symbolic learning: DPL, fuzzy, CBM, NN on the RS tasks (train, eval, sweep,
-            report)
+    nesy    neuro-symbolic learning: ProbLog inference, DPL, fuzzy, CBM, NN on the RS tasks
+            (infer, train, eval, sweep, report)
     ski     knowledge-injection robustness: KBANN/KINS/KILL under degradation (run, table, plot)
     irt     IRT robustness of classifier families (families, study, population, fit,
             robustness, taxonomy)
