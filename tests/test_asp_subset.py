@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from nesybench.errors import NesyError
+from nesybench.errors import BudgetExceeded, NesyError
 from nesybench.logic import asp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,3 +40,58 @@ def test_directive_scan_never_misses_an_include(text):
     # without comments or strings in front, a trailing #include is always seen
     names = [n for n, _ in asp._directives(text + '\n#include "x".\n')]
     assert "include" in names
+
+
+# ------------------------------------------------------------------------ grounding budget
+BIG = "n(1..1000).\nbig(X, Y, Z) :- n(X), n(Y), n(Z).\n"
+
+
+def _task(tmp_path, knowledge: str) -> Path:
+    (tmp_path / "k.lp").write_text("y(K, y, S \\ 2) :- ctx(K), S = #sum { X, T : c(K, T, X) }.\n"
+                                   + knowledge)
+    task = tmp_path / "t.yaml"
+    task.write_text("name: big\nconcepts:\n  - {name: b, count: 2, domain: [0, 1]}\n"
+                    "knowledge: k.lp\nmaps: separate\nsupport: all\n")
+    return task
+
+
+def test_a_huge_grounding_is_one_error_line_with_exit_2(tmp_path):
+    import os
+    import subprocess
+    import sys
+    task = _task(tmp_path, BIG)
+    with open(tmp_path / "err", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "nesybench", "rs", "count", str(task),
+                                 "--max-ground-atoms", "200000"],
+                                stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    text = (tmp_path / "err").read_text().strip()
+    assert proc.returncode == 2, text
+    assert len(text.splitlines()) == 1 and "Traceback" not in text, text
+    assert text.startswith(f"nesybench: error: {tmp_path / 'k.lp'}: ")
+    assert ("clingo grounding reached 200,001 ground atoms, over the limit of 200,000 "
+            "(--max-ground-atoms)") in text
+    assert usage.ru_maxrss < 1 << 20                     # KiB: well under 1 GiB
+
+
+def test_the_budget_counts_ground_atoms_as_clingo_does(tmp_path):
+    lp = tmp_path / "k.lp"
+    lp.write_text("n(1..30).\np(X, Y) :- n(X), n(Y).\n")
+    assert asp.solve([lp], models=1).count == 1                  # 30 + 900 atoms fit
+    asp.solve([lp], models=1, max_ground_atoms=930)
+    with pytest.raises(BudgetExceeded, match=r"reached 930 ground atoms, over the limit of 929"):
+        asp.solve([lp], models=1, max_ground_atoms=929)
+    with asp.limits(max_ground_atoms=100):
+        with pytest.raises(BudgetExceeded, match="over the limit of 100 "):
+            asp.solve([lp], models=1)
+    asp.solve([lp], models=1)                                    # the block's limit is gone
+
+
+def test_grounding_past_the_time_limit_stops(tmp_path):
+    lp = tmp_path / "k.lp"
+    lp.write_text(BIG)
+    with pytest.raises(BudgetExceeded, match=r"grounding ran longer than the time limit of "
+                                             r"0\.2 s \([\d,]+ ground atoms") as info:
+        asp.solve([lp], models=1, time_limit=0.2, max_ground_atoms=10**9)
+    assert info.value.file == str(lp)

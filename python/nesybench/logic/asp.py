@@ -5,9 +5,11 @@ strings they assembled themselves; the encodings are the ``.lp`` files in ``prol
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,57 @@ Fact = tuple  # (name, arg1, arg2, ...) with str / int / tuple arguments
 #: wall-clock seconds one :func:`solve` call may search before it is cancelled (the knowledge
 #: of an RS task is untrusted input); ``time_limit=`` overrides it per call
 DEFAULT_TIME_LIMIT = 600.0
+#: ground atoms clingo may produce for a program that includes user knowledge (about 110 MiB
+#: of clingo memory per million atoms); :func:`limits` or ``max_ground_atoms=`` override it
+DEFAULT_MAX_GROUND_ATOMS = 2_000_000
+_max_ground_atoms: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "max_ground_atoms", default=None)
+
+
+@contextlib.contextmanager
+def limits(*, max_ground_atoms: int | None = None) -> Iterator[None]:
+    """Within the block, :func:`solve` grounds user knowledge under ``max_ground_atoms`` (the
+    ``--max-ground-atoms`` option of the commands that ground user ``.lp`` files)."""
+    if max_ground_atoms is not None and max_ground_atoms < 1:
+        raise NesyError(f"--max-ground-atoms must be >= 1, got {max_ground_atoms}")
+    token = _max_ground_atoms.set(max_ground_atoms)
+    try:
+        yield
+    finally:
+        _max_ground_atoms.reset(token)
+
+
+class _GroundingOver(Exception):
+    """Raised from the grounding observer: clingo stops grounding and returns."""
+
+
+class _GroundBudget:
+    """A clingo observer that stops grounding when the program has more than ``max_atoms``
+    ground atoms (the largest atom number clingo has handed out, what its statistics call
+    ``problem.lp.atoms``) or when ``deadline`` (``time.monotonic``) has passed. It sees every
+    ground rule as the grounder emits it, so memory never grows far past the budget."""
+
+    __slots__ = ("max_atoms", "deadline", "atoms", "rules", "why")
+
+    def __init__(self, max_atoms: int, deadline: float) -> None:
+        self.max_atoms, self.deadline = max_atoms, deadline
+        self.atoms = self.rules = 0
+        self.why = ""
+
+    def rule(self, choice, head, body) -> None:
+        self.rules += 1
+        for atom in head:
+            if atom > self.atoms:
+                self.atoms = atom
+        if self.atoms > self.max_atoms:
+            self.why = "atoms"
+            raise _GroundingOver
+        if not self.rules & 1023 and time.monotonic() > self.deadline:
+            self.why = "time"
+            raise _GroundingOver
+
+    def weight_rule(self, choice, head, lower_bound, body) -> None:
+        self.rule(choice, head, body)
 
 
 def _one_line(messages: list[str]) -> str:
@@ -183,7 +236,8 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
           models: int = 0, project: bool = False, keep_models: bool = True,
           consts: dict[str, int | str] | None = None, options: Sequence[str] = (),
           on_model: Callable[[list[tuple]], bool | None] | None = None,
-          time_limit: float | None = None, partial_ok: bool = False) -> AspResult:
+          time_limit: float | None = None, partial_ok: bool = False,
+          max_ground_atoms: int | None = None) -> AspResult:
     """Ground and solve ``programs`` (``.lp`` paths, relative to the repo root) plus ``facts``.
 
     ``models=0`` enumerates all models; ``project=True`` enumerates distinct projections onto
@@ -192,7 +246,14 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
     ``time_limit`` seconds (default :data:`DEFAULT_TIME_LIMIT`: knowledge of an RS task is
     untrusted input) with :class:`~nesybench.errors.BudgetExceeded` — or, with
     ``partial_ok=True``, with ``timed_out`` set on the result (the count is then a lower
-    bound and the caller decides). Grounding itself is not interrupted.
+    bound and the caller decides).
+
+    When a program is user knowledge (outside ``prolog/``), grounding runs under a budget:
+    more than ``max_ground_atoms`` ground atoms (default: the value of :func:`limits`, else
+    :data:`DEFAULT_MAX_GROUND_ATOMS`), or grounding past ``time_limit``, stops it with
+    :class:`~nesybench.errors.BudgetExceeded` naming the limit and the size reached. (The
+    time limit is checked as ground rules come out; a join that derives nothing holds no
+    memory and runs to its end.)
     """
     clingo = _clingo()
     args = [str(models)]
@@ -204,12 +265,14 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
     messages: list[str] = []
     ctl = clingo.Control(args, logger=lambda code, msg: messages.append(msg.strip()),
                          message_limit=20)
+    user: list[str] = []
     for prog in programs:
         path = resolve(prog)
         if not Path(path).exists():
             raise NesyError("ASP program not found", file=str(path))
         if PROLOG_DIR not in Path(path).resolve().parents:
             check_program(path)                 # user knowledge: the documented subset only
+            user.append(str(path))
         try:
             ctl.load(str(path))
         except RuntimeError as exc:
@@ -219,9 +282,19 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
         for fact in facts:
             atom = backend.add_atom(symbol(tuple(fact)) if len(fact) > 1 else symbol(fact[0]))
             backend.add_rule([atom])
+    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
+    started = time.monotonic()
+    deadline = started + max(0.0, limit)
+    budget = None
+    if user:
+        max_atoms = max_ground_atoms or _max_ground_atoms.get() or DEFAULT_MAX_GROUND_ATOMS
+        budget = _GroundBudget(max_atoms, deadline)
+        ctl.register_observer(budget)
     try:
         ctl.ground([("base", [])])
-    except RuntimeError as exc:
+    except (RuntimeError, _GroundingOver) as exc:
+        if budget is not None and budget.why:
+            _grounding_over(budget, limit, time.monotonic() - started, user[0])
         raise NesyError(f"ASP grounding failed: {_one_line(messages) or exc}") from None
     result = AspResult()
 
@@ -239,8 +312,6 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
             return False
         return True
 
-    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
-    deadline = time.monotonic() + max(0.0, limit)
     with ctl.solve(on_model=_model, async_=True) as handle:
         try:
             # wait in short steps so that Python's signal handlers (Ctrl-C, SIGTERM) run
@@ -257,6 +328,19 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
             raise
         result.exhausted = bool(handle.get().exhausted) and not result.timed_out
     return result
+
+
+def _grounding_over(budget: _GroundBudget, limit: float, seconds: float, source: str):
+    """Raise the one-line error for a grounding stopped by :class:`_GroundBudget`."""
+    if budget.why == "atoms":
+        raise BudgetExceeded(
+            f"clingo grounding reached {budget.atoms:,} ground atoms, over the limit of "
+            f"{budget.max_atoms:,} (--max-ground-atoms); the knowledge grounds too large",
+            file=source) from None
+    raise BudgetExceeded(
+        f"clingo grounding ran longer than the time limit of {limit:g} s ({budget.atoms:,} "
+        f"ground atoms, {budget.rules:,} ground rules after {seconds:.1f} s)",
+        file=source) from None
 
 
 def count(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,

@@ -7,6 +7,7 @@ import click
 
 from ..errors import NesyError
 from ..io import dumps
+from ..logic import asp
 from .task import load_task, read_support
 
 CTX = {"help_option_names": ["-h", "--help"]}
@@ -19,6 +20,15 @@ def _emit(obj: dict, as_json: bool, text: str) -> None:
 def _fail(exc: NesyError):
     click.echo(f"nesybench: error: {' '.join(str(exc).split())}", err=True)
     raise click.exceptions.Exit(2)
+
+
+def _max_ground_atoms(f):
+    """The ``--max-ground-atoms`` option of every command that grounds user ASP knowledge."""
+    return click.option(
+        "--max-ground-atoms", default=asp.DEFAULT_MAX_GROUND_ATOMS, show_default=True,
+        type=click.IntRange(min=1),
+        help="ground atoms clingo may produce for the task's .lp knowledge (about 110 MiB "
+             "per million); exceeded: error, exit 2")(f)
 
 
 def _write_result(out: str, d: dict, *, overwrite: bool, inputs: list) -> None:
@@ -43,19 +53,21 @@ def group():
 @click.option("--overwrite", is_flag=True, help="replace an existing output folder")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet):
+@_max_ground_atoms
+def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, max_ground_atoms):
     """Generate balanced train/val/test/OOD splits (images + labels.csv + manifest.json)."""
     from .generate import generate as gen  # noqa: PLC0415
     try:
-        task = load_task(task_yaml)
         sizes = {}
         for s in samples:
             k, _, v = s.partition("=")
             if k not in ("train", "val", "test", "ood") or not v.isdigit():
                 raise NesyError(f"--samples expects SPLIT=N with SPLIT in train/val/test/ood, not {s!r}")
             sizes[k] = int(v)
-        res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite,
-                  progress=not (as_json or quiet))
+        with asp.limits(max_ground_atoms=max_ground_atoms):
+            task = load_task(task_yaml)
+            res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite,
+                      progress=not (as_json or quiet))
     except NesyError as exc:
         _fail(exc)
     for w in res.warnings:
@@ -93,21 +105,24 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet):
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
 @click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+@_max_ground_atoms
 def count(task_yaml, support_file, map_class, maps, supervised, list_n, perm_count, engine,
-          time_limit, max_states, seed, out, overwrite, as_json):
+          time_limit, max_states, seed, out, overwrite, as_json, max_ground_atoms):
     """Count the optimal concept maps (incl. and excl. the identity) of TASK_YAML exactly."""
     from .count import count_rs  # noqa: PLC0415
     try:
         if list_n < 0:
             raise NesyError(f"--list must be >= 0, got {list_n}")
-        task = load_task(task_yaml)
-        # support 'all' is handled symbolically where the knowledge's structure allows it
-        support = read_support(task, support_file) if support_file else (
-            None if task.support_spec in (None, "all") else task.support(seed=seed))
-        sup = [s.strip() for s in _split_vars(supervised)] if supervised else None
-        res = count_rs(task, map_class=map_class, maps=maps, support=support, supervised=sup,
-                       list_n=list_n, seed=seed, engine=engine, perm_count=perm_count,
-                       time_limit=time_limit or None, max_states=max_states)
+        with asp.limits(max_ground_atoms=max_ground_atoms):
+            task = load_task(task_yaml)
+            # support 'all' is handled symbolically where the knowledge's structure allows it
+            support = read_support(task, support_file) if support_file else (
+                None if task.support_spec in (None, "all") else task.support(seed=seed))
+            sup = [s.strip() for s in _split_vars(supervised)] if supervised else None
+            res = count_rs(task, map_class=map_class, maps=maps, support=support,
+                           supervised=sup, list_n=list_n, seed=seed, engine=engine,
+                           perm_count=perm_count, time_limit=time_limit or None,
+                           max_states=max_states)
         d = res.to_json()
         if out:
             _write_result(out, d, overwrite=overwrite, inputs=[task_yaml, support_file])
@@ -152,34 +167,42 @@ def _split_vars(s: str) -> list[str]:
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="also write the JSON result here")
 @click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True)
+@_max_ground_atoms
 def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, target_support, seed,
-             out, overwrite, as_json):
+             out, overwrite, as_json, max_ground_atoms):
     """Average severity (0-1 label loss) of SOURCE's RSs on TARGET's concept distribution."""
-    from .severity import severity as sev, supervision_check  # noqa: PLC0415
     try:
-        src, tgt = load_task(source_yaml), load_task(target_yaml)
-        tw = weights = None
-        if target_support:
-            from collections import Counter  # noqa: PLC0415
-            rows = read_support(tgt, target_support, distinct=False)
-            hist = Counter(rows)
-            tw, weights = list(hist), [float(v) for v in hist.values()]
-        res = sev(src, tgt, map_class=map_class, maps=maps, limit=limit, target_support=tw,
-                  weights=weights)
-        d = res.to_json()
-        text = (f"{res.n_maps} RSs of {res.source}{'' if res.exhaustive else ' (first ' + str(limit) + ')'}"
-                f" on {res.target}: average severity {res.average:.4f} (min {res.minimum:.4f}, "
-                f"max {res.maximum:.4f}, {res.harmless} harmless)")
-        if supervised:
-            chk = supervision_check(src, _split_vars(supervised), map_class=map_class, maps=maps)
-            d["supervision"] = chk.to_json()
-            text += (f"\nsupervision on {', '.join(chk.supervised)}: {chk.rss_before} -> "
-                     f"{chk.rss_after} RSs ({'removes all' if chk.removes_all else 'some remain'})")
-        if out:
-            _write_result(out, d, overwrite=overwrite,
-                          inputs=[source_yaml, target_yaml, target_support])
+        with asp.limits(max_ground_atoms=max_ground_atoms):
+            _severity(source_yaml, target_yaml, map_class, maps, limit, supervised,
+                      target_support, out, overwrite, as_json)
     except NesyError as exc:
         _fail(exc)
+
+
+def _severity(source_yaml, target_yaml, map_class, maps, limit, supervised, target_support,
+              out, overwrite, as_json):
+    from .severity import severity as sev, supervision_check  # noqa: PLC0415
+    src, tgt = load_task(source_yaml), load_task(target_yaml)
+    tw = weights = None
+    if target_support:
+        from collections import Counter  # noqa: PLC0415
+        rows = read_support(tgt, target_support, distinct=False)
+        hist = Counter(rows)
+        tw, weights = list(hist), [float(v) for v in hist.values()]
+    res = sev(src, tgt, map_class=map_class, maps=maps, limit=limit, target_support=tw,
+              weights=weights)
+    d = res.to_json()
+    text = (f"{res.n_maps} RSs of {res.source}{'' if res.exhaustive else ' (first ' + str(limit) + ')'}"
+            f" on {res.target}: average severity {res.average:.4f} (min {res.minimum:.4f}, "
+            f"max {res.maximum:.4f}, {res.harmless} harmless)")
+    if supervised:
+        chk = supervision_check(src, _split_vars(supervised), map_class=map_class, maps=maps)
+        d["supervision"] = chk.to_json()
+        text += (f"\nsupervision on {', '.join(chk.supervised)}: {chk.rss_before} -> "
+                 f"{chk.rss_after} RSs ({'removes all' if chk.removes_all else 'some remain'})")
+    if out:
+        _write_result(out, d, overwrite=overwrite,
+                      inputs=[source_yaml, target_yaml, target_support])
     _emit(d, as_json, text)
 
 
