@@ -95,3 +95,34 @@ def test_grounding_past_the_time_limit_stops(tmp_path):
                                              r"0\.2 s \([\d,]+ ground atoms") as info:
         asp.solve([lp], models=1, time_limit=0.2, max_ground_atoms=10**9)
     assert info.value.file == str(lp)
+
+
+@pytest.mark.parametrize("term, what", [
+    ("X" + "+1" * 20000, "tokens"),              # clingo's grounder recursed: exit 139
+    ("- " * 20000 + "X", "tokens"),
+    ("f(" * 1001 + "X" + ")" * 1001, "nested"),
+])
+def test_deep_terms_are_refused_before_clingo_reads_them(tmp_path, term, what):
+    lp = tmp_path / "k.lp"
+    lp.write_text(RULE + f"y(K, y, 0) :- ctx(K),\n  Z = {term}.\n")
+    with pytest.raises(NesyError, match=what) as info:
+        asp.check_program(lp)
+    assert info.value.file == str(lp) and info.value.line in (2, 3)
+
+
+def test_a_deep_asp_term_is_exit_2_not_a_crash(tmp_path):
+    import subprocess
+    import sys
+    task = _task(tmp_path, "y(K, y, 0) :- ctx(K), Z = X" + "+1" * 20000 + ".\n")
+    res = subprocess.run([sys.executable, "-m", "nesybench", "rs", "count", str(task)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.returncode == 2, (res.returncode, res.stderr[-500:])
+    assert len(res.stderr.strip().splitlines()) == 1 and "10,000 tokens" in res.stderr
+
+
+def test_clingo_messages_stay_short(tmp_path):
+    lp = tmp_path / "k.lp"
+    lp.write_text("y(K, y, 0) :- ctx(K), Z = " + "f(" * 900 + "X" + ")" * 900 + ".\n")
+    with pytest.raises(NesyError) as info:
+        asp.solve([lp], [("ctx", 0)])
+    assert "unsafe" in str(info.value) and len(str(info.value)) < 1000

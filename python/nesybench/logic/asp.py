@@ -75,9 +75,11 @@ class _GroundBudget:
         self.rule(choice, head, body)
 
 
-def _one_line(messages: list[str]) -> str:
-    """clingo's messages (an "unsafe variable" error spans four lines) as one line."""
-    return "; ".join(" ".join(m.split()) for m in messages)
+def _one_line(messages: list[str], limit: int = 600) -> str:
+    """clingo's messages (an "unsafe variable" error spans four lines) as one line, at most
+    ``limit`` characters (clingo quotes whole rules, which may be huge)."""
+    text = "; ".join(" ".join(m.split()) for m in messages)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @dataclass
@@ -154,6 +156,11 @@ ALLOWED_STATEMENTS = frozenset({"Rule", "Definition", "ShowSignature", "ShowTerm
                                 "ProjectAtom", "ProjectSignature", "Minimize", "Defined",
                                 "Comment"})
 _checked: dict[tuple, None] = {}
+#: bounds on one statement of user knowledge, checked on the raw text before clingo parses it:
+#: clingo's parser and grounder recurse over terms in C++, and a term nested 20,000 deep (an
+#: operator chain ``X+1+1+...`` or a tower of unary minus) overflows the C stack (a crash)
+MAX_NESTING = 1_000
+MAX_STATEMENT_TOKENS = 10_000
 
 
 def _directives(text: str):
@@ -190,10 +197,69 @@ def _directives(text: str):
         i += 1
 
 
+def _check_shape(text: str, source: str) -> None:
+    """Refuse a statement nested more than :data:`MAX_NESTING` brackets deep or longer than
+    :data:`MAX_STATEMENT_TOKENS` tokens (names, numbers, variables and operator characters),
+    outside comments and strings; one pass, no recursion, before anything parses the text."""
+    i, n, line = 0, len(text), 1
+    depth = tokens = 0
+    start_line = 1
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+            continue
+        if c == "%":
+            if text.startswith("%*", i):
+                end = text.find("*%", i + 2)
+                end = n if end < 0 else end + 2
+                line += text.count("\n", i, end)
+                i = end
+            else:
+                end = text.find("\n", i)
+                i = n if end < 0 else end
+            continue
+        if c.isspace():
+            i += 1
+            continue
+        if tokens == 0:
+            start_line = line
+        tokens += 1
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            line += text.count("\n", i, j)
+            i = j + 1
+        elif c.isalnum() or c == "_":
+            j = i + 1
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            i = j
+        else:
+            if c in "([{":
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise NesyError(f"a term is nested more than {MAX_NESTING:,} brackets deep",
+                                    file=source, line=line)
+            elif c in ")]}":
+                depth = max(0, depth - 1)
+            elif c == "." and not text.startswith("..", i) and \
+                    not (i > 0 and text[i - 1] == "."):
+                depth = tokens = 0               # the end of a statement
+            i += 1
+        if tokens > MAX_STATEMENT_TOKENS:
+            raise NesyError(f"a statement holds more than {MAX_STATEMENT_TOKENS:,} tokens "
+                            "(split it into smaller rules)", file=source, line=start_line)
+
+
 def check_program(path: str | os.PathLike) -> None:
     """Refuse ASP knowledge outside the documented subset, with file:line: first a lexical
     scan of the ``#`` directives (allow-list :data:`ALLOWED_DIRECTIVES`; nothing is parsed
-    before it, so an ``#include`` is never followed), then ``clingo.ast`` statement kinds
+    before it, so an ``#include`` is never followed), the size and nesting of each statement
+    (:func:`_check_shape`: nothing deep reaches clingo's recursive C++), then ``clingo.ast``
+    statement kinds
     (:data:`ALLOWED_STATEMENTS`). Checked files are remembered by (path, size, mtime)."""
     p = Path(path)
     try:
@@ -212,6 +278,7 @@ def check_program(path: str | os.PathLike) -> None:
             raise NesyError(f"#{name} is not allowed in ASP knowledge (allowed: "
                             f"{', '.join('#' + d for d in sorted(ALLOWED_DIRECTIVES))})",
                             file=str(p), line=line)
+    _check_shape(text, str(p))
     from clingo import ast as clingo_ast  # noqa: PLC0415
     statements: list = []
     messages: list[str] = []
