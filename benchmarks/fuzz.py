@@ -5,8 +5,14 @@
     make fuzz
 
 Each property: every random or mutated input (KANDY curricula, RS task files, ASP knowledge,
-KANDY rules, RuDaS learned programs, prediction CSVs, CLI option values) gives exit 0 / a
-documented status, or exit 2 with exactly one stderr line, within 30 s, leaving no output.
+KANDY rules, RuDaS learned programs, prediction CSVs, CLI option values, terms nested up to
+50,000 deep, knowledge that grounds to millions of atoms, RuDaS rules with function symbols,
+ASP with #include/#script) gives exit 0 / a documented status, or exit 2 with exactly one
+stderr line, within 30 s, leaving no output. Around the run it checks that the fuzzing
+process ended without a signal, that no file of the repository's inputs (kb/, curricula/,
+prolog/, tests/data/ but the fuzz corpus) changed, and that no nesybench temporary folder was
+left in the temp folder; it reports the number of inputs and the peak RSS of the process
+that ran them (an upper bound on the memory of every single check).
 The last failing (shrunk) input of each property is saved as
 tests/data/fuzz/<kind>/last-failure.*: rename it (e.g. after its bug) and commit it; the test
 suite re-runs every file there (test_corpus). Prints the number of inputs and the time taken.
@@ -14,13 +20,37 @@ suite re-runs every file there (test_corpus). Prints the number of inputs and th
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the inputs the fuzz run reads; none of them may change
+WATCHED = ["kb", "curricula", "prolog", "tests/data"]
+
+
+def snapshot() -> dict[str, str]:
+    """SHA-256 of every watched file (the fuzz corpus, which the run may extend, left out)."""
+    out = {}
+    for top in WATCHED:
+        for path in sorted((ROOT / top).rglob("*")):
+            rel = path.relative_to(ROOT).as_posix()
+            if path.is_file() and not rel.startswith("tests/data/fuzz/"):
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def temp_entries() -> set[str]:
+    """nesybench's temporary folders and files in the temp folder."""
+    tmp = Path(tempfile.gettempdir())
+    return {p.name for p in tmp.iterdir()
+            if p.name.startswith(("nesybench-", ".nesybench")) or ".tmp-" in p.name}
 
 
 def main(argv=None) -> int:
@@ -40,11 +70,35 @@ def main(argv=None) -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", str(ROOT / "tests" / "test_fuzz.py"),
            "-p", "no:cacheprovider", "--hypothesis-show-statistics", "-k",
            args.k or "not corpus"]
+    before, temps = snapshot(), temp_entries()
+    stats_file = Path(tempfile.mkstemp(prefix="fuzz-stats-", suffix=".json")[1])
+    env["NESYBENCH_FUZZ_STATS"] = str(stats_file)
     t0 = time.perf_counter()
-    rc = subprocess.call(cmd, cwd=ROOT, env=env)
-    print(f"fuzz: scale {args.scale}, {time.perf_counter() - t0:.0f} s, "
-          f"{'no failures' if rc == 0 else 'FAILURES (see above; corpus in tests/data/fuzz/)'}")
-    return rc
+    try:
+        rc = subprocess.call(cmd, cwd=ROOT, env=env)
+        stats = json.loads(stats_file.read_text() or "{}")
+    finally:
+        stats_file.unlink(missing_ok=True)
+    seconds = time.perf_counter() - t0
+    after, temps_after = snapshot(), temp_entries()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    left = sorted(temps_after - temps)
+    problems = []
+    if rc < 0:
+        problems.append(f"killed by signal {signal.Signals(-rc).name}")
+    elif rc:
+        problems.append(f"pytest exit {rc}")
+    if changed:
+        problems.append(f"files changed: {', '.join(changed[:5])}")
+    if left:
+        problems.append(f"left in {tempfile.gettempdir()}: {', '.join(left[:5])}")
+    status = (f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc} (no signal)")
+    print(f"fuzz: scale {args.scale}, {stats.get('inputs', 0):,} hostile inputs, {seconds:.0f} s; "
+          f"{status}, {len(changed)} files changed outside --out, {len(left)} temporary folders "
+          f"left, peak RSS {stats.get('peak_rss_kib', 0) / 1024:.0f} MiB; "
+          + ("no failures" if not problems else "FAILURES: " + "; ".join(problems)
+             + " (see above; corpus in tests/data/fuzz/)"))
+    return rc or int(bool(problems))
 
 
 if __name__ == "__main__":

@@ -8,9 +8,13 @@ parser and CLI entry point must have:
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
+import json
+import os
 import random
+import resource
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,12 +129,115 @@ class Outcome:
     err: str
 
 
+#: what the fuzz run reports: CLI calls made and the process's peak RSS (KiB) after each
+STATS = {"inputs": 0, "peak_rss_kib": 0}
+
+
+def _write_stats() -> None:
+    path = os.environ.get("NESYBENCH_FUZZ_STATS")
+    if path:
+        Path(path).write_text(json.dumps(STATS), encoding="utf-8")
+
+
+atexit.register(_write_stats)
+
+
 def run_cli(args: list[str]) -> Outcome:
     """Run the CLI in-process, capturing stdout/stderr (no exception may escape)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = cli_main([str(a) for a in args])
+    STATS["inputs"] += 1
+    STATS["peak_rss_kib"] = max(STATS["peak_rss_kib"],
+                                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     return Outcome(rc, out.getvalue(), err.getvalue())
+
+
+#: nesting depths of the deep-term inputs: under, at and far over the readers' bound (1,000)
+DEPTHS = [200, 999, 1001, 5000, 20000, 50000]
+
+
+@st.composite
+def deep_term(draw) -> str:
+    """A term nested very deeply: compound, list, parentheses, an operator chain or a
+    prefix-operator tower (what overflows a recursive reader or printer)."""
+    n = draw(st.sampled_from(DEPTHS))
+    kind = draw(st.sampled_from(["func", "list", "paren", "infix", "prefix", "curly"]))
+    if kind == "func":
+        return "f(" * n + "X" + ")" * n
+    if kind == "list":
+        return "[" * n + "X" + "]" * n
+    if kind == "paren":
+        return "(" * n + "X" + ")" * n
+    if kind == "infix":
+        return "X" + "+1" * n
+    if kind == "prefix":
+        return "- " * n + "X"
+    return "{" * n + "X" + "}" * n
+
+
+@st.composite
+def deep_body(draw) -> str:
+    """A rule body with a deep term in it, or a conjunction of very many goals."""
+    if draw(st.booleans()):
+        return ", ".join(["q(X, Y)"] * draw(st.sampled_from(DEPTHS)))
+    return f"q(X, Y), Y = {draw(deep_term())}"
+
+
+@st.composite
+def function_symbol_rules(draw) -> str:
+    """RuDaS-style rules with function symbols (not datalog: the chase would not end)."""
+    f = draw(st.sampled_from(["f(X)", "f(f(X))", "s(Y)", "g(X, Y)", "[X]", "f(" * 50 + "X" + ")" * 50]))
+    shape = draw(st.sampled_from([
+        "p1({f}, Y) :- p1(X, Y).", "p1(X, Y) :- p1({f}, Y).", "p0(X, {f}) :- p1(X, Y), p2(Y, X).",
+        "p1({f}, {f}) :- p1(X, Y).", "p2({f}, Y).", "p1(X, Y) :- p2(X, Y), p3({f}, Y)."]))
+    lines = [shape.format(f=f)]
+    if draw(st.booleans()):
+        lines.append("p1(X, Y) :- p2(X, Y).")
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def huge_grounding(draw) -> str:
+    """ASP knowledge whose grounding is large: a cubic join over a range, a quadratic one
+    over a big range, or a chain of derived ranges."""
+    k = draw(st.sampled_from([60, 100, 300, 1000, 5000]))
+    if draw(st.integers(0, 4)) == 0:
+        # many derivations of few atoms: the observer sees few rules (at k = 5,000, 25 million
+        # joins for 10,000 atoms take 13 s); kept small so that each input stays short
+        return draw(st.sampled_from(ASP_RULES)) + (f"n(1..{min(k, 1000)}).\nm(X + Y) :- n(X), "
+                                                   "n(Y).\nbig(X, Y) :- m(X), m(Y).\n")
+    shape = draw(st.sampled_from([
+        "n(1..{k}).\nbig(X, Y, Z) :- n(X), n(Y), n(Z).\n",
+        "n(1..{k}).\nbig(X, Y) :- n(X), n(Y).\n",
+        "n(1..{k}).\n{{ big(X, Y) }} :- n(X), n(Y).\n",
+    ]))
+    return draw(st.sampled_from(ASP_RULES)) + shape.format(k=k)
+
+
+#: valid labelling rules for the two-bit RS task the ASP inputs are run in
+ASP_RULES = ["y(K, y, S \\ 2) :- ctx(K), S = #sum { X, T : c(K, T, X) }.\n"]
+
+
+@st.composite
+def asp_with_directives(draw) -> str:
+    """ASP knowledge with ``#include``/``#script``/``#external``/``#program`` placed at random
+    (start, end, after a comment, inside a rule's line)."""
+    directive = draw(st.sampled_from([
+        '#include "/etc/passwd".', '#include "k.lp".', "#include <incmode>.",
+        '#include "../t.yaml".', "#script (python)\nimport os\nos.system('true')\n#end.",
+        "#script (lua) os.exit(1) #end.", "#external e(1).", "#program step(t).",
+        "#theory t { }.", "#heuristic y(K, y, 1) : ctx(K). [1, true]", "#edge (a, b).",
+        "# include \"/etc/passwd\".", "#INCLUDE \"/etc/passwd\"."]))
+    base = draw(st.sampled_from(ASP_RULES))
+    where = draw(st.sampled_from(["start", "end", "comment", "block"]))
+    if where == "start":
+        return directive + "\n" + base
+    if where == "end":
+        return base + directive + "\n"
+    if where == "comment":
+        return base + "% a comment\n" + directive + "\n"
+    return base + "%* block *%\n" + directive + "\n"
 
 
 def check_outcome(res: Outcome, *, ok=(0,), what: str = "") -> None:
@@ -166,4 +273,6 @@ def fresh(folder: Path) -> Path:
 
 
 __all__ = ["KANDY_KEYS", "RS_KEYS", "mutated_yaml", "mutated_text", "run_cli", "check_outcome",
-           "check_no_leftovers", "save_failure", "fresh", "ROOT", "FUZZ_DIR", "random"]
+           "check_no_leftovers", "save_failure", "fresh", "ROOT", "FUZZ_DIR", "random",
+           "deep_term", "deep_body", "function_symbol_rules", "huge_grounding",
+           "asp_with_directives", "STATS"]

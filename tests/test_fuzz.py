@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzzing import (FUZZ_DIR, KANDY_KEYS, ROOT, RS_KEYS, check_no_leftovers, check_outcome,
-                     fresh, mutated_text, mutated_yaml, run_cli)
+from fuzzing import (FUZZ_DIR, KANDY_KEYS, ROOT, RS_KEYS, asp_with_directives,
+                     check_no_leftovers, check_outcome, deep_body, deep_term, fresh,
+                     function_symbol_rules, huge_grounding, mutated_text, mutated_yaml, run_cli)
 
 #: benchmarks/fuzz.py sets NESYBENCH_FUZZ_SCALE (examples x scale, random instead of the fixed
 #: CI examples) and NESYBENCH_FUZZ_SAVE (keep the last failing input of each test in the corpus)
@@ -57,6 +58,13 @@ ASP_SEEDS = [(ROOT / "kb/shortcuts/xor.lp").read_text()]
 SAMPLE = "side_by_side([stack([triangle_red_small, square_red_small])])"
 
 _scratch = Path(tempfile.mkdtemp(prefix="nesybench-fuzz-"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_scratch():
+    yield
+    import shutil
+    shutil.rmtree(_scratch, ignore_errors=True)
 
 
 def _dir(name: str) -> Path:
@@ -149,6 +157,84 @@ def test_rs_metrics_csv(rows, shared):
         check_no_leftovers(d, {"p.csv"})
 
 
+ASP_TASK = "name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\nknowledge: {lp}\n"
+
+
+@settings(max_examples=examples(12), **SETTINGS)
+@given(st.sampled_from(["kandy", "rudas-evaluate", "rudas-chase", "asp"]), deep_term(),
+       deep_body())
+def test_deep_terms(rudas_ds, where, term, body):
+    """Terms nested far past the readers' bound, anywhere a user file holds a term."""
+    d = _dir("deep")
+    if where == "kandy":
+        text = f"valid(X) :- member(T, X), T = {term}.\nvalid(X) :- {body}.\n"
+        (d / "r.pl").write_text(text)
+        res, ok = run_cli(["kandy", "check", d / "r.pl", SAMPLE]), (0, 1)
+    elif where.startswith("rudas"):
+        text = f"p1(X, Y) :- p2(X, {term}).\np0(X, Y) :- {body}.\n"
+        (d / "l.pl").write_text(text)
+        if where == "rudas-evaluate":
+            res = run_cli(["rudas", "evaluate", rudas_ds, d / "l.pl", "--time-limit", "5"])
+        else:
+            res = run_cli(["rudas", "chase", d / "l.pl", rudas_ds / "train.txt",
+                           "--time-limit", "5"])
+        ok = (0,)
+    else:
+        text = f"y(K, y, 0) :- ctx(K), X = {term}.\n"
+        (d / "k.lp").write_text(text)
+        (d / "t.yaml").write_text(ASP_TASK.format(lp=d / "k.lp"))
+        res, ok = run_cli(["rs", "count", d / "t.yaml", "--time-limit", "10"]), (0,)
+    with keep("deep", ".txt", text):
+        check_outcome(res, ok=ok, what=f"{where}: {text[:200]}")
+
+
+@settings(max_examples=examples(6), **SETTINGS)
+@given(huge_grounding())
+def test_huge_groundings(text):
+    """Knowledge that grounds to millions of atoms: a one-line budget error, never a
+    MemoryError (a small --max-ground-atoms keeps each input short)."""
+    d = _dir("ground")
+    (d / "k.lp").write_text(text)
+    (d / "t.yaml").write_text(ASP_TASK.format(lp=d / "k.lp"))
+    res = run_cli(["rs", "count", d / "t.yaml", "--max-ground-atoms", "50000",
+                   "--time-limit", "20"])
+    with keep("asp", ".lp", text):
+        check_outcome(res, what=text)
+        if res.rc == 2:
+            assert "ground" in res.err or "time" in res.err, res.err
+
+
+@settings(max_examples=examples(10), **SETTINGS)
+@given(function_symbol_rules(), st.sampled_from(["evaluate", "chase"]))
+def test_rudas_function_symbols(rudas_ds, text, command):
+    """Rules with function symbols are refused by the datalog check (the chase could not
+    end), in every RuDaS entry point."""
+    d = _dir("fsym")
+    (d / "l.pl").write_text(text)
+    if command == "evaluate":
+        res = run_cli(["rudas", "evaluate", rudas_ds, d / "l.pl", "--time-limit", "5"])
+    else:
+        res = run_cli(["rudas", "chase", d / "l.pl", rudas_ds / "train.txt", "--time-limit", "5"])
+    with keep("rudas", ".pl", text):
+        check_outcome(res, what=text)
+        assert res.rc == 2, f"{text}: accepted\n{res.out[:500]}"
+
+
+@settings(max_examples=examples(10), **SETTINGS)
+@given(asp_with_directives())
+def test_asp_include_and_script(text):
+    """``#include``, ``#script`` and the other refused directives: one line naming the file
+    and line; an included file is never read (its contents never appear)."""
+    d = _dir("incl")
+    (d / "k.lp").write_text(text)
+    (d / "t.yaml").write_text(ASP_TASK.format(lp=d / "k.lp"))
+    res = run_cli(["rs", "count", d / "t.yaml"])
+    with keep("asp", ".lp", text):
+        check_outcome(res, what=text)
+        assert res.rc == 2, f"{text}: accepted"
+        assert "root:" not in res.err and "concepts" not in res.err, res.err
+
+
 OPTION_CASES = [
     (["kandy", "generate", ROOT / "tests/data/reference_style.yaml", "--no-images", "-q",
       "-j", "1", "--samples", "4"], ["--tasks", "--seed", "--samples", "--workers"]),
@@ -191,6 +277,15 @@ def test_corpus(path, rudas_ds):
         check_outcome(run_cli(["kandy", "check", path, SAMPLE]), ok=(0, 1))
     elif kind == "rudas":
         check_outcome(run_cli(["rudas", "evaluate", rudas_ds, path, "--time-limit", "5"]))
+    elif kind == "deep":
+        text = path.read_text()
+        if text.startswith("valid("):
+            check_outcome(run_cli(["kandy", "check", path, SAMPLE]), ok=(0, 1))
+        elif text.startswith("p1("):
+            check_outcome(run_cli(["rudas", "evaluate", rudas_ds, path, "--time-limit", "5"]))
+        else:
+            (d / "t.yaml").write_text(ASP_TASK.format(lp=path))
+            check_outcome(run_cli(["rs", "count", d / "t.yaml"]))
     elif kind == "asp":
         (d / "t.yaml").write_text(f"name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\n"
                                   f"knowledge: {path}\n")
