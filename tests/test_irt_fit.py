@@ -22,6 +22,9 @@ def test_1pl_recovers_difficulties_and_abilities():
     assert k.sum() >= 147
     assert np.corrcoef(fit.b[k], b[k])[0, 1] > 0.98
     assert np.corrcoef(fit.theta, theta)[0, 1] > 0.97
+    # absolute values, not only their order: a rescaled fit has the same correlations
+    assert np.mean(np.abs(fit.b[k] - b[k])) < 0.25
+    assert np.polyfit(b[k], fit.b[k], 1)[0] == pytest.approx(1.0, abs=0.1)
     assert np.all(fit.a[k] == 1.0)
     assert fit.latent_sd == pytest.approx(1.0, abs=0.15)
     # the EM never lowers the marginal likelihood (up to the float32 products' rounding)
@@ -35,6 +38,8 @@ def test_2pl_recovers_difficulties_and_discriminations():
     assert np.corrcoef(fit.b[k], b[k])[0, 1] > 0.97
     assert np.corrcoef(fit.a[k], a[k])[0, 1] > 0.8
     assert np.corrcoef(fit.theta, theta)[0, 1] > 0.97
+    assert np.mean(np.abs(fit.b[k] - b[k])) < 0.3
+    assert np.mean(fit.a[k]) == pytest.approx(np.mean(a[k]), rel=0.15)
     assert fit.negative_a.size == 0
 
 
