@@ -4,6 +4,7 @@
             unload_rules/1,             % +Module
             outcome_parts/4,            % +Outcome, -Kind, -Line, -Message
             bounded_once/4,             % :Goal, +MaxInferences, +MaxSeconds, -Status
+            with_time_limit/2,          % +Seconds, :Goal
             untrusted_limits/2,         % -MaxInferences, -MaxSeconds
             untrusted_memory/2,         % -StackBytes, -AtomBytes
             untrusted_term_limits/2,    % -MaxDepth, -MaxSize
@@ -30,10 +31,9 @@ thousands deep would overflow the C stack and kill the process.
 :- use_module(library(lists)).
 :- use_module(library(apply)).
 :- use_module(library(yall)).
-:- use_module(library(time)).
 :- use_module(library(aggregate)).
 
-:- meta_predicate bounded_once(0, +, +, -).
+:- meta_predicate bounded_once(0, +, +, -), with_time_limit(+, 0).
 
 %!  load_rules_text(+Module:atom, +Text:text, +Imports:list, -Outcome) is det.
 %
@@ -479,10 +479,10 @@ untrusted_memory(268435456, 268435456).
 %   `time_limit(MaxSeconds)` or `error(E)` (a memory excess is
 %   `error(error(resource_error(What), _))`; status_message/2 renders any status as one line).
 bounded_once(Goal, MaxInf, MaxSec, Status) :-
+    untrusted_memory(_, AtomBytes),
     (   catch(with_memory_bound(
-                  call_with_time_limit(
-                      MaxSec,
-                      call_with_inference_limit(Goal, MaxInf, Result))),
+                  watched(MaxSec, AtomBytes,
+                          call_with_inference_limit(Goal, MaxInf, Result))),
               Error, true)
     ->  (   nonvar(Error)
         ->  (   Error == time_limit_exceeded
@@ -501,32 +501,103 @@ bounded_once(Goal, MaxInf, MaxSec, Status) :-
 :- meta_predicate with_memory_bound(0).
 
 %   with_memory_bound(:Goal): once(Goal) with this thread's stack_limit lowered to what is in
-%   use plus StackBytes, integers capped, and an alarm that throws
-%   error(resource_error(atom_space), _) once the atom space grew by more than AtomBytes.
+%   use plus StackBytes and integers capped (the atom space is watched by watched/3).
 with_memory_bound(Goal) :-
-    untrusted_memory(StackBytes, AtomBytes),
+    untrusted_memory(StackBytes, _),
     current_prolog_flag(stack_limit, OldLimit),
     statistics(stack, Used),
     Limit is min(OldLimit, Used + StackBytes),
-    statistics(atom_space, Atoms0),
-    flag(safe_load_guard, K, K + 1),
-    Guard = atom_guard(K, Atoms0, AtomBytes),
     setup_call_cleanup(
         ( set_prolog_flag(stack_limit, Limit),
-          set_integer_cap(OldCap),
-          alarm(0.05, safe_load:Guard, Id, [remove(false)]) ),
+          set_integer_cap(OldCap) ),
         once(Goal),
-        ( remove_alarm(Id),
-          restore_integer_cap(OldCap),
+        ( restore_integer_cap(OldCap),
           set_prolog_flag(stack_limit, OldLimit) )).
 
-atom_guard(K, Atoms0, Max) :-
+%!  with_time_limit(+Seconds:number, :Goal) is semidet.
+%
+%   once(Goal), throwing `time_limit_exceeded` once Seconds of wall-clock time have passed,
+%   like call_with_time_limit/2 of library(time) but kept by this module's watchdog thread.
+%   library(time) is not used: its alarm scheduler thread can deadlock the process at halt
+%   (the scheduler leaves its mutex locked when it stops, and halt sets its stop flag without
+%   that mutex; a halt shortly after an alarm was removed hangs when the scheduler runs late).
+with_time_limit(Seconds, Goal) :-
+    watched(Seconds, inf, Goal).
+
+:- meta_predicate watched(+, +, 0).
+:- dynamic watched_goal/5.             % Token, Thread, Deadline, Atoms0, MaxAtoms
+
+%   watched(+Seconds, +MaxAtomBytes, :Goal): once(Goal) while the watchdog thread checks, every
+%   50 ms, its deadline (time_limit_exceeded) and the growth of the atom space
+%   (error(resource_error(atom_space), _)); either is thrown in this thread, once.
+watched(Seconds, MaxAtoms, Goal) :-
+    get_time(Now),
+    Deadline is Now + Seconds,
+    statistics(atom_space, Atoms0),
+    thread_self(Me),
+    flag(safe_load_watch, N, N + 1),
+    Token = watch(N),
+    setup_call_cleanup(
+        arm(Token, Me, Deadline, Atoms0, MaxAtoms),
+        once(Goal),
+        disarm(Token)).
+
+arm(Token, Me, Deadline, Atoms0, MaxAtoms) :-
+    active_watches(Active),
+    nb_setval(safe_load_active, [Token|Active]),
+    with_mutex(safe_load_watchdog,
+               ( assertz(watched_goal(Token, Me, Deadline, Atoms0, MaxAtoms)),
+                 (   flag(safe_load_watchdog, 1, 1)
+                 ->  true
+                 ;   flag(safe_load_watchdog, _, 1),
+                     thread_create(watchdog, _, [detached(true)])
+                 ) )).
+
+disarm(Token) :-
+    active_watches(Active),                    % first: a late signal is then ignored
+    exclude(==(Token), Active, Rest),
+    nb_setval(safe_load_active, Rest),
+    with_mutex(safe_load_watchdog, retractall(watched_goal(Token, _, _, _, _))).
+
+active_watches(Active) :-
+    (   nb_current(safe_load_active, Active0)
+    ->  Active = Active0
+    ;   Active = []
+    ).
+
+%   The watchdog: wakes every 50 ms, signals the goals past their bound, and ends when no goal
+%   is watched (the next watched/3 starts a new one). A Prolog thread, so halt stops it.
+watchdog :-
+    repeat,
+    sleep(0.05),
+    get_time(Now),
     statistics(atom_space, Atoms),
-    (   Atoms - Atoms0 > Max
-    ->  throw(error(resource_error(atom_space), context(untrusted_goal, _)))
-    ;   current_alarm(_, safe_load:atom_guard(K, _, _), Id, _)
-    ->  uninstall_alarm(Id),
-        install_alarm(Id, 0.05)
+    forall(with_mutex(safe_load_watchdog,
+                      ( watched_goal(Token, Thread, Deadline, Atoms0, Max),
+                        exceeded(Now, Atoms, Deadline, Atoms0, Max, Error),
+                        retract(watched_goal(Token, Thread, Deadline, Atoms0, Max)) )),
+           catch(thread_signal(Thread, safe_load:expired(Token, Error)), _, true)),
+    with_mutex(safe_load_watchdog,
+               (   watched_goal(_, _, _, _, _)
+               ->  Done = false
+               ;   flag(safe_load_watchdog, _, 0),
+                   Done = true
+               )),
+    Done == true,
+    !.
+
+exceeded(Now, _, Deadline, _, _, time_limit_exceeded) :-
+    Now >= Deadline,
+    !.
+exceeded(_, Atoms, _, Atoms0, Max, error(resource_error(atom_space), context(untrusted_goal, _))) :-
+    Max \== inf,
+    Atoms - Atoms0 > Max.
+
+%   Run in the watched thread: throw only while that goal is still being watched.
+expired(Token, Error) :-
+    active_watches(Active),
+    (   memberchk(Token, Active)
+    ->  throw(Error)
     ;   true
     ).
 

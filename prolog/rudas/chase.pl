@@ -54,7 +54,7 @@ swipl prolog/rudas/chase.pl
 :- use_module(library(lists)).
 :- use_module(library(apply)).
 :- use_module(library(option)).
-:- use_module(library(time)).
+:- use_module('../safe_load', [with_time_limit/2]).
 :- use_module(library(error)).
 :- use_module(library(pairs)).
 :- use_module(library(aggregate)).
@@ -264,7 +264,7 @@ store_saturate(Store, Delta, Options, Derived, Status) :-
     Run = ( fact_rules(Ctx, K0, Facts),
             append(Delta, Facts, Delta1),
             rounds(Ctx, K0, Delta1, [Facts], Acc) ),
-    catch(( TL == inf -> call(Run) ; call_with_time_limit(TL, Run) ),
+    catch(( TL == inf -> call(Run) ; with_time_limit(TL, Run) ),
           E, budget_status(E, Status0)),
     nb_getval('$rudas_round', KEnd),
     (   var(Status0)
