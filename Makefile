@@ -29,5 +29,8 @@ bench: setup      ## performance figures (see docs/performance.md)
 fuzz: setup       ## the long fuzz run of every parser and CLI entry point (benchmarks/fuzz.py)
 	$(PY) benchmarks/fuzz.py
 
+planted: setup    ## plant ten one-line bugs in a copy of the sources; each must fail a test
+	$(PY) benchmarks/planted_bugs.py
+
 clean:
 	rm -rf out site .pytest_cache
