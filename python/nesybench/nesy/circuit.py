@@ -60,6 +60,10 @@ class CompiledProgram(_Base):
     label_queries : list[str]        the query atoms
     learnable_facts : list[str]      ``t(P)::f`` facts; their probabilities are
                                      ``sigmoid(fact_logits)`` (a parameter, trained with the nets)
+    learnable_ads : list[list[str]]  heads of ``t(_)::a; t(_)::b`` annotated disjunctions; their
+                                     probabilities are ``softmax(ad_logits[i])`` per disjunction
+    evidence : list[str]             ``evidence/1,2`` atoms; every output is conditioned on them
+                                     (``P(q | e) = P(q ∧ e) / P(e)``, one more circuit pass)
     stats : dict                     compile statistics (seconds, SDD size, vtree, cache hit)
     """
 
@@ -84,15 +88,21 @@ class CompiledProgram(_Base):
         self.label_queries = [lab["query"] for lab in meta["labels"]]
         self.stats = dict(meta.get("stats", {}))
 
+        self.evidence = list(meta.get("evidence", []))
         base_pos = torch.ones(self.n_vars, dtype=torch.float64)
         base_neg = torch.ones(self.n_vars, dtype=torch.float64)
         concept_cols = []
         learn_cols, learn_init, self.learnable_facts = [], [], []
+        ad_cols, ad_init, self.learnable_ads = [], [], []
         for ci, c in enumerate(choices):
-            if c.get("learnable"):
+            if c.get("learnable") and c["fact"]:
                 learn_cols.append(vm["choice_vars"][ci][0] - 1)
                 learn_init.append(c["probs"][0])
                 self.learnable_facts.append(c["key"])
+            elif c.get("learnable"):
+                ad_cols.append([x - 1 for x in vm["choice_vars"][ci]])
+                ad_init.append(c["probs"])
+                self.learnable_ads.append([str(v) for v in c["values"]])
             xs = vm["choice_vars"][ci]
             if c["net"] is not None:
                 concept_cols.extend(x - 1 for x in xs)
@@ -106,8 +116,9 @@ class CompiledProgram(_Base):
                       for xs in vm["label_vars"]]
         for j, cols in enumerate(label_cols):   # default: marginalised (all indicators on)
             base_neg[cols] = 0.0
-        self.register_buffer("base_pos", base_pos.float(), persistent=False)
-        self.register_buffer("base_neg", base_neg.float(), persistent=False)
+        # float64: fixed probabilities stay exact when the circuit runs in float64
+        self.register_buffer("base_pos", base_pos, persistent=False)
+        self.register_buffer("base_neg", base_neg, persistent=False)
         self.register_buffer("concept_cols", torch.tensor(concept_cols, dtype=torch.long),
                              persistent=False)
         self.label_offsets = [0]
@@ -120,6 +131,13 @@ class CompiledProgram(_Base):
         self.fact_logits = torch.nn.Parameter(torch.log(p0) - torch.log1p(-p0))
         self.register_buffer("learn_cols", torch.tensor(learn_cols, dtype=torch.long),
                              persistent=False)
+        # learnable annotated disjunctions: one logit per head, softmax within a disjunction
+        flat = [p for ps in ad_init for p in ps]
+        self.ad_logits = torch.nn.Parameter(
+            torch.log(torch.tensor(flat, dtype=torch.float32).clamp_min(1e-6)))
+        self.ad_sizes = [len(ps) for ps in ad_init]
+        self.register_buffer("ad_cols", torch.tensor([x for xs in ad_cols for x in xs],
+                                                     dtype=torch.long), persistent=False)
         circ = klay.Circuit()
         circ.add_sdd_from_file(self.sdd_path, [], [])
         self.circuit = circ.to_torch_module(semiring=semiring, compile=False)
@@ -127,21 +145,25 @@ class CompiledProgram(_Base):
     # -- construction ----------------------------------------------------------------------
     @classmethod
     def from_program(cls, text_or_path, queries, *, networks=None, concept_order=None,
-                     concept_decls=None, vtree: str = "blocks", semiring: str = "log", use_cache: bool = True
-                     ) -> "CompiledProgram":
+                     concept_decls=None, vtree: str = "blocks", semiring: str = "log",
+                     use_cache: bool = True, budget=None) -> "CompiledProgram":
         """Ground ``text_or_path`` (ProbLog text or a ``.pl`` file) for the query shape
         ``queries`` (one atom or a list; placeholders for inputs, free variables for label
         values), compile it (or load it from the circuit cache) and return the module.
 
         ``networks``: names of the available networks (an ``nn/4`` naming another is an error);
         ``concept_order``: input placeholders (or ``net(inputs)`` keys) in the order the concept
-        probabilities will be passed (default: order of first appearance in the ground program).
+        probabilities will be passed (default: order of first appearance in the ground program);
+        ``queries`` may be ``None`` when the program states its own ``query/1`` facts;
+        ``budget``: a :class:`~nesybench.nesy.budget.Budget` for grounding and compilation
+        together (default limits; a hit raises ``BudgetExceeded``).
         """
+        from .budget import Budget
         from .compile import compile_program
         from .program import ground, read_program
 
         text, source = read_program(text_or_path)
-        qs = [queries] if isinstance(queries, str) else list(queries)
+        qs = [queries] if isinstance(queries, str) else list(queries or [])
         key = _cache.cache_key(text, qs, sorted(networks) if networks is not None else None,
                                list(concept_order) if concept_order is not None else None,
                                concept_decls, vtree)
@@ -153,13 +175,15 @@ class CompiledProgram(_Base):
                 return cls(meta, hit / "circuit.sdd", semiring=semiring)
         import time
         t0 = time.perf_counter()
+        clock = (budget or Budget()).start()
         gp = ground(text if source is None else Path(source), qs, networks=networks,
-                    concept_order=concept_order, concept_decls=concept_decls)
+                    concept_order=concept_order, concept_decls=concept_decls, clock=clock)
         t_ground = time.perf_counter() - t0
-        comp = compile_program(gp, vtree=vtree)
+        comp = compile_program(gp, vtree=vtree, clock=clock)
         meta = {
             "source": source,
-            "queries": qs,
+            "queries": [lab.query for lab in gp.labels],
+            "evidence": [atom for atom, _, _ in gp.evidence],
             "choices": [{"key": c.key, "values": [_jsonable(v) for v in c.values],
                          "probs": c.probs, "net": c.net, "inputs": list(c.inputs),
                          "fact": c.fact, "learnable": c.learnable} for c in gp.choices],
@@ -203,6 +227,8 @@ class CompiledProgram(_Base):
             if p.dim() != 2 or p.shape[1] != k:
                 raise NesyError(f"concept {self.concept_names[i]} has {k} values; got a tensor "
                                 f"of shape {tuple(p.shape)} (expected (B, {k}))")
+        if not concept_probs:     # a program without neural predicates: one float64 row
+            return torch.zeros((1, 0), dtype=torch.float64, device=self.base_pos.device)
         x = torch.cat(list(concept_probs), dim=1)
         if self.semiring == "log" and not log_input:
             # an exact 0 (softmax underflow, one-hot concepts) would give log 0 = -inf and NaN
@@ -228,6 +254,11 @@ class CompiledProgram(_Base):
                 fp, fn = torch.sigmoid(th), torch.sigmoid(-th)
             pos = pos.index_copy(1, self.learn_cols, fp.expand(B, -1))
             neg = neg.index_copy(1, self.learn_cols, fn.expand(B, -1))
+        if self.ad_sizes:
+            parts = torch.split(self.ad_logits.to(x.dtype), self.ad_sizes)
+            norm = torch.cat([torch.log_softmax(t, 0) if self.semiring == "log" else
+                              torch.softmax(t, 0) for t in parts])
+            pos = pos.index_copy(1, self.ad_cols, norm.expand(B, -1))
         pos = pos.index_copy(1, self.concept_cols, x)
         if self.semiring == "log":
             neg = neg.index_copy(1, self.concept_cols, torch.zeros_like(x))
@@ -264,7 +295,21 @@ class CompiledProgram(_Base):
             onehots.append(torch.nn.functional.one_hot(lj, len(dom) + 1))   # + "no value"
         ip, ineg = self._indicators(onehots, x.dtype)
         out = self._evaluate(x, ip, ineg)
-        return out if self.semiring == "log" else torch.log(out)
+        out = out if self.semiring == "log" else torch.log(out)
+        if self.evidence:
+            out = out - self.log_evidence(x)
+        return out
+
+    def log_evidence(self, x):
+        """``log P(e)`` per example (B,) for concept inputs ``x`` in the circuit's semiring:
+        the circuit with every label indicator on (all labels marginalised)."""
+        B, L = x.shape[0], self.label_offsets[-1]
+        ipos = torch.ones(B, L, dtype=x.dtype, device=x.device)
+        ineg = torch.zeros(B, L, dtype=x.dtype, device=x.device)
+        if self.semiring == "log":
+            ipos, ineg = torch.log(ipos), torch.log(ineg)
+        val = self._evaluate(x, ipos, ineg)
+        return val if self.semiring == "log" else torch.log(val)
 
     def label_marginals(self, concept_probs, *, log_input: bool = False):
         """``P(label_j = v)`` for each label: list of (B, m_j) tensors (one batched pass over
@@ -287,6 +332,9 @@ class CompiledProgram(_Base):
             xx = x.repeat_interleave(m, dim=0)
             val = self._evaluate(xx, ipos, ineg).reshape(B, m)
             outs.append(torch.exp(val) if self.semiring == "log" else val)
+        if self.evidence:
+            z = torch.exp(self.log_evidence(x))[:, None]
+            outs = [o / z for o in outs]
         return outs
 
     def label_index(self, values) -> torch.Tensor:

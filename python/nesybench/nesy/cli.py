@@ -59,6 +59,39 @@ def _short(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def budget_options(f):
+    """``--max-grounding-atoms``, ``--max-circuit-nodes``, ``--timeout``, ``--max-memory``,
+    collected into one ``budget`` argument (a :class:`~nesybench.nesy.budget.Budget`)."""
+    import functools
+
+    from .budget import (DEFAULT_MAX_CIRCUIT, DEFAULT_MAX_GROUND, DEFAULT_MAX_MEMORY_MB,
+                         DEFAULT_TIMEOUT)
+
+    @functools.wraps(f)
+    def run(*args, max_grounding_atoms, max_circuit_nodes, timeout, max_memory, **kw):
+        from .budget import Budget
+        return f(*args, budget=Budget(max_ground_nodes=max_grounding_atoms,
+                                      max_circuit_nodes=max_circuit_nodes, timeout=timeout,
+                                      max_memory_mb=max_memory), **kw)
+    opts = [
+        click.option("--max-grounding-atoms", type=click.IntRange(min=1),
+                     default=DEFAULT_MAX_GROUND, show_default=True,
+                     help="stop grounding a program past this many ground nodes"),
+        click.option("--max-circuit-nodes", type=click.IntRange(min=1),
+                     default=DEFAULT_MAX_CIRCUIT, show_default=True,
+                     help="stop compiling past this many live SDD nodes"),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+                     default=DEFAULT_TIMEOUT, show_default=True,
+                     help="seconds for grounding and compiling a program"),
+        click.option("--max-memory", type=click.FloatRange(min=0, min_open=True),
+                     default=DEFAULT_MAX_MEMORY_MB, show_default=True,
+                     help="MiB the process may grow while grounding and compiling"),
+    ]
+    for o in reversed(opts):
+        run = o(run)
+    return run
+
+
 def _common(f):
     opts = [
         click.option("--model", "-m", default="dpl", show_default=True,
@@ -96,6 +129,7 @@ def _common(f):
 @group.command("train")
 @click.argument("task", type=click.Path())
 @_common
+@budget_options
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--out", "-o", type=click.Path(), default=None,
               help="run folder (default out/nesy/TASK-MODEL-sSEED)")
@@ -104,7 +138,7 @@ def _common(f):
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_sup, concept_vars,
               concept_weight, tnorm, epochs, batch, lr, device, threads, seed, out, overwrite,
-              as_json, quiet):
+              as_json, quiet, budget):
     """Train a model on TASK (a curricula/rs/*.yaml file) and evaluate it on val/test/OOD.
 
     Writes OUT/config.json, best.pt/last.pt checkpoints, history in metrics.json,
@@ -123,7 +157,8 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
     cfg = RunConfig(task=str(task), model=model, semantics=semantics, data=data, mnist=mnist,
                     samples=_samples(samples), data_seed=data_seed, concept_sup=concept_sup,
                     concept_vars=_names(concept_vars), concept_weight=concept_weight, tnorm=tnorm,
-                    epochs=epochs, batch=batch, lr=lr, seed=seed, device=device)
+                    epochs=epochs, batch=batch, lr=lr, seed=seed, device=device,
+                    budget=budget.to_json())
     if not Path(task).is_file():
         raise NesyError("task file not found", file=str(task))
     out = out or f"out/nesy/{Path(task).stem}-{model}-s{seed}"
@@ -141,6 +176,44 @@ def _fix_data_path(tmp: Path, final: Path) -> None:
     cfg = json.loads(p.read_text(encoding="utf-8"))
     cfg["data"] = str(final)
     p.write_text(dumps(cfg) + "\n", encoding="utf-8")
+
+
+@group.command("infer")
+@click.argument("program", type=click.Path())
+@click.option("--query", "queries", multiple=True,
+              help="a query atom (repeatable; free variables range over its values); default: "
+                   "the program's own query/1 facts")
+@click.option("--json", "as_json", is_flag=True, help="print the probabilities as JSON")
+@budget_options
+def infer_cmd(program, queries, as_json, budget):
+    """Exact probabilities of the queries of a ProbLog PROGRAM (conditioned on its evidence).
+
+    The program is checked against the allow-list first (see the safety guide); networks are
+    not available here, so neural predicates are refused: use `nesy train` for those.
+    """
+    from .circuit import CompiledProgram  # noqa: PLC0415
+
+    if not Path(program).is_file():
+        raise NesyError("program file not found", file=str(program))
+    prog = CompiledProgram.from_program(Path(program), list(queries) or None, networks=[],
+                                        budget=budget)
+    margs = prog.label_marginals([])
+    rows = []
+    for query, dom, m in zip(prog.label_queries, prog.label_domains, margs):
+        boolean = dom in ([0, 1], [0], [1])
+        for v, pr in zip(dom, m[0].tolist()):
+            if boolean and v != 1:
+                continue
+            rows.append({"query": query, "value": None if boolean else v, "p": pr})
+        if boolean and 1 not in dom:
+            rows.append({"query": query, "value": None, "p": 0.0})
+    if as_json:
+        click.echo(dumps({"program": str(program), "evidence": prog.evidence, "results": rows,
+                          "stats": prog.stats}))
+        return
+    for r in rows:
+        what = r["query"] if r["value"] is None else f"{r['query']} = {r['value']}"
+        click.echo(f"{what}: {r['p']:.10g}")
 
 
 @group.command("eval")
@@ -219,7 +292,8 @@ def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
 @click.option("--semantics", default="worlds", show_default=True)
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--executor", default="local", show_default=True, help="local | ray | inline")
-@click.option("--workers", default=None, type=int)
+@click.option("--workers", "-j", default=None, type=int,
+              help="parallel cells (default: the executor's)")
 @click.option("--seed", default=0, show_default=True, type=int, help="base seed of the grid")
 @click.option("--out", "-o", type=click.Path(), default=None,
               help="study folder (default out/nesy-sweep/TASK); re-running resumes")

@@ -166,9 +166,29 @@ def block_vtree(blocks: list[list[int]], *, left: bool = False):
         os.unlink(name)
 
 
-def compile_program(gp: GroundProgram, *, vtree: str = "blocks") -> Compiled:
-    """Compile ``gp`` into an SDD with PySDD (bottom-up ``apply``, no dynamic minimisation)."""
+def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
+                    clock=None) -> Compiled:
+    """Compile ``gp`` into an SDD with PySDD (bottom-up ``apply``, no dynamic minimisation).
+
+    Evidence (``gp.evidence``) is conjoined into the function, so ``WMC(F)`` with every label
+    indicator on is ``P(e)`` and with one value per label ``P(q ∧ e)``. ``budget``/``clock``
+    (:mod:`nesybench.nesy.budget`) bound the live SDD size and the time."""
+    from .budget import Budget
+    clock = clock or (budget or Budget()).start()
+    with clock.watch("compilation"):
+        return _compile_sdd(gp, vtree, clock)
+
+
+def _compile_sdd(gp: GroundProgram, vtree: str, clock) -> Compiled:
     from pysdd.sdd import SddManager, Vtree
+
+    ops = [0]
+
+    def tick() -> None:
+        ops[0] += 1
+        if ops[0] & 255 == 0:
+            clock.check_circuit(mgr.live_size())
+            clock.check_time("compilation", f"{mgr.live_size():,} live SDD nodes")
 
     if vtree not in VTREES:
         raise NesyError(f"vtree must be one of {', '.join(VTREES)}, not {vtree!r}")
@@ -219,6 +239,7 @@ def compile_program(gp: GroundProgram, *, vtree: str = "blocks") -> Compiled:
                     if k < 0:
                         s = mgr.negate(s)
                 acc = mgr.conjoin(acc, s) if is_and else mgr.disjoin(acc, s)
+                tick()
             cache[n] = acc
         return cache[root]
 
@@ -243,6 +264,11 @@ def compile_program(gp: GroundProgram, *, vtree: str = "blocks") -> Compiled:
                     term = mgr.conjoin(term, mgr.negate(xj))
             eo = mgr.disjoin(eo, term)
         f = mgr.conjoin(f, eo)
+    for atom, node, observed in gp.evidence:
+        f = mgr.conjoin(f, signed(node if observed else -node))
+        if f.is_false():
+            raise NesyError(f"the evidence has probability 0 (inconsistent from {atom} = "
+                            f"{str(observed).lower()} on)", file=gp.source, field="evidence")
     for j, lab in enumerate(gp.labels):
         lj = false
         anyq = false
@@ -252,6 +278,7 @@ def compile_program(gp: GroundProgram, *, vtree: str = "blocks") -> Compiled:
             q = mgr.conjoin(f, signed(k))
             anyq = mgr.disjoin(anyq, q)
             lj = mgr.disjoin(lj, mgr.conjoin(q, mgr.literal(label_vars[j][v])))
+            tick()
         # worlds where the label has no value: indicator e_{j,none}, so that switching all
         # indicators of a label on marginalises it out even when it is not a total function
         rest = mgr.conjoin(f, mgr.negate(anyq))
@@ -259,6 +286,7 @@ def compile_program(gp: GroundProgram, *, vtree: str = "blocks") -> Compiled:
             lj = mgr.disjoin(lj, mgr.conjoin(rest, mgr.literal(label_vars[j][-1])))
         f = lj
         peak[0] = max(peak[0], mgr.live_size())
+        clock.check_circuit(peak[0])
     if f.is_false():
         raise NesyError("the program is inconsistent: no world satisfies it", file=gp.source)
     seconds = time.perf_counter() - t0

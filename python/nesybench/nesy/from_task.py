@@ -20,6 +20,8 @@ the concepts are the task's variables in order (placeholders = the variables' AS
 from __future__ import annotations
 
 import itertools
+import re
+import unicodedata
 from pathlib import Path
 
 from .. import ROOT
@@ -31,13 +33,41 @@ KB_DIR = ROOT / "kb" / "nesy"
 RENAME = {"arg": "child"}
 
 
+_PLAIN_ATOM = re.compile(r"[a-z][A-Za-z0-9_]*\Z")
+
+
+def quote_atom(name: str) -> str:
+    """``name`` as a Prolog atom: bare when it is a plain lowercase identifier, else quoted with
+    ``'`` escaped, so no text taken from a task file can end the term it is in. ProbLog's reader
+    has no escape for a backslash before a quote, so backslashes and control characters are
+    refused rather than written ambiguously."""
+    if _PLAIN_ATOM.match(name):
+        return name
+    bad = next((c for c in name if c == "\\" or unicodedata.category(c).startswith("C")), None)
+    if bad is not None:
+        raise NesyError(f"name {name!r} holds {bad!r}: backslashes and control characters are "
+                        "not allowed in task names and values")
+    return "'" + name.replace("'", "\\'") + "'"
+
+
 def prolog_term(t) -> str:
-    """A task term (``"red_light"``, ``("d", 1)``, ``("shape", 1, 2)``) as Prolog text."""
+    """A task term (``"red_light"``, ``("d", 1)``, ``("shape", 1, 2)``) as Prolog text.
+
+    Numbers are written as numbers, every name as a (quoted where needed) atom: a term from a
+    task file is data and stays one term whatever characters it holds."""
     if isinstance(t, tuple):
-        return f"{t[0]}({','.join(prolog_term(a) for a in t[1:])})"
+        if not t:
+            raise NesyError("an empty tuple is not a term")
+        return f"{quote_atom(str(t[0]))}({','.join(prolog_term(a) for a in t[1:])})"
     if isinstance(t, bool):
         return str(int(t))
-    return str(t)
+    if isinstance(t, int):
+        return str(t)
+    if isinstance(t, float):
+        if t != t or t in (float("inf"), float("-inf")):
+            raise NesyError(f"{t} is not a term")
+        return repr(t)
+    return quote_atom(str(t))
 
 
 def rules_for(task) -> list[Path]:
@@ -70,12 +100,13 @@ def task_program(task, rules: str | None = None) -> tuple[str, list[str], list[s
                             file=task.source, task=task.name)
     for name, dom in concepts.items():
         vals = ", ".join(prolog_term(x) for x in dom)
-        lines.append(f"nn({name}, [T], X, [{vals}]) :: c(T, X) :- concept_var({name}, T).")
+        net = quote_atom(str(name))
+        lines.append(f"nn({net}, [T], X, [{vals}]) :: c(T, X) :- concept_var({net}, T).")
     order = []
     for i, v in enumerate(task.variables):
         t = prolog_term(v.term)
         order.append(t)
-        lines.append(f"concept_var({v.concept}, {t}).  var({i}, {t}).")
+        lines.append(f"concept_var({quote_atom(str(v.concept))}, {t}).  var({i}, {t}).")
     lines.append(f"nvars({len(task.variables)}).")
     for fact in task.params:
         fact = tuple(fact)
@@ -85,8 +116,12 @@ def task_program(task, rules: str | None = None) -> tuple[str, list[str], list[s
             lines.append(p.read_text(encoding="utf-8"))
     else:
         lines.append(rules)
-    queries = [f"y({n}, Y)" for n in task_label_names(task)]
-    return "\n".join(lines) + "\n", queries, order
+    return "\n".join(lines) + "\n", label_queries(task), order
+
+
+def label_queries(task) -> list[str]:
+    """The query shape of a task: ``y(<label>, Y)`` per label, the label name quoted."""
+    return [f"y({quote_atom(n)}, Y)" for n in task_label_names(task)]
 
 
 def compile_task(task, *, cls=None, program=None, **kw):
@@ -105,7 +140,7 @@ def compile_task(task, *, cls=None, program=None, **kw):
         rules, _ = read_program(program)
         if "nn(" in rules:   # a complete program with its own neural predicates
             text = rules
-            queries = [f"y({n}, Y)" for n in task_label_names(task)]
+            queries = label_queries(task)
             order = [prolog_term(v.term) for v in task.variables]
             facts = [f"var({i}, {o})." for i, o in enumerate(order)] + \
                 [f"nvars({len(order)})."] + \

@@ -21,25 +21,15 @@ variables that :mod:`nesybench.nesy.compile` compiles into an SDD.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NesyError
+from .sandbox import check_program, position
 
 NN_FUNCTOR = "nn"
 NN_PROB = "nesy__nn"   # probability of a ground neural choice: nesy__nn(Net, Inputs, V, Values)
 LABEL_FUNCTOR = "nesy__label"
-
-#: predicates a program may not call: file/OS access, dynamic database, foreign code, sub-engines
-UNSAFE = frozenset({
-    "consult", "use_module", "load_external", "ensure_loaded", "include", "load", "shell",
-    "system", "open", "close", "see", "tell", "seen", "told", "read", "write_file", "assert",
-    "asserta", "assertz", "retract", "retractall", "abolish", "subquery", "call_external",
-    "debugprint", "writenl", "write", "print", "nl", "halt", "unknown", "set_state",
-    "reset_state", "use_foreign_library", "exists_file", "delete_file", "open_file",
-    "python", "call_python", "lfi",
-})
-
 
 @dataclass
 class Choice:
@@ -87,6 +77,8 @@ class GroundProgram:
     labels: list[Label]
     source: str | None = None
     text_hash: str = ""
+    #: ``(atom, node, observed value)`` of each ``evidence/1,2`` statement (node as in ``nodes``)
+    evidence: list = field(default_factory=list)
 
     @property
     def concepts(self) -> list[Choice]:
@@ -105,12 +97,10 @@ def read_program(text_or_path) -> tuple[str, str | None]:
     return str(text_or_path), None
 
 
-def _line_of(text: str, location) -> int | None:
-    if isinstance(location, tuple):
-        return location[1] if len(location) > 1 else None
-    if isinstance(location, int):
-        return text.count("\n", 0, location) + 1
-    return None
+def _where(text: str, location) -> dict:
+    """``line``/``column`` keyword arguments of :class:`NesyError` for a ProbLog location."""
+    w = position(text, location)
+    return {"line": w.line, "column": w.column}
 
 
 def _py(term):
@@ -132,41 +122,28 @@ class _Subst(dict):
         return Var(name)
 
 
-def _walk_terms(term):
-    from problog.logic import Term
-    stack = [term]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, Term):
-            yield t
-            stack.extend(a for a in t.args if isinstance(a, Term))
-            if getattr(t, "probability", None) is not None and isinstance(t.probability, Term):
-                stack.append(t.probability)
-
-
 def parse(text: str, source: str | None = None, networks=None) -> list:
     """Parse ProbLog text into clauses with neural predicates rewritten as annotated
-    disjunctions. Raises :class:`NesyError` (file, line) on syntax errors, unknown networks,
-    malformed ``nn/4`` annotations and unsafe calls."""
+    disjunctions. Raises :class:`NesyError` (file, line, column) on syntax errors, unknown
+    networks, malformed ``nn/4`` annotations and anything outside the allow-list of
+    :mod:`nesybench.nesy.sandbox` (checked before ProbLog loads anything)."""
     from problog.errors import ProbLogError
-    from problog.logic import AnnotatedDisjunction, Clause, Term, Var, term2list
+    from problog.logic import AnnotatedDisjunction, Clause, Or, Term, Var, term2list
     from problog.program import PrologString
 
     try:
         clauses = list(PrologString(text))
     except ProbLogError as exc:
         raise NesyError(f"program does not parse: {getattr(exc, 'base_message', exc)}",
-                        file=source, line=_line_of(text, getattr(exc, "location", None))) from None
+                        file=source, **_where(text, getattr(exc, "location", None))) from None
+    except RecursionError:
+        raise NesyError("program does not parse: a term is nested too deeply",
+                        file=source) from None
+    clauses = check_program(clauses, text, source)
     known = None if networks is None else set(networks)
     out = []
     for cl in clauses:
-        loc = getattr(cl, "location", None)
-        line = _line_of(text, loc)
-        for t in _walk_terms(cl):
-            if t.functor in UNSAFE or (t.functor == ":-" and t.arity == 1):
-                raise NesyError(f"unsafe call {t.functor}/{t.arity} in program (file access, "
-                                "directives, dynamic database and foreign code are not allowed)",
-                                file=source, line=line)
+        where = _where(text, getattr(cl, "location", None))
         head = cl.head if isinstance(cl, Clause) else cl
         prob = getattr(head, "probability", None)
         if isinstance(prob, Term) and prob.functor == "t" and prob.arity == 1 and \
@@ -175,27 +152,39 @@ def parse(text: str, source: str | None = None, networks=None) -> list:
             head = head.with_probability(Term("t", Constant(0.5)))
             cl = Clause(head, cl.body) if isinstance(cl, Clause) else head
             prob = head.probability
+        if isinstance(cl, (AnnotatedDisjunction, Or)):
+            try:
+                out.append(_free_parameters(cl))
+            except NesyError as exc:
+                raise exc.where(file=source, **where) from None
+            continue
         if isinstance(prob, Term) and prob.functor == NN_FUNCTOR:
+            if prob.arity in (2, 3):
+                what = ("a neural fact nn(Net, Inputs) (write it as nn(Net, Inputs, V, [0, 1]) "
+                        "over a Boolean value)" if prob.arity == 2 else
+                        "a tensor-valued network nn(Net, Inputs, Output) (only categorical "
+                        "outputs nn(Net, Inputs, Out, [Values]) are supported)")
+                raise NesyError(f"not supported: {what}", file=source, **where)
             if prob.arity != 4:
                 raise NesyError(f"nn/{prob.arity} annotation: expected nn(Net, [Inputs], Out, "
-                                "[Values])", file=source, line=line)
+                                "[Values])", file=source, **where)
             net, inputs, outv, values = prob.args
             try:
                 values = term2list(values, deep=False)
                 term2list(inputs, deep=False)
             except Exception:
                 raise NesyError("nn/4: inputs and values must be lists", file=source,
-                                line=line) from None
+                                **where) from None
             if not isinstance(outv, Var):
                 raise NesyError("nn/4: the output argument must be a variable", file=source,
-                                line=line)
+                                **where)
             if not values or len(set(map(str, values))) != len(values):
                 raise NesyError("nn/4: the value list must be non-empty and without repeats",
-                                file=source, line=line)
+                                file=source, **where)
             if net.is_var() or (known is not None and str(net) not in known):
                 raise NesyError(f"neural predicate {head.signature} uses unknown network "
                                 f"{net!s} (known: {', '.join(sorted(known or []))})",
-                                file=source, line=line)
+                                file=source, **where)
             heads = []
             for v in values:
                 h = head.with_probability(None).apply(_Subst({outv.name: v}))
@@ -205,6 +194,36 @@ def parse(text: str, source: str | None = None, networks=None) -> list:
         else:
             out.append(cl)
     return out
+
+
+def _free_parameters(cl):
+    """An annotated disjunction whose learnable heads carry their initial values: ``t(P)``
+    keeps ``P``, the ``t(_)`` heads share what the others leave, and the whole is normalised to
+    sum 1 (DeepProbLog's reading: the parameters are a distribution over the heads). Fixing the
+    values here, over every head of the clause, keeps them right when grounding reaches only
+    some heads (the rest become one residual outcome)."""
+    from problog.logic import AnnotatedDisjunction, Constant, Term
+    from .sandbox import _disjuncts
+
+    heads = list(cl.heads) if isinstance(cl, AnnotatedDisjunction) else list(_disjuncts(cl))
+    body = cl.body if isinstance(cl, AnnotatedDisjunction) else Term("true")
+    learn = [_learnable(h.probability) for h in heads]
+    if not any(learn):
+        return cl
+    if not all(learn):
+        raise NesyError("an annotated disjunction has learnable t(_) heads and fixed ones; make "
+                        "every head learnable or none")
+    init = [None if h.probability.args[0].is_var() else _numeric(h.probability.args[0], None)
+            for h in heads]
+    fixed = sum(x for x in init if x is not None)
+    n_free = init.count(None)
+    share = max(1.0 - fixed, 0.0) / n_free if n_free else 0.0
+    init = [share if x is None else x for x in init]
+    total = sum(init)
+    if total <= 0:
+        raise NesyError("a learnable annotated disjunction starts with all-zero parameters")
+    heads = [h.with_probability(Term("t", Constant(x / total))) for h, x in zip(heads, init)]
+    return AnnotatedDisjunction(heads, body)
 
 
 # -- grounding -------------------------------------------------------------------------------
@@ -237,9 +256,27 @@ def _walk_vars(term):
             yield from _walk_vars(a)
 
 
-def ground(text_or_path, queries, *, networks=None, concept_order=None,
-           concept_decls=None) -> GroundProgram:
+def _split_queries(clauses, text, source) -> tuple[list, list[str]]:
+    """The clauses without ``query/1`` statements, and those queries as text."""
+    from problog.logic import Clause, Term
+    rest, found = [], []
+    for cl in clauses:
+        if isinstance(cl, Term) and not isinstance(cl, Clause) and cl.functor == "query" \
+                and cl.arity == 1 and cl.probability is None:
+            found.append((str(cl.args[0]), _where(text, getattr(cl, "location", None))))
+        else:
+            rest.append(cl)
+    return rest, found
+
+
+def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
+           concept_decls=None, budget=None, clock=None) -> GroundProgram:
     """Ground ``program`` for the query shape ``queries`` (list of atoms over placeholders).
+
+    ``queries`` may be omitted when the program states its own ``query/1`` facts (giving both
+    is an error: the shape would be ambiguous). ``evidence/1`` and ``evidence/2`` statements
+    condition every label (``GroundProgram.evidence``; the circuit computes ``P(q | e)``).
+    ``budget`` (:class:`~nesybench.nesy.budget.Budget`, default limits) bounds the grounding.
 
     ``concept_order`` optionally lists ``(net, inputs_str)`` keys or input placeholder strings
     in the order the concept probabilities will be passed (default: order of appearance);
@@ -247,19 +284,26 @@ def ground(text_or_path, queries, *, networks=None, concept_order=None,
     labels do not depend on (they get a choice of their own, which does not change any label
     probability).
     Raises :class:`NesyError` if a query grounds to nothing."""
-    from problog.engine import DefaultEngine
     from problog.errors import ProbLogError
     from problog.formula import LogicDAG
     from problog.logic import Clause, Term, Constant, term2list
     from problog.program import SimpleProgram
 
+    from .budget import Budget, budgeted_grounding
+
     text, source = read_program(text_or_path)
-    clauses = parse(text, source, networks)
+    clauses, own_queries = _split_queries(parse(text, source, networks), text, source)
     if isinstance(queries, str):
         queries = [queries]
-    queries = list(queries)
+    queries = list(queries or [])
+    if queries and own_queries:
+        raise NesyError("the program states its own query/1 and a query was given as well; "
+                        "keep one of them", file=source, **own_queries[0][1])
+    if not queries:
+        queries = [q for q, _ in own_queries]
     if not queries:
         raise NesyError("the query shape has no query atom", file=source, field="query")
+    clock = clock or (budget or Budget()).start()
     prog = SimpleProgram()
     for cl in clauses:
         prog.add_clause(cl)
@@ -272,12 +316,13 @@ def ground(text_or_path, queries, *, networks=None, concept_order=None,
         prog.add_clause(Clause(head, qt))
         prog.add_clause(Term("query", Term(LABEL_FUNCTOR, Constant(j), *vs)))
     try:
-        eng = DefaultEngine()
-        lf = eng.ground_all(eng.prepare(prog))
-        dag = LogicDAG.create_from(lf)
+        eng, target = budgeted_grounding(clock)
+        with clock.watch("grounding"):
+            lf = eng.ground_all(eng.prepare(prog), target=target)
+            dag = LogicDAG.create_from(lf)
     except ProbLogError as exc:
         raise NesyError(f"grounding failed: {getattr(exc, 'base_message', exc)}", file=source,
-                        line=_line_of(text, getattr(exc, "location", None))) from None
+                        **_where(text, getattr(exc, "location", None))) from None
     except RecursionError:
         raise NesyError("grounding failed: recursion too deep", file=source) from None
 
@@ -306,21 +351,27 @@ def ground(text_or_path, queries, *, networks=None, concept_order=None,
             vi = [str(x) for x in choices[ci].values].index(str(_py(v)))
         elif node.group is not None:
             gkey = ("ad", str(node.group))
+            learn = _learnable(p)
             if gkey not in group_index:
                 group_index[gkey] = len(choices)
-                choices.append(Choice(key=f"ad{len(choices)}", values=[], probs=[]))
+                choices.append(Choice(key=f"ad{len(choices)}", values=[], probs=[],
+                                      learnable=learn))
             ci = group_index[gkey]
             ch = choices[ci]
             ch.values.append(str(node.name.args[2]) if node.name is not None and
                              node.name.functor == "choice" and len(node.name.args) > 2
                              else str(node.name))
-            ch.probs.append(_numeric(p, source))
+            if learn != ch.learnable:
+                raise NesyError(f"annotated disjunction {ch.values}: either every head is "
+                                "learnable t(_) or none is", file=source)
+            ch.probs.append(_initial(p, source) if learn else _numeric(p, source))
             vi = len(ch.values) - 1
         else:
             ci = len(choices)
-            learn = isinstance(p, Term) and p.functor == "t" and p.arity == 1
+            learn = _learnable(p)
             if learn:       # t(P)::f. a learnable fact, P its initial value (t(_): 0.5)
-                pr = 0.5 if p.args[0].is_var() else _numeric(p.args[0], source)
+                pr = _initial(p, source)
+                pr = 0.5 if pr is None else pr
             else:
                 pr = _numeric(p, source) if p is not None else 1.0
             choices.append(Choice(key=str(node.name), values=[1, 0], probs=[pr, 1.0 - pr],
@@ -381,6 +432,18 @@ def ground(text_or_path, queries, *, networks=None, concept_order=None,
         remap[nid] = len(nodes) - 1
     assert all(remap[k] == k for k in remap), "LogicDAG node ids must be dense"
 
+    evidence = []
+    for atom, nid, value in dag.evidence_all():
+        observed = value > 0
+        if nid is None or (nid == 0 and not observed):    # the observation is impossible
+            if observed or nid == 0:
+                raise NesyError(f"evidence {atom} = {str(observed).lower()} has probability 0",
+                                file=source, field="evidence")
+            continue                                       # false atom observed false
+        if nid == 0:
+            continue                                       # true atom observed true
+        evidence.append((str(atom), nid, observed))
+
     labels: list[Label] = [Label(query=q, values=[], nodes=[]) for q in queries]
     for qterm, nid in dag.queries():
         j = int(qterm.args[0])
@@ -410,13 +473,27 @@ def ground(text_or_path, queries, *, networks=None, concept_order=None,
         lab.values = [v for v, _ in pairs]
         lab.nodes = [n for _, n in pairs]
     h = hashlib.sha256(text.encode()).hexdigest()
-    return GroundProgram(choices=choices, nodes=nodes, labels=labels, source=source, text_hash=h)
+    return GroundProgram(choices=choices, nodes=nodes, labels=labels, source=source, text_hash=h,
+                         evidence=evidence)
 
 
 def _sort_key(v):
     if isinstance(v, tuple):
         return tuple(_sort_key(x) for x in v)
     return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
+
+
+def _learnable(p) -> bool:
+    from problog.logic import Term
+    return isinstance(p, Term) and p.functor == "t" and p.arity == 1
+
+
+def _initial(p, source) -> float | None:
+    """The initial value ``P`` of a learnable ``t(P)`` annotation (``None`` for ``t(_)``)."""
+    arg = p.args[0]
+    if arg.is_var():
+        return None
+    return _numeric(arg, source)
 
 
 def _numeric(p, source) -> float:

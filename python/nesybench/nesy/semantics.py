@@ -308,6 +308,7 @@ class WorldEnumeration(LabelSemantics):
 def build_semantics(kind: str, task, **kw) -> LabelSemantics:
     """``worlds`` (:class:`WorldEnumeration`) or ``circuit`` (the compiled-circuit engine,
     ``nesybench.nesy.circuit.CompiledProgram.from_task``)."""
+    budget = kw.pop("budget", None)
     if kind == "worlds":
         return WorldEnumeration(task, **kw)
     if kind == "circuit":
@@ -319,5 +320,7 @@ def build_semantics(kind: str, task, **kw) -> LabelSemantics:
             raise NesyError("the compiled-circuit engine (nesybench.nesy.circuit) is not "
                             f"available here ({exc}); use --semantics worlds",
                             task=task.name) from None
-        return circuit.CompiledProgram.from_task(task)  # engine options: its own defaults
+        from .budget import Budget  # noqa: PLC0415
+        return circuit.CompiledProgram.from_task(
+            task, budget=Budget(**budget) if isinstance(budget, dict) else budget)
     raise NesyError(f"unknown semantics {kind!r} (worlds, circuit)", field="semantics")

@@ -264,6 +264,8 @@ class RunConfig:
     concept_sup   fraction of training examples with concept labels (0: none)
     concept_vars  variables with concept labels (on the chosen examples, or all if
                   concept_sup is 0); default: the task's ``supervised:``
+    budget        limits for grounding and compiling the circuit semantics (the fields of
+                  :class:`~nesybench.nesy.budget.Budget`; None: its defaults)
     """
 
     task: str
@@ -283,6 +285,7 @@ class RunConfig:
     seed: int = 0
     device: str = "cpu"
     splits: list[str] = field(default_factory=lambda: ["test", "ood"])
+    budget: dict | None = None      # Budget fields for grounding/compiling the circuit
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -302,7 +305,7 @@ def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: boo
     task = load_task(cfg.task)
     sem = None
     if cfg.model == "dpl":
-        sem = build_semantics(cfg.semantics, task, progress=progress)
+        sem = build_semantics(cfg.semantics, task, progress=progress, budget=cfg.budget)
     elif cfg.model == "fuzzy":
         sem = build_semantics("worlds", task, progress=progress)
     # dpl/fuzzy: every value the knowledge can produce; cbm/nn: the values in the data set

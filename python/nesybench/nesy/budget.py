@@ -1,0 +1,211 @@
+"""Budgets for grounding and compiling a program: size limits and a wall-clock limit.
+
+A ProbLog program can ask for unbounded work (``nat(s(N)) :- nat(N).``, a textbook
+multi-digit addition that enumerates every number): without a limit the process runs until
+the machine runs out of memory. A :class:`Budget` bounds
+
+* the **ground program** (nodes of ProbLog's ground formula: atoms, conjunctions, disjunctions),
+* the **engine stack** of ProbLog's grounder (deep or infinite recursion grows it without
+  producing nodes),
+* the **circuit** (live SDD size while compiling), and
+* the **time** of grounding plus compilation,
+
+and :class:`Clock` checks the sizes where they grow (every ground node, every stack growth,
+every SDD operation). Time and memory are watched by a thread beside the work
+(:meth:`Clock.watch`), because ProbLog's engine can loop in its answer tables without passing any
+of those points; it interrupts the working thread between two Python steps. A hit raises
+:class:`~nesybench.errors.BudgetExceeded` naming the limit, its option and the size reached.
+One SDD operation (a single ``apply`` inside the C library) cannot be interrupted: the limit is
+seen when it returns.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..errors import BudgetExceeded
+
+#: defaults: ~1 GB of ProbLog's ground formula, ~1.5 GB of SDD nodes, ten minutes
+DEFAULT_MAX_GROUND = 1_000_000
+DEFAULT_MAX_STACK = 2_000_000
+DEFAULT_MAX_CIRCUIT = 10_000_000
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_MAX_MEMORY_MB = 4096
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits for one ground-and-compile (``None``: unlimited).
+
+    max_ground_nodes   nodes of the ground program (``--max-grounding-atoms``)
+    max_stack          frames of ProbLog's grounding stack (recursion depth proxy)
+    max_circuit_nodes  live SDD size during compilation (``--max-circuit-nodes``)
+    timeout            seconds for grounding and compilation together (``--timeout``)
+    max_memory_mb      growth of the process's resident memory during the work, in MiB
+                       (``--max-memory``; ProbLog's answer tables can grow without adding
+                       nodes or stack, e.g. ``nat(X)`` over ``nat(s(N)) :- nat(N)``)
+    """
+
+    max_ground_nodes: int | None = DEFAULT_MAX_GROUND
+    max_stack: int | None = DEFAULT_MAX_STACK
+    max_circuit_nodes: int | None = DEFAULT_MAX_CIRCUIT
+    timeout: float | None = DEFAULT_TIMEOUT
+    max_memory_mb: float | None = DEFAULT_MAX_MEMORY_MB
+
+    def __post_init__(self) -> None:
+        for name in ("max_ground_nodes", "max_stack", "max_circuit_nodes", "timeout",
+                     "max_memory_mb"):
+            v = getattr(self, name)
+            if v is not None and not v > 0:
+                raise BudgetExceeded(f"budget {name} must be positive, not {v}", field=name)
+
+    def to_json(self) -> dict:
+        return {"max_ground_nodes": self.max_ground_nodes, "max_stack": self.max_stack,
+                "max_circuit_nodes": self.max_circuit_nodes, "timeout": self.timeout,
+                "max_memory_mb": self.max_memory_mb}
+
+    def start(self) -> "Clock":
+        return Clock(self)
+
+
+UNLIMITED = Budget(None, None, None, None, None)
+
+
+def resident_mb() -> float:
+    """Resident memory of this process in MiB (Linux ``/proc``; 0 where unavailable)."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            pages = int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    import os
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class Clock:
+    """A running budget: call the ``check_*`` methods from the work loops."""
+
+    def __init__(self, budget: Budget):
+        self.budget = budget
+        self.t0 = time.perf_counter()
+        self.deadline = None if budget.timeout is None else self.t0 + budget.timeout
+        self.rss0 = resident_mb() if budget.max_memory_mb is not None else 0.0
+
+    def breach(self, stage: str) -> str | None:
+        """The message of a time or memory limit that is exceeded now, else ``None``."""
+        try:
+            self.check_time(stage)
+        except BudgetExceeded as exc:
+            return exc.message
+        return None
+
+    @contextmanager
+    def watch(self, stage: str):
+        """Run the body under the time and memory limits, interrupting it from a watcher
+        thread when one is exceeded (raises :class:`BudgetExceeded`)."""
+        if self.deadline is None and self.budget.max_memory_mb is None:
+            yield
+            return
+        tid = threading.get_ident()
+        stop = threading.Event()
+        lock = threading.Lock()
+        state = {"active": True, "reason": None}
+
+        def watcher() -> None:
+            while not stop.wait(0.05):
+                reason = self.breach(stage)
+                if reason is None:
+                    continue
+                with lock:
+                    if state["active"]:
+                        state["reason"] = reason
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                            ctypes.c_ulong(tid), ctypes.py_object(_Interrupted))
+                return
+
+        th = threading.Thread(target=watcher, name="nesybench-budget", daemon=True)
+        th.start()
+        try:
+            yield
+        except _Interrupted:
+            raise BudgetExceeded(state["reason"] or f"{stage} stopped by its budget") from None
+        finally:
+            with lock:
+                state["active"] = False
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+            stop.set()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def check_time(self, stage: str, size_note: str = "") -> None:
+        """The time limit and the memory limit (both are cheap enough for a periodic call)."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise BudgetExceeded(f"{stage} stopped at the --timeout of {self.budget.timeout:g} s"
+                                 + (f" ({size_note})" if size_note else ""))
+        lim = self.budget.max_memory_mb
+        if lim is not None:
+            grown = resident_mb() - self.rss0
+            if grown > lim:
+                raise BudgetExceeded(f"{stage} stopped at --max-memory {lim:g} MiB: the process "
+                                     f"grew by {grown:,.0f} MiB in {self.elapsed():.1f} s"
+                                     + (f" ({size_note})" if size_note else ""))
+
+    def check_ground(self, nodes: int) -> None:
+        lim = self.budget.max_ground_nodes
+        if lim is not None and nodes > lim:
+            raise BudgetExceeded(f"grounding stopped at --max-grounding-atoms {lim:,}: the ground "
+                                 f"program reached {nodes:,} nodes after {self.elapsed():.1f} s")
+
+    def check_stack(self, frames: int) -> None:
+        lim = self.budget.max_stack
+        if lim is not None and frames > lim:
+            raise BudgetExceeded(f"grounding stopped: the engine stack reached {frames:,} frames "
+                                 f"(limit {lim:,}) after {self.elapsed():.1f} s; is a recursion "
+                                 "unbounded (e.g. nat(s(N)) :- nat(N))?")
+
+    def check_circuit(self, live: int) -> None:
+        lim = self.budget.max_circuit_nodes
+        if lim is not None and live > lim:
+            raise BudgetExceeded(f"compilation stopped at --max-circuit-nodes {lim:,}: the SDD "
+                                 f"reached {live:,} live nodes after {self.elapsed():.1f} s")
+
+
+class _Interrupted(BudgetExceeded):
+    """Raised inside the working thread by :meth:`Clock.watch` (no arguments possible)."""
+
+    def __init__(self, *args):
+        super().__init__("the time or memory budget was exceeded")
+
+
+def budgeted_grounding(clock: Clock):
+    """``(engine, target)``: ProbLog's engine and ground formula, both checking ``clock``."""
+    from problog.engine_stack import StackBasedEngine
+    from problog.formula import LogicFormula
+
+    class Formula(LogicFormula):
+        def _add(self, node, key=None, reuse=True):
+            out = super()._add(node, key=key, reuse=reuse)
+            n = len(self)
+            clock.check_ground(n)
+            if n & 1023 == 0:
+                clock.check_time("grounding", f"{n:,} ground nodes")
+            return out
+
+    class Engine(StackBasedEngine):
+        _ticks = 0
+
+        def eval(self, node_id, **kwdargs):
+            self._ticks += 1
+            if self._ticks & 4095 == 0:
+                clock.check_time("grounding", f"{self._ticks:,} engine steps")
+            return super().eval(node_id, **kwdargs)
+
+        def grow_stack(self):
+            clock.check_stack(self.stack_size * 2)
+            super().grow_stack()
+
+    return Engine(), Formula()
