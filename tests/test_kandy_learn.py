@@ -329,3 +329,59 @@ def test_aleph_crash_and_timeout_are_recorded(tiny, tmp_path):
         mod = tmp_path / "mod.pl"
         mod.write_text(":- module(aleph, [induce/1]).\nread_all(_).\ninduce.\n")
         run_aleph_task(tiny, 0, mod, timeout=5)
+
+
+# ----------------------------------------------------------------------------- exit status
+
+def test_train_exit_status_when_runs_fail(tiny, tmp_path, capsys):
+    """A sweep where some runs failed exits 1 with a "k of n runs failed" line; the other
+    runs still finish (--keep-going, the default) and are in the table."""
+    study = tmp_path / "study"
+    argv = ["kandy", "train", str(tiny), "--model", "mlp,cnn", "--setting", "joint",
+            "--epochs", "1", "--batch", "4", "--seeds", "1", "--size", "16",
+            "--out", str(study), "--workers", "0", "-q", "--json"]
+    assert cli_main(argv) == 1
+    cap = capsys.readouterr()
+    rows = json.loads(cap.out)
+    assert [(r["model"], r["seeds"]) for r in rows] == [("mlp", 1)]
+    assert "1 of 2 runs failed: model=cnn, setting=joint" in cap.err
+    assert "at least 30" in cap.err
+    # a re-run resumes: the failed run is tried again, fails again, still exit 1
+    assert cli_main(argv) == 1
+    capsys.readouterr()
+    # --fail-fast stops at the first failed run, same exit status
+    argv2 = argv[:]
+    argv2[argv2.index("mlp,cnn")] = "cnn,mlp"
+    argv2[argv2.index(str(study))] = str(tmp_path / "ff")
+    assert cli_main(argv2 + ["--fail-fast"]) == 1
+    err = capsys.readouterr().err
+    assert "1 of 2 runs failed" in err
+    # all good: exit 0
+    ok = argv[:]
+    ok[ok.index("mlp,cnn")] = "mlp"
+    ok[ok.index(str(study))] = str(tmp_path / "ok")
+    assert cli_main(ok) == 0
+
+
+def test_weights_are_for_resnet50_h_runs_only(tiny, tmp_path):
+    """--weights given for a sweep with resnet50_h does not fail its other models' runs."""
+    from nesybench.kandy.learn.cells import train_cell
+
+    (tmp_path / "art").mkdir()
+    ctx = CellContext("c0", {}, 1, tmp_path / "art")
+    out = train_cell({"dataset": str(tiny), "model": "mlp", "setting": "joint", "size": 16,
+                      "epochs": 1, "batch": 4, "weights": str(tmp_path / "w.pt")}, 1, ctx)
+    assert 0 <= out["avg_acc"] <= 1
+
+
+def test_ilp_run_exit_status_when_aleph_crashes(tiny, tmp_path, capsys):
+    crash = tmp_path / "crash.pl"
+    crash.write_text("read_all(_) :- throw(boom).\ninduce.\nwrite_rules(_).\n")
+    rc = cli_main(["kandy", "ilp-run", str(tiny), "--aleph", str(crash), "--tasks", "0,10",
+                   "--timeout", "60", "--out", str(tmp_path / "s"), "--workers", "0", "-q",
+                   "--json"])
+    assert rc == 1
+    cap = capsys.readouterr()
+    assert len(json.loads(cap.out)["tasks"]) == 2
+    assert "2 of 2 runs failed: encoding=nat, bk=mid, task=0; encoding=nat, bk=mid, task=10" \
+        in cap.err

@@ -252,6 +252,39 @@ def _names(value: str, what: str, choices) -> list[str]:
     return out
 
 
+def _run_sweep(spec, out: str, workers: int, quiet: bool, keep_going: bool, force_new: bool):
+    """Run ``spec`` into the study ``out``; returns (Results, failed cells of this study).
+    Without ``keep_going`` the sweep stops at the first run that failed for good."""
+    from ..runs import Results, run_grid
+
+    try:
+        res = run_grid(spec, out, executor="inline" if workers == 0 else "local",
+                       workers=max(workers, 1), progress=not quiet, fail_fast=not keep_going,
+                       force_new=force_new)
+    except NesyError as exc:
+        if keep_going or "(--fail-fast)" not in str(exc):
+            raise
+        res = Results(out)
+    return res, res.failures()
+
+
+def _report_failures(fails: list[dict], total: int) -> int:
+    """One line per failed run, then "k of n runs failed: ..."; the exit status (0 or 1)."""
+    if not fails:
+        return 0
+    for f in fails:
+        axes = ", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items())
+        last = (f.get("error") or "").strip().splitlines()[-1:] or ["error"]
+        click.echo(f"run {f['cell_id']} ({axes}, seed {f.get('seed')}) failed: {last[0]}",
+                   err=True)
+    names = "; ".join(
+        ", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items()) or f["cell_id"]
+        for f in fails[:5])
+    more = f"; and {len(fails) - 5} more" if len(fails) > 5 else ""
+    click.echo(f"{len(fails)} of {total} runs failed: {names}{more}", err=True)
+    return 1
+
+
 def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
     from .learn import report
 
@@ -306,14 +339,21 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
               help="Study folder (default studies/kandy-<dataset>); re-running resumes it.")
 @click.option("--workers", "-j", type=int, default=1, show_default=True,
               help="Cells run in parallel (0: in this process, with per-epoch bars).")
+@click.option("--keep-going/--fail-fast", default=True, show_default=True,
+              help="After a run fails, go on with the other runs (default) or stop at the "
+                   "first failure; either way the exit status is 1 when any run failed.")
+@click.option("--force-new", is_flag=True,
+              help="Replace the study in --out when it holds a different configuration "
+                   "(default: refuse; a re-run with the same configuration resumes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
-def train_cmd(dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
-              replay_weight, thresholds, seeds, seed, size, tasks, device, weights, out, workers, as_json,
-              quiet):
+@click.pass_context
+def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
+              replay_weight, thresholds, seeds, seed, size, tasks, device, weights, out, workers,
+              keep_going, force_new, as_json, quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
     settings × seeds through the sweep runner) and print Table 1's rows."""
-    from ..runs import GridSpec, run_grid
+    from ..runs import GridSpec
     from .learn.data import read_manifest, select_tasks
     from .learn.models import build_model
     from .learn.settings import normalise_setting, resolve_config
@@ -344,15 +384,13 @@ def train_cmd(dataset, model, setting, hparams, epochs, batch, lr, optim, buffer
     spec = GridSpec(study=f"kandy-train-{root.name}", function="kandy.train", params=params,
                     axes={"model": models, "setting": settings}, repetitions=seeds, seed=seed)
     out = out or str(Path("studies") / f"kandy-{root.name}")
-    res = run_grid(spec, out, executor="inline" if workers == 0 else "local",
-                   workers=max(workers, 1), progress=not quiet)
-    fails = res.failures()
-    for f in fails:
-        click.echo(f"cell {f['cell_id']} failed: {(f['error'] or '').strip().splitlines()[-1]}",
-                   err=True)
+    if workers < 0:
+        raise NesyError(f"--workers must be >= 0, got {workers}", field="workers")
+    res, fails = _run_sweep(spec, out, workers, quiet, keep_going, force_new)
     _print_table(out, as_json)
     if not as_json:
         click.echo(f"study: {out}")
+    ctx.exit(_report_failures(fails, len(res.rows(status=None))))
 
 
 @group.command("table")
@@ -393,13 +431,22 @@ def plot_cmd(study, out):
 @click.option("--tasks", "tasks", default=None, help="Only these task indices, e.g. 0-4.")
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Study folder (default studies/kandy-<dataset>-aleph).")
-@click.option("--workers", "-j", type=int, default=1, show_default=True)
+@click.option("--workers", "-j", type=int, default=1, show_default=True,
+              help="Tasks run in parallel (0: in this process).")
+@click.option("--keep-going/--fail-fast", default=True, show_default=True,
+              help="After a run fails, go on with the other runs (default) or stop at the "
+                   "first failure; either way the exit status is 1 when any run failed.")
+@click.option("--force-new", is_flag=True,
+              help="Replace the study in --out when it holds a different configuration "
+                   "(default: refuse; a re-run with the same configuration resumes).")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True)
-def ilp_run_cmd(dataset, aleph, encoding, bk, timeout, tasks, out, workers, as_json, quiet):
+@click.pass_context
+def ilp_run_cmd(ctx, dataset, aleph, encoding, bk, timeout, tasks, out, workers, keep_going,
+                force_new, as_json, quiet):
     """Run Aleph on every task of DATASET (one swipl process per task, hard time limit),
     score each theory on the test split and print Table 2."""
-    from ..runs import GridSpec, run_grid
+    from ..runs import GridSpec
     from .learn.aleph import BKS, ENCODINGS, check_aleph, find_swipl
     from .learn.data import read_manifest, select_tasks
 
@@ -423,11 +470,18 @@ def ilp_run_cmd(dataset, aleph, encoding, bk, timeout, tasks, out, workers, as_j
                             "timeout": float(timeout)},
                     axes={"encoding": encs, "bk": bks, "task": ids}, repetitions=1, seed=0)
     out = out or str(Path("studies") / f"kandy-{root.name}-aleph")
-    res = run_grid(spec, out, executor="inline" if workers == 0 else "local",
-                   workers=max(workers, 1), progress=not quiet)
-    for f in res.failures():
-        click.echo(f"cell {f['cell_id']} failed: {(f['error'] or '').strip().splitlines()[-1]}",
-                   err=True)
+    if workers < 0:
+        raise NesyError(f"--workers must be >= 0, got {workers}", field="workers")
+    res, fails = _run_sweep(spec, out, workers, quiet, keep_going, force_new)
+    # Aleph itself crashing is recorded as the task's row (scored as the empty theory), but
+    # the run did not do its job: it counts as failed for the exit status
+    for r in res.rows():
+        if r.get("crashed"):
+            fails.append({"cell_id": r["cell_id"], "seed": r.get("seed"),
+                          "axes": {k: r.get(k) for k in ("encoding", "bk", "task")},
+                          "error": "Aleph crashed (see the task's aleph log in the study's "
+                                   "artifacts)"})
     _print_table(out, as_json, per_task=True)
     if not as_json:
         click.echo(f"study: {out}")
+    ctx.exit(_report_failures(fails, len(res.rows(status=None))))

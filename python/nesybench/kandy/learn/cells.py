@@ -38,11 +38,13 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
     from .settings import resolve_config, train  # noqa: PLC0415
 
     data = _data(str(params["dataset"]), params.get("size", 64), params.get("tasks"))
+    opts = {k: params.get(k) for k in ("lr", "optim", "batch", "epochs", "buffer",
+                                       "replay_weight", "dropout", "device", "weights",
+                                       "thresholds")}
+    if params["model"] != "resnet50_h":
+        opts["weights"] = None       # one sweep's --weights is for its resnet50_h runs only
     cfg = resolve_config(params["model"], params["setting"],
-                         hparams=params.get("hparams", "easy"),
-                         **{k: params.get(k) for k in ("lr", "optim", "batch", "epochs",
-                                                       "buffer", "replay_weight", "dropout",
-                                                       "device", "weights", "thresholds")})
+                         hparams=params.get("hparams", "easy"), **opts)
     res = train(data, cfg, seed, progress=bool(params.get("progress", False)), log=ctx.log)
     path = ctx.artifact_dir / "result.json"
     out = res.to_json()
