@@ -219,12 +219,14 @@ def test_unsupervised_labels_are_ignored(tiny, tmp_path):
     _copy_with_supervision(tiny, tmp_path / "a", unsup, flip=False)
     _copy_with_supervision(tiny, tmp_path / "b", unsup, flip=True)
     for setting in ("joint", "task_incremental"):
-        ra = train(load_data(tmp_path / "a", size=16), _quick("mlp", setting, epochs=1), seed=2)
-        rb = train(load_data(tmp_path / "b", size=16), _quick("mlp", setting, epochs=1), seed=2)
+        ra = train(load_data(tmp_path / "a", size=16, verify=False),
+                   _quick("mlp", setting, epochs=1), seed=2)
+        rb = train(load_data(tmp_path / "b", size=16, verify=False),
+                   _quick("mlp", setting, epochs=1), seed=2)
         assert np.array_equal(ra.A, rb.A) and ra.losses == rb.losses
     _copy_with_supervision(tiny, tmp_path / "c", set(), flip=False, task_none=10)
     for setting in SETTINGS:
-        rc = train(load_data(tmp_path / "c", size=16),
+        rc = train(load_data(tmp_path / "c", size=16, verify=False),
                    _quick("mlp", setting, epochs=1, thresholds="seen"), seed=2)
         assert rc.untrained_tasks == [10]
         assert rc.thresholds[-1, 1] == 0.5
@@ -385,3 +387,49 @@ def test_ilp_run_exit_status_when_aleph_crashes(tiny, tmp_path, capsys):
     assert len(json.loads(cap.out)["tasks"]) == 2
     assert "2 of 2 runs failed: encoding=nat, bk=mid, task=0; encoding=nat, bk=mid, task=10" \
         in cap.err
+
+
+# ----------------------------------------------------------------------------- verification
+
+def test_dataset_verified_against_manifest(tiny, tmp_path, capsys):
+    """A truncated annotations.csv, an edited PNG or a missing file is refused before
+    training (one line naming the file, exit 2, no study written); --no-verify accepts a
+    deliberate edit."""
+    trunc = tmp_path / "trunc"
+    shutil.copytree(tiny, trunc)
+    ann = trunc / "train" / "annotations.csv"
+    lines = ann.read_text(encoding="utf-8").splitlines(keepends=True)
+    ann.write_text("".join(lines[:-3]), encoding="utf-8")
+    with pytest.raises(NesyError, match="sha256 differs") as err:
+        load_data(trunc, size=16)
+    assert err.value.file.endswith("train/annotations.csv")
+    base = ["--model", "mlp", "--epochs", "1", "--batch", "4", "--seeds", "1", "--size", "16",
+            "--workers", "0", "-q"]
+    assert cli_main(["kandy", "train", str(trunc), "--out", str(tmp_path / "s1"), *base]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "train/annotations.csv" in err and "--no-verify" in err
+    assert not (tmp_path / "s1").exists()
+    # the manifest's digest updated but the split sizes not: the row count is what fails
+    man = json.loads((trunc / "manifest.json").read_text())
+    from nesybench.io import sha256_file
+    man["files"]["train/annotations.csv"] = sha256_file(ann)
+    (trunc / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(NesyError, match=r"task \d+ has \d+ train rows, the manifest says"):
+        load_data(trunc, size=16)
+    assert cli_main(["kandy", "ilp-run", str(trunc), "--aleph", str(tmp_path / "a.pl"),
+                     "--out", str(tmp_path / "s2")]) == 2
+    # a deliberate edit: --no-verify trains on it
+    assert cli_main(["kandy", "train", str(trunc), "--out", str(tmp_path / "s3"), *base,
+                     "--no-verify"]) == 0
+    capsys.readouterr()
+    png = tmp_path / "png"
+    shutil.copytree(tiny, png)
+    victim = sorted((png / "test").rglob("*.png"))[0]
+    victim.write_bytes(victim.read_bytes()[:-10])
+    with pytest.raises(NesyError, match="sha256 differs") as err:
+        load_data(png, size=16)
+    assert err.value.file == str(victim)
+    victim.unlink()
+    with pytest.raises(NesyError, match="missing") as err:
+        load_data(png, size=16)
+    assert len(load_data(tiny, size=16).splits["train"]) == 24

@@ -339,6 +339,9 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
               help="Study folder (default studies/kandy-<dataset>); re-running resumes it.")
 @click.option("--workers", "-j", type=int, default=1, show_default=True,
               help="Cells run in parallel (0: in this process, with per-epoch bars).")
+@click.option("--no-verify", is_flag=True,
+              help="Do not check the dataset's files (sha256) and split sizes against its "
+                   "manifest (for a deliberately edited curriculum).")
 @click.option("--keep-going/--fail-fast", default=True, show_default=True,
               help="After a run fails, go on with the other runs (default) or stop at the "
                    "first failure; either way the exit status is 1 when any run failed.")
@@ -350,11 +353,11 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
 @click.pass_context
 def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
               replay_weight, thresholds, seeds, seed, size, tasks, device, weights, out, workers,
-              keep_going, force_new, as_json, quiet):
+              keep_going, force_new, no_verify, as_json, quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
     settings × seeds through the sweep runner) and print Table 1's rows."""
     from ..runs import GridSpec
-    from .learn.data import read_manifest, select_tasks
+    from .learn.data import read_manifest, select_tasks, verify_dataset
     from .learn.models import build_model
     from .learn.settings import normalise_setting, resolve_config
 
@@ -362,6 +365,8 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
     man = read_manifest(root)
     task_list = _tasks_option(tasks)
     entries = select_tasks(man, task_list, source=str(root))
+    if not no_verify:
+        verify_dataset(root, man, task_list)
     models = _names(model, "model", None)
     settings = [normalise_setting(s) for s in _names(setting, "setting", None)]
     if seeds < 1:
@@ -376,6 +381,8 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
     params = {"dataset": str(root), "size": size or None, "hparams": hparams,
               "thresholds": thresholds,
               "tasks": task_list, "device": device, "progress": (workers == 0 and not quiet)}
+    if no_verify:
+        params["verify"] = False
     for k, v in (("epochs", epochs), ("batch", batch), ("lr", lr), ("optim", optim),
                  ("buffer", buffer), ("replay_weight", replay_weight),
                  ("weights", str(Path(weights).resolve()) if weights else None)):
@@ -433,6 +440,9 @@ def plot_cmd(study, out):
               help="Study folder (default studies/kandy-<dataset>-aleph).")
 @click.option("--workers", "-j", type=int, default=1, show_default=True,
               help="Tasks run in parallel (0: in this process).")
+@click.option("--no-verify", is_flag=True,
+              help="Do not check the dataset's files (sha256) and split sizes against its "
+                   "manifest (for a deliberately edited curriculum).")
 @click.option("--keep-going/--fail-fast", default=True, show_default=True,
               help="After a run fails, go on with the other runs (default) or stop at the "
                    "first failure; either way the exit status is 1 when any run failed.")
@@ -443,18 +453,21 @@ def plot_cmd(study, out):
 @click.option("--quiet", "-q", is_flag=True)
 @click.pass_context
 def ilp_run_cmd(ctx, dataset, aleph, encoding, bk, timeout, tasks, out, workers, keep_going,
-                force_new, as_json, quiet):
+                force_new, no_verify, as_json, quiet):
     """Run Aleph on every task of DATASET (one swipl process per task, hard time limit),
     score each theory on the test split and print Table 2."""
     from ..runs import GridSpec
     from .learn.aleph import BKS, ENCODINGS, check_aleph, find_swipl
-    from .learn.data import read_manifest, select_tasks
+    from .learn.data import read_manifest, select_tasks, verify_dataset
 
     root = Path(dataset).resolve()
     aleph_path = check_aleph(aleph)
     find_swipl()
     man = read_manifest(root, images=False)
-    ids = [int(t["id"]) for t in select_tasks(man, _tasks_option(tasks), source=str(root))]
+    task_list = _tasks_option(tasks)
+    ids = [int(t["id"]) for t in select_tasks(man, task_list, source=str(root))]
+    if not no_verify:
+        verify_dataset(root, man, task_list, images=False)
     encs = _names(encoding, "encoding", None)
     bks = _names(bk, "bk", None)
     for e in encs:

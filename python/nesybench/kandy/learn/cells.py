@@ -20,13 +20,13 @@ from ...io import dumps
 _CACHE: dict = {}
 
 
-def _data(dataset: str, size, tasks):
+def _data(dataset: str, size, tasks, verify: bool = True):
     from .data import load_data  # noqa: PLC0415
 
-    key = (dataset, size, tuple(tasks) if tasks is not None else None)
+    key = (dataset, size, tuple(tasks) if tasks is not None else None, verify)
     if key not in _CACHE:
         _CACHE.clear()  # one curriculum at a time per worker process
-        _CACHE[key] = load_data(dataset, size=size, tasks=tasks)
+        _CACHE[key] = load_data(dataset, size=size, tasks=tasks, verify=verify)
     return _CACHE[key]
 
 
@@ -34,10 +34,11 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
     """One training run; ``params``: dataset (folder), model, setting, and optional size
     (default 64; None keeps the PNG size), tasks, hparams (easy|hard table), lr, optim, batch,
     epochs, buffer, replay_weight, dropout, device, weights, thresholds (all|seen),
-    progress."""
+    progress, verify (default true: files and split sizes checked against the manifest)."""
     from .settings import resolve_config, train  # noqa: PLC0415
 
-    data = _data(str(params["dataset"]), params.get("size", 64), params.get("tasks"))
+    data = _data(str(params["dataset"]), params.get("size", 64), params.get("tasks"),
+                 bool(params.get("verify", True)))
     opts = {k: params.get(k) for k in ("lr", "optim", "batch", "epochs", "buffer",
                                        "replay_weight", "dropout", "device", "weights",
                                        "thresholds")}
@@ -63,7 +64,8 @@ train_cell.params_schema = {
     "optim": (str, type(None)), "batch": (int, type(None)), "epochs": (int, type(None)),
     "buffer": (int, type(None)), "replay_weight": (float, type(None)),
     "dropout": (float, type(None)), "device": (str, type(None)),
-    "weights": (str, type(None)), "thresholds": (str, type(None)), "progress": bool}
+    "weights": (str, type(None)), "thresholds": (str, type(None)), "progress": bool,
+    "verify": bool}
 train_cell.params_required = ("dataset", "model", "setting")
 
 

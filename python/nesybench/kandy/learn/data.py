@@ -153,6 +153,56 @@ def read_manifest(folder: str | os.PathLike, *, images: bool = True) -> dict:
     return man
 
 
+_EDITED = ("does not match the manifest (sha256 differs: truncated or edited after "
+           "generation; regenerate the curriculum, or pass --no-verify for a deliberate edit)")
+
+
+def verify_dataset(folder: str | os.PathLike, man: dict, tasks: list[int] | None = None, *,
+                   images: bool = True) -> None:
+    """Check a generated curriculum against its manifest before anything learns from it.
+
+    Every file the manifest lists (``files``: relative path → sha256; PNGs only with
+    ``images``) must exist with that digest, and each selected task must have, in every
+    split's ``annotations.csv``, as many rows as the manifest's ``splits`` entry says. The
+    first mismatch is a :class:`NesyError` naming the file. A manifest without ``files``
+    (format 1.0) is checked for split sizes only.
+    """
+    from ...io import sha256_file  # noqa: PLC0415
+
+    root = Path(folder)
+    for rel, digest in sorted((man.get("files") or {}).items()):
+        if not images and rel.endswith(".png"):
+            continue
+        path = root / rel
+        if not path.is_file():
+            raise NesyError("file listed in the manifest is missing (regenerate the "
+                            "curriculum, or pass --no-verify for a deliberate edit)",
+                            file=str(path))
+        if sha256_file(path) != digest:
+            raise NesyError(f"file {_EDITED}", file=str(path))
+    entries = select_tasks(man, tasks, source=str(root))
+    want = {int(t["id"]): t.get("splits") or {} for t in entries}
+    for split in SPLITS:
+        path = root / split / "annotations.csv"
+        if not path.is_file():
+            raise NesyError("annotations not found (is this a generated KANDY curriculum?)",
+                            file=str(path))
+        counts: dict[int, int] = {}
+        with open(path, newline="", encoding="utf-8") as fh:
+            for r in csv.DictReader(fh):
+                try:
+                    tid = int(r.get("task_id") or "")
+                except ValueError:
+                    continue            # reported with its line by the loader
+                counts[tid] = counts.get(tid, 0) + 1
+        for tid, sizes in want.items():
+            if split in sizes and counts.get(tid, 0) != int(sizes[split]):
+                raise NesyError(f"task {tid} has {counts.get(tid, 0)} {split} rows, the "
+                                f"manifest says {sizes[split]} (truncated or edited; "
+                                f"regenerate, or pass --no-verify)", file=str(path),
+                                task=str(tid))
+
+
 def select_tasks(man: dict, tasks: list[int] | None, *, source: str | None = None) -> list[dict]:
     """Manifest task entries for the ids in ``tasks`` (all when None), in curriculum order."""
     entries = sorted(man["tasks"], key=lambda t: int(t["id"]))
@@ -184,15 +234,19 @@ def _decode(path: Path, size: int | None):
 
 
 def load_data(folder: str | os.PathLike, *, size: int | None = 64,
-              tasks: list[int] | None = None, progress: bool = False) -> KandyData:
+              tasks: list[int] | None = None, progress: bool = False,
+              verify: bool = True) -> KandyData:
     """Decode a generated curriculum (see module docstring). ``size`` None keeps the PNGs'
-    resolution; ``tasks`` restricts to some task ids (curriculum order is kept)."""
+    resolution; ``tasks`` restricts to some task ids (curriculum order is kept). ``verify``
+    checks the files against the manifest first (:func:`verify_dataset`)."""
     import time  # noqa: PLC0415
 
     t0 = time.perf_counter()
     root = Path(folder).resolve()
     man = read_manifest(root)
     entries = select_tasks(man, tasks, source=str(root))
+    if verify:
+        verify_dataset(root, man, tasks)
     wanted = {int(t["id"]) for t in entries}
     if size is not None and (not isinstance(size, int) or size < 8):
         raise NesyError(f"input size must be an integer >= 8, got {size!r}", field="size")
