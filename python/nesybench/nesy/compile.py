@@ -168,7 +168,11 @@ def block_vtree(blocks: list[list[int]], *, left: bool = False):
 
 def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
                     clock=None) -> Compiled:
-    """Compile ``gp`` into an SDD with PySDD (bottom-up ``apply``, no dynamic minimisation).
+    """Compile ``gp`` into an SDD with PySDD: first bottom-up ``apply`` with minimisation off
+    (fast on vtrees that fit); when the live size passes :data:`FAST_LIMIT`, again with the SDD
+    library's dynamic vtree minimisation (as ProbLog compiles); a program with a label wider
+    than :data:`WIDE_LABEL` values starts with minimisation. Both are deterministic: the same
+    program always gets the same strategy.
 
     Evidence (``gp.evidence``) is conjoined into the function, so ``WMC(F)`` with every label
     indicator on is ``P(e)`` and with one value per label ``P(q ∧ e)``. ``budget``/``clock``
@@ -176,10 +180,35 @@ def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
     from .budget import Budget
     clock = clock or (budget or Budget()).start()
     with clock.watch("compilation"):
-        return _compile_sdd(gp, vtree, clock)
+        if max((len(lab.values) for lab in gp.labels), default=0) > WIDE_LABEL:
+            return _compile_sdd(gp, vtree, clock, minimize=True)
+        try:
+            return _compile_sdd(gp, vtree, clock, fast_limit=FAST_LIMIT)
+        except _Restart:
+            return _compile_sdd(gp, vtree, clock, minimize=True)
 
 
-def _compile_sdd(gp: GroundProgram, vtree: str, clock) -> Compiled:
+#: live SDD size past which the fast strategy gives way to dynamic minimisation. Our own
+#: encodings stay far below it (MNIST-Addition with carries, N = 15: 340,128 at the peak);
+#: programs written for ProbLog's compiler (the textbook multi-digit addition) pass it fast.
+FAST_LIMIT = 2_000_000
+#: a label with more values than this is compiled with minimisation from the start: each value
+#: is conditioned on the whole constraint, and without vtree search those conditionings of a
+#: wide label (the sum of two 2-digit numbers: 199 values) grow slowly past any fixed limit
+WIDE_LABEL = 64
+
+
+class _Restart(Exception):
+    """The fast strategy grew past its live-size limit: compile again with minimisation."""
+
+
+def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
+                 fast_limit: int | None = None) -> Compiled:
+    """One compilation. ``minimize=False``: bottom-up ``apply`` with garbage collection and
+    vtree search off (fastest when the vtree fits the program, as for our own encodings);
+    ``minimize=True``: the SDD library's automatic garbage collection and dynamic vtree
+    minimisation, as ProbLog compiles (every SDD kept across operations is referenced).
+    ``fast_limit``: raise :class:`_Restart` when the live size passes it."""
     from pysdd.sdd import SddManager, Vtree
 
     ops = [0]
@@ -187,7 +216,10 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock) -> Compiled:
     def tick() -> None:
         ops[0] += 1
         if ops[0] & 255 == 0:
-            clock.check_circuit(mgr.live_size())
+            live = mgr.live_size()
+            if fast_limit is not None and live > fast_limit:
+                raise _Restart
+            clock.check_circuit(live)
             clock.check_time("compilation", f"{mgr.live_size():,} live SDD nodes")
 
     if vtree not in VTREES:
@@ -201,8 +233,21 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock) -> Compiled:
     else:
         vt = Vtree(var_count=n_vars, var_order=order, vtree_type=vtree)
     mgr = SddManager.from_vtree(vt)
-    mgr.auto_gc_and_minimize_off()
+    if minimize:
+        mgr.auto_gc_and_minimize_on()
+    else:
+        mgr.auto_gc_and_minimize_off()
     true, false = mgr.true(), mgr.false()
+
+    def keep(node):
+        """Reference ``node`` (needed only when garbage collection is on)."""
+        if minimize:
+            node.ref()
+        return node
+
+    def drop(node) -> None:
+        if minimize:
+            node.deref()
 
     def lit(ci: int, vi: int):
         x = choice_vars[ci][vi]
@@ -240,7 +285,7 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock) -> Compiled:
                         s = mgr.negate(s)
                 acc = mgr.conjoin(acc, s) if is_and else mgr.disjoin(acc, s)
                 tick()
-            cache[n] = acc
+            cache[n] = keep(acc)
         return cache[root]
 
     def signed(k):
@@ -251,7 +296,7 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock) -> Compiled:
         s = build(abs(k))
         return mgr.negate(s) if k < 0 else s
 
-    f = true
+    f = keep(true)
     for ci, ch in enumerate(gp.choices):
         if ch.fact:
             continue
@@ -263,27 +308,40 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock) -> Compiled:
                 if j != i:
                     term = mgr.conjoin(term, mgr.negate(xj))
             eo = mgr.disjoin(eo, term)
-        f = mgr.conjoin(f, eo)
+        f, old = keep(mgr.conjoin(f, eo)), f
+        drop(old)
     for atom, node, observed in gp.evidence:
-        f = mgr.conjoin(f, signed(node if observed else -node))
+        ev = keep(signed(node if observed else -node))
+        f, old = keep(mgr.conjoin(f, ev)), f
+        drop(old)
+        drop(ev)
         if f.is_false():
             raise NesyError(f"the evidence has probability 0 (inconsistent from {atom} = "
                             f"{str(observed).lower()} on)", file=gp.source, field="evidence")
     for j, lab in enumerate(gp.labels):
-        lj = false
-        anyq = false
+        lj = keep(false)
+        anyq = keep(false)
         for v, k in enumerate(lab.nodes):
             # condition on the constraints so far first: the unconstrained q_{j,v} over
             # Boolean outcome variables can be far larger than under exactly-one
-            q = mgr.conjoin(f, signed(k))
-            anyq = mgr.disjoin(anyq, q)
-            lj = mgr.disjoin(lj, mgr.conjoin(q, mgr.literal(label_vars[j][v])))
+            sk = keep(signed(k))
+            q = keep(mgr.conjoin(f, sk))
+            drop(sk)
+            anyq, old = keep(mgr.disjoin(anyq, q)), anyq
+            drop(old)
+            lj, old = keep(mgr.disjoin(lj, mgr.conjoin(q, mgr.literal(label_vars[j][v])))), lj
+            drop(old)
+            drop(q)
             tick()
         # worlds where the label has no value: indicator e_{j,none}, so that switching all
         # indicators of a label on marginalises it out even when it is not a total function
-        rest = mgr.conjoin(f, mgr.negate(anyq))
+        rest = keep(mgr.conjoin(f, mgr.negate(anyq)))
+        drop(anyq)
         if not rest.is_false():
-            lj = mgr.disjoin(lj, mgr.conjoin(rest, mgr.literal(label_vars[j][-1])))
+            lj, old = keep(mgr.disjoin(lj, mgr.conjoin(rest, mgr.literal(label_vars[j][-1])))), lj
+            drop(old)
+        drop(rest)
+        drop(f)
         f = lj
         peak[0] = max(peak[0], mgr.live_size())
         clock.check_circuit(peak[0])
