@@ -433,3 +433,93 @@ def test_dataset_verified_against_manifest(tiny, tmp_path, capsys):
     with pytest.raises(NesyError, match="missing") as err:
         load_data(png, size=16)
     assert len(load_data(tiny, size=16).splits["train"]) == 24
+
+
+# ----------------------------------------------------------------------------- Aleph processes
+
+def _swipl_descendants(root: int) -> list[int]:
+    """Live swipl processes below ``root`` (children, grandchildren...)."""
+    parent, name = {}, {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            comm, rest = stat.split("(", 1)[1].rsplit(")", 1)
+            fields = rest.split()
+            if fields[0] != "Z":
+                parent[int(d.name)], name[int(d.name)] = int(fields[1]), comm
+    out = []
+    for pid in parent:
+        p = pid
+        while p in parent and p != root:
+            p = parent[p]
+        if p == root and "swipl" in name[pid]:
+            out.append(pid)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait_for(pred, limit: float = 60.0):
+    import time
+
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    return pred()
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+@pytest.mark.parametrize("workers,sig", [(0, "SIGINT"), (1, "SIGTERM")])
+def test_ilp_run_signal_leaves_no_swipl(tiny, tmp_path, workers, sig):
+    """Ctrl-C / SIGTERM on `kandy ilp-run` mid-search: no swipl (Aleph) process survives."""
+    import signal
+    import subprocess
+    import sys
+
+    loop = tmp_path / "loop_aleph.pl"
+    loop.write_text("read_all(_).\ninduce :- repeat, fail.\nwrite_rules(_).\n")
+    study = tmp_path / "study"
+    proc = subprocess.Popen([sys.executable, "-m", "nesybench", "kandy", "ilp-run", str(tiny),
+                             "--aleph", str(loop), "--tasks", "0", "--timeout", "600",
+                             "--workers", str(workers), "--out", str(study), "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    found: list[int] = []
+    try:
+        found = _wait_for(lambda: _swipl_descendants(proc.pid))
+        assert found, "swipl never started"
+        proc.send_signal(getattr(signal, sig))
+        proc.wait(timeout=60)
+        assert proc.returncode != 0
+        assert _wait_for(lambda: not any(_alive(p) for p in found), 10.0), \
+            f"left running: {[p for p in found if _alive(p)]}"
+    finally:
+        for p in found:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_empty_aleph_theory_is_a_result(tiny, tmp_path):
+    """Aleph that learns nothing (write_rules/1 fails on an empty theory) gives a row scored
+    as the empty theory: every test sample negative, balanced accuracy 0.5, not a crash."""
+    from nesybench.kandy.learn.aleph import run_aleph_task
+
+    empty = tmp_path / "empty.pl"
+    empty.write_text("read_all(_).\ninduce.\nwrite_rules(_) :- fail.\n")
+    row = run_aleph_task(tiny, 0, empty, timeout=60, workdir=tmp_path / "w")
+    assert not row["crashed"] and not row["timed_out"] and row["empty_theory"]
+    assert row["theory"] == "" and row["tp"] == 0 and row["fp"] == 0
+    assert row["balanced_accuracy"] == 0.5

@@ -8,7 +8,15 @@ friguzzi/aleph's ``prolog/aleph_orig.pl``), runs ``read_all/1``, ``induce/0`` an
 seconds), then score the written theory on the test split with
 :func:`nesybench.kandy.ilp.evaluate_theory` (balanced accuracy, precision, recall, C_gt/C_lt,
 L_gt/L_lt, equals-the-ground-truth). A timeout or a crash of Aleph is recorded in the task's
-row (``timed_out`` / ``crashed``, scored as the empty theory), never an exception.
+row (``timed_out`` / ``crashed``, scored as the empty theory), never an exception. Aleph that
+ends without a clause (``write_rules/1`` fails or writes nothing) learned the empty theory:
+``empty_theory``, scored like any theory (every sample negative: balanced accuracy 0.5, the
+plain accuracy of the negative class), not a crash.
+
+The ``swipl`` process runs in its own process group, killed on timeout, on any exception in
+this process (Ctrl-C; SIGTERM, which the command line turns into an exception) and, on
+Linux, when the process that started it dies (``PR_SET_PDEATHSIG``: a sweep worker killed by
+its driver takes Aleph with it).
 
 Aleph is not shipped (it is not on a package registry): the user passes its path.
 """
@@ -75,10 +83,29 @@ main :-
     catch(( consult({aleph}),
             read_all({stem}),
             induce,
-            write_rules({theory}) ),
+            ( write_rules({theory}) -> true ; true ) ),
           E, (print_message(error, E), halt(3))),
     halt(0).
 """
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the process that started it dies (Linux
+    PR_SET_PDEATHSIG), so a sweep worker killed by its driver takes swipl with it."""
+    try:
+        import ctypes  # noqa: PLC0415
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def run_aleph_task(dataset, task: int, aleph, *, encoding: str = "nat", bk: str = "mid",
@@ -119,20 +146,29 @@ def run_aleph_task(dataset, task: int, aleph, *, encoding: str = "nat", bk: str 
     with open(log, "wb") as fh:
         proc = subprocess.Popen([str(swipl), "-q", "-g", "main", "-t", "halt(1)", str(driver)],
                                 stdout=fh, stderr=subprocess.STDOUT, cwd=str(stem.parent),
-                                start_new_session=True)
+                                start_new_session=True,
+                                preexec_fn=_die_with_parent if os.name == "posix" else None)
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
+            _kill_group(proc)
+            rc = proc.returncode
+        except BaseException:
+            # Ctrl-C, SIGTERM (raised by the CLI's handler) or any error: Aleph goes too
+            _kill_group(proc)
+            raise
     seconds = time.perf_counter() - t0
-    crashed = (not timed_out) and (rc != 0 or not theory.exists())
+    crashed = (not timed_out) and rc != 0
+    # Aleph ran to its end and wrote nothing: it learned the empty theory (a result)
+    empty = not timed_out and not crashed and (
+        not theory.exists() or not theory.read_text(encoding="utf-8").strip())
     if timed_out or crashed or not theory.exists():
         theory.write_text("", encoding="utf-8")     # scored as the empty theory
     score = evaluate_theory(dataset, task, theory, enc, split="test", kb=kb)
     row = {"task": task, "encoding": encoding, "bk": bk, "seconds": seconds,
-           "timed_out": timed_out, "crashed": crashed, "returncode": rc,
+           "timed_out": timed_out, "crashed": crashed, "empty_theory": empty,
+           "returncode": rc,
            "log_tail": log.read_text(encoding="utf-8", errors="replace")[-2000:]}
     row.update(score.to_dict())
     row["theory"] = theory.read_text(encoding="utf-8")

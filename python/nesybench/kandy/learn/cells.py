@@ -85,7 +85,8 @@ def aleph_cell(params: dict, seed: int, ctx) -> dict:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None
             and k != "task"} | {
         "correct": float(bool(row.get("correct"))), "timed_out": float(bool(row.get("timed_out"))),
-        "crashed": float(bool(row.get("crashed")))}
+        "crashed": float(bool(row.get("crashed"))),
+        "empty_theory": float(bool(row.get("empty_theory")))}
 
 
 aleph_cell.params_schema = {"dataset": str, "task": int, "aleph": str, "encoding": str,
