@@ -5,6 +5,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -299,8 +300,19 @@ def test_bad_input(tiny, tmp_path, capsys):
     assert not (tmp_path / "s1").exists()
 
 
-@pytest.mark.skipif(not os.environ.get("NESYBENCH_ALEPH"),
-                    reason="set NESYBENCH_ALEPH to Aleph 5's aleph.pl to run Aleph for real")
+def _classic_aleph() -> str | None:
+    """NESYBENCH_ALEPH when it names the classic Aleph 5 file `ilp-run` drives (not the SWI
+    pack's module layout, which `ilp-run` refuses with a message)."""
+    env = os.environ.get("NESYBENCH_ALEPH")
+    if not env or not Path(env).is_file():
+        return None
+    head = Path(env).read_text(encoding="utf-8", errors="replace")
+    return None if ":- module(aleph" in head else env
+
+
+@pytest.mark.skipif(_classic_aleph() is None,
+                    reason="set NESYBENCH_ALEPH to the classic Aleph 5 aleph.pl (not the SWI "
+                           "pack's module) to run Aleph for real")
 def test_aleph_one_easy_task(tmp_path, capsys):
     data = tmp_path / "easy0"
     generate(ROOT / "curricula/kandy/easy.yaml", data, tasks=[0], images=False)
@@ -523,3 +535,58 @@ def test_empty_aleph_theory_is_a_result(tiny, tmp_path):
     assert not row["crashed"] and not row["timed_out"] and row["empty_theory"]
     assert row["theory"] == "" and row["tp"] == 0 and row["fp"] == 0
     assert row["balanced_accuracy"] == 0.5
+
+
+
+# ----------------------------------------------------------------------------- honest output
+
+def _strict_json(text: str):
+    def bad(token):
+        raise ValueError(f"not JSON: {token}")
+    return json.loads(text, parse_constant=bad)
+
+
+def test_json_is_strict_and_one_seed_has_no_spread(tiny, tmp_path, capsys):
+    """--json never prints NaN (null instead); one seed's sd is unknown: null in JSON,
+    "(n=1)" in the table, never "± 0.00"."""
+    study = tmp_path / "study"
+    argv = ["kandy", "train", str(tiny), "--model", "mlp", "--setting", "joint",
+            "--epochs", "1", "--batch", "4", "--seeds", "1", "--size", "16",
+            "--out", str(study), "--workers", "0", "-q"]
+    assert cli_main(argv + ["--json"]) == 0
+    (row,) = _strict_json(capsys.readouterr().out)
+    assert row["seeds"] == 1 and row["avg_acc_sd"] is None and row["forgetting"] is None
+    assert cli_main(["kandy", "table", str(study)]) == 0
+    out = capsys.readouterr().out
+    assert "(n=1)" in out and "± 0.00" not in out
+    assert cli_main(["kandy", "table", str(study), "--json"]) == 0
+    _strict_json(capsys.readouterr().out)
+
+
+def test_study_conflict_names_an_existing_option(tiny, tmp_path, capsys):
+    """Re-running into a study folder with another configuration is refused with an option
+    the command has (--force-new), and that option works."""
+    study = tmp_path / "study"
+    argv = ["kandy", "train", str(tiny), "--model", "mlp", "--setting", "joint",
+            "--batch", "4", "--seeds", "1", "--size", "16", "--out", str(study),
+            "--workers", "0", "-q", "--json"]
+    assert cli_main(argv + ["--epochs", "1"]) == 0
+    capsys.readouterr()
+    assert cli_main(argv + ["--epochs", "2"]) == 2
+    err = capsys.readouterr().err
+    opts = set(re.findall(r"(--[a-z][a-z-]+)", err))
+    assert opts == {"--force-new", "--out"}, err
+    assert cli_main(argv + ["--epochs", "2", "--force-new"]) == 0
+    capsys.readouterr()
+
+
+def test_pack_aleph_skips_not_fails(tmp_path, monkeypatch):
+    """NESYBENCH_ALEPH pointing at the SWI pack's module file: the real-Aleph test skips."""
+    pack = tmp_path / "aleph.pl"
+    pack.write_text(":- module(aleph, [induce/1, read_all/1]).\n")
+    monkeypatch.setenv("NESYBENCH_ALEPH", str(pack))
+    assert _classic_aleph() is None
+    classic = tmp_path / "aleph_orig.pl"
+    classic.write_text("read_all(_).\ninduce.\n")
+    monkeypatch.setenv("NESYBENCH_ALEPH", str(classic))
+    assert _classic_aleph() == str(classic)

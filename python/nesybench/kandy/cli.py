@@ -47,6 +47,24 @@ def _workers_option(workers: int) -> int:
     return workers
 
 
+def _strict(obj):
+    """``obj`` with every NaN / infinity replaced by None (JSON has neither)."""
+    import math  # noqa: PLC0415
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v) for v in obj]
+    return obj
+
+
+def _json(obj, indent: int | None = 2) -> str:
+    """Strict JSON for ``--json``: NaN → null, anything else not JSON-able as its text."""
+    return json.dumps(_strict(obj), indent=indent, default=str, allow_nan=False)
+
+
 @click.group("kandy")
 def group():
     """KANDY curricula of Kandinsky-pattern tasks (Lorello, Lippi and Melacci, the KANDY benchmark)."""
@@ -85,7 +103,7 @@ def generate_cmd(curriculum, out, seed, workers, tasks, samples, no_images, over
             "rejected_by_duplicate", "with_replacement")}} for t in res.tasks],
     }
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        click.echo(_json(summary))
         return
     for t in summary["tasks"]:
         flag = "  (with replacement)" if t["with_replacement"] else ""
@@ -114,7 +132,7 @@ def validate_cmd(curriculum, as_json):
             rule.close()
         report.append({"id": task.index, "name": task.name, "rule_predicates": preds})
     if as_json:
-        click.echo(json.dumps({"file": curriculum, "tasks": report}, indent=2))
+        click.echo(_json({"file": curriculum, "tasks": report}))
     else:
         click.echo(f"{curriculum}: {len(report)} tasks OK")
 
@@ -149,7 +167,7 @@ def check_cmd(ctx, rule, samples, as_json):
     r = TaskRule(text, source=rule, field="rule")
     flags = r.check(list(samples))
     if as_json:
-        click.echo(json.dumps([{"sample": s, "valid": f} for s, f in zip(samples, flags)]))
+        click.echo(_json([{"sample": s, "valid": f} for s, f in zip(samples, flags)], None))
     else:
         for s, f in zip(samples, flags):
             click.echo(f"{'valid  ' if f else 'invalid'}  {s}")
@@ -237,7 +255,7 @@ def ilp_eval_cmd(dataset, task, theory, encoding, split, kb, fresh, as_json):
                                 fresh=fresh)
     data = score.to_dict()
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=str))
+        click.echo(_json(data))
     else:
         for k, v in data.items():
             click.echo(f"{k:>22s}: {v}")
@@ -292,14 +310,14 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
     if kind == "train":
         rows = report.table1(study)
         if as_json:
-            click.echo(json.dumps(rows, indent=2, default=str))
+            click.echo(_json(rows))
         else:
             click.echo(report.format_table1(rows))
     else:
         rows = report.table2(study)
         tasks = report.aleph_task_rows(study) if (per_task or as_json) else None
         if as_json:
-            click.echo(json.dumps({"table": rows, "tasks": tasks}, indent=2, default=str))
+            click.echo(_json({"table": rows, "tasks": tasks}))
         else:
             click.echo(report.format_table2(rows, tasks))
     if not rows:

@@ -50,10 +50,12 @@ def open_study(path):
 
 
 def _ms(values) -> tuple[float, float, int]:
+    """(mean, sample sd, n) of the defined values; the sd of fewer than two values is unknown
+    (NaN), not 0."""
     v = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
     if not v:
         return math.nan, math.nan, 0
-    return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v)
+    return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else math.nan, len(v)
 
 
 def _order(key):
@@ -63,7 +65,8 @@ def _order(key):
 
 
 def table1(study) -> list[dict]:
-    """Rows: model, setting, seeds, avg_acc (mean), avg_acc_sd, avg_acc_micro(_sd),
+    """Rows: model, setting, seeds, avg_acc (mean), avg_acc_sd (NaN for one seed),
+    avg_acc_micro(_sd),
     forgetting, bwt, fwt (means; NaN when not continual), input_size, epochs/lr... as run."""
     groups: dict = defaultdict(list)
     for r in study.rows():
@@ -107,12 +110,16 @@ def aleph_task_rows(study) -> list[dict]:
     return sorted(rows, key=lambda r: (str(r["encoding"]), str(r["bk"]), r["task"] or 0))
 
 
-def _f(x, sd=None, digits=2) -> str:
+def _f(x, sd=None, digits=2, n=None) -> str:
+    """``x`` (``-`` when undefined), ``± sd`` when the spread is known, ``(n=1)`` when it
+    comes from a single value (its spread is unknown, not zero)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     s = f"{x:.{digits}f}"
     if sd is not None and not math.isnan(sd):
         s += f" ± {sd:.{digits}f}"
+    elif n == 1:
+        s += " (n=1)"
     return s
 
 
@@ -122,8 +129,8 @@ def format_table1(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['model']:<11} {r['setting']:<17} {r['seeds']:>5}  "
-                     f"{_f(r['avg_acc'], r['avg_acc_sd']):>13}  "
-                     f"{_f(r['avg_acc_micro'], r['avg_acc_micro_sd']):>15}  "
+                     f"{_f(r['avg_acc'], r['avg_acc_sd'], n=r['seeds']):>13}  "
+                     f"{_f(r['avg_acc_micro'], r['avg_acc_micro_sd'], n=r['seeds']):>15}  "
                      f"{_f(r['forgetting']):>10}  {_f(r['bwt']):>6}  {_f(r['fwt']):>6}  "
                      f"{_f(r['input_size'], digits=0):>4}")
     return "\n".join(lines)
