@@ -590,3 +590,29 @@ def test_pack_aleph_skips_not_fails(tmp_path, monkeypatch):
     classic.write_text("read_all(_).\ninduce.\n")
     monkeypatch.setenv("NESYBENCH_ALEPH", str(classic))
     assert _classic_aleph() == str(classic)
+
+
+# ----------------------------------------------------------------------------- stream order
+
+def test_online_stream_in_file_order(tiny):
+    """CONTINUAL-ONLINE streams each task's supervised samples in annotations.csv order (as
+    the reference implementation); shuffle=True opts into a random order."""
+    from nesybench.kandy.learn.settings import _Trainer
+
+    d = load_data(tiny, size=16)
+    tr = d.splits["train"]
+    seen = []
+    cfg = _quick("mlp", "continual_online")
+    t = _Trainer(d, cfg, 3, False, None)
+    for task in d.task_ids:
+        order = t.task_epoch(task)
+        assert order.tolist() == tr.supervised_indices(task).tolist()
+        seen.append(order)
+    files = [tr.files[i] for o in seen for i in o.tolist()]
+    assert files == [f for f, s in zip(tr.files, tr.supervised.tolist()) if s]
+    shuffled = _Trainer(d, _quick("mlp", "continual_online", shuffle=True), 3, False, None)
+    order = shuffled.task_epoch(d.task_ids[0])
+    assert sorted(order.tolist()) == tr.supervised_indices(d.task_ids[0]).tolist()
+    assert order.tolist() != sorted(order.tolist())
+    # the CLI flag reaches the run
+    assert resolve_config("mlp", "continual_online", shuffle=True).shuffle is True

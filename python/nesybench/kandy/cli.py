@@ -345,6 +345,9 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
 @click.option("--thresholds", type=click.Choice(["all", "seen"]), default="all",
               show_default=True, help="Tune τ_j on validation for every task at every time "
               "step (as the paper's code), or only for tasks trained so far.")
+@click.option("--shuffle", is_flag=True,
+              help="CONTINUAL-ONLINE: stream each task's samples in random order (default: "
+                   "the order of annotations.csv, as the reference implementation).")
 @click.option("--seeds", type=int, default=3, show_default=True, help="Runs per cell.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the sweep.")
 @click.option("--size", type=int, default=64, show_default=True,
@@ -370,7 +373,7 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.pass_context
 def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
-              replay_weight, thresholds, seeds, seed, size, tasks, device, weights, out, workers,
+              replay_weight, thresholds, shuffle, seeds, seed, size, tasks, device, weights, out, workers,
               keep_going, force_new, no_verify, as_json, quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
     settings × seeds through the sweep runner) and print Table 1's rows."""
@@ -401,6 +404,8 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
               "tasks": task_list, "device": device, "progress": (workers == 0 and not quiet)}
     if no_verify:
         params["verify"] = False
+    if shuffle:
+        params["shuffle"] = True
     for k, v in (("epochs", epochs), ("batch", batch), ("lr", lr), ("optim", optim),
                  ("buffer", buffer), ("replay_weight", replay_weight),
                  ("weights", str(Path(weights).resolve()) if weights else None)):

@@ -6,8 +6,9 @@
   head).
 * ``task_incremental``: the joint model sees the tasks one after the other, ``epochs`` each.
 * ``continual_online``: the same with a single pass (``epochs`` is forced to 1; each
-  supervised sample once, in random order, no class re-balancing of the stream — the replay
-  buffer is what balances).
+  supervised sample once, in the order of ``annotations.csv`` — the curriculum's order, as
+  the reference implementation streams it — or in random order with ``shuffle``; no class
+  re-balancing of the stream: the replay buffer is what balances).
 
 The continual settings replay experiences from a class-balanced reservoir
 (:class:`.replay.ClassBalancedReservoir`, classes = (task, label), ``buffer`` items); each
@@ -111,7 +112,8 @@ class TrainConfig:
     state_dict for ``resnet50_h``; eval_batch: inference batch size; thresholds: ``all`` tunes
     τ_j of every task at every time step on its validation split (as the reference code does,
     which is what gives forward transfer a meaning), ``seen`` only those of tasks trained so
-    far (0.5 for the others: no peeking at future tasks' labels).
+    far (0.5 for the others: no peeking at future tasks' labels); shuffle: CONTINUAL-ONLINE
+    streams each task's samples in file order unless true (then in random order).
     """
 
     model: str = "cnn"
@@ -128,6 +130,7 @@ class TrainConfig:
     eval_batch: int = 256
     hparams: str = "easy"
     thresholds: str = "all"
+    shuffle: bool = False
 
     def validate(self) -> "TrainConfig":
         if self.model not in MODELS:
@@ -294,11 +297,14 @@ class _Trainer:
     # -- batches -----------------------------------------------------------------------
     def task_epoch(self, task: int) -> torch.Tensor:
         """One class-balanced epoch (sample indices) of ``task``'s supervised samples; in
-        ``continual_online`` a single pass: each supervised sample once, in random order."""
+        ``continual_online`` a single pass: each supervised sample once, in file order (random
+        order with ``shuffle``)."""
         sup = self.train_split.supervised_indices(task)
         if len(sup) == 0:
             return sup
         if self.cfg.setting == "continual_online":
+            if not self.cfg.shuffle:
+                return sup
             return sup[torch.randperm(len(sup), generator=self.gen)]
         return sup[balanced_order(self.train_split.labels[sup], self.gen)]
 
