@@ -616,3 +616,157 @@ def test_online_stream_in_file_order(tiny):
     assert order.tolist() != sorted(order.tolist())
     # the CLI flag reaches the run
     assert resolve_config("mlp", "continual_online", shuffle=True).shuffle is True
+
+
+# ----------------------------------------------------------------------------- strategies
+
+def _stream(d, strategy, between=None, **kw):
+    """Train an MLP on the two tasks one after the other with ``strategy``; ``between(tr,
+    model, st)`` runs after the first task. Returns (trainer, model, strategy)."""
+    from nesybench.kandy.learn.settings import _optimizer, _Trainer
+    from nesybench.kandy.learn.strategies import make_strategy
+
+    cfg = _quick("mlp", "task_incremental", strategy=strategy, **kw)
+    torch.manual_seed(0)
+    tr = _Trainer(d, cfg, 0, False, None)
+    model = tr.new_model(2)
+    head_of = {t: j for j, t in enumerate(d.task_ids)}
+    opt = _optimizer(model, cfg)
+    st = make_strategy(strategy, tr, model, head_of)
+    for z, t in enumerate(d.task_ids):
+        st.begin_task(t)
+        for _ in range(cfg.epochs):
+            tr.run_epoch(model, opt, tr.task_epoch(t), head_of, st)
+        st.end_task(t)
+        if z == 0 and between is not None:
+            between(tr, model, st)
+    return tr, model, st
+
+
+@pytest.mark.parametrize("strategy", ["naive", "replay", "ewc", "lwf", "agem", "der", "derpp"])
+def test_each_strategy_runs_and_is_deterministic(tiny, strategy):
+    d = load_data(tiny, size=16)
+    a = train(d, _quick("mlp", "task_incremental", strategy=strategy), seed=4)
+    b = train(d, _quick("mlp", "task_incremental", strategy=strategy), seed=4)
+    assert a.A.shape == (2, 2) and np.array_equal(a.A, b.A) and a.losses == b.losses
+    assert a.config["strategy"] == strategy and "forgetting" in a.final_metrics()
+
+
+def test_replay_strategy_is_the_previous_replay(tiny):
+    """strategy=replay is the default and the paper's CBRS replay; naive differs from it."""
+    d = load_data(tiny, size=16)
+    r = train(d, _quick("mlp", "task_incremental"), seed=4)
+    rr = train(d, _quick("mlp", "task_incremental", strategy="replay"), seed=4)
+    n = train(d, _quick("mlp", "task_incremental", strategy="naive"), seed=4)
+    assert r.config["strategy"] == "replay" and r.losses == rr.losses
+    assert n.losses != r.losses and n.train_samples < r.train_samples
+
+
+def test_ewc_penalty_grows_with_fisher_weighted_drift(tiny):
+    d = load_data(tiny, size=16)
+    seen = {}
+
+    def check(tr, model, st):
+        params = st.params()
+        assert st.penalty().item() == 0.0                    # at θ* no penalty
+        F = [f.clone() for f in st.fisher]
+        flat = torch.cat([f.flatten() for f in F])
+        assert (flat >= 0).all() and flat.max() > 0
+        # Fisher = mean squared per-sample gradient, by hand on the first parameter
+        with torch.no_grad():
+            hi = int(torch.argmax(F[0].flatten()))
+            lo = int(torch.argmin(F[0].flatten()))
+        pens = []
+        for eps in (0.1, 0.2):
+            with torch.no_grad():
+                params[0].view(-1)[hi] += eps
+            pens.append(st.penalty().item())
+            expect = 0.5 * st.cfg.ewc_lambda * float(F[0].view(-1)[hi]) * eps ** 2
+            assert pens[-1] == pytest.approx(expect, rel=1e-4)
+            with torch.no_grad():
+                params[0].view(-1)[hi] -= eps
+        assert pens[1] == pytest.approx(4 * pens[0], rel=1e-4)   # quadratic in the drift
+        with torch.no_grad():
+            params[0].view(-1)[lo] += 0.2
+        low = st.penalty().item()
+        with torch.no_grad():
+            params[0].view(-1)[lo] -= 0.2
+        assert low < pens[1]           # the same drift where the Fisher is smaller costs less
+        seen["ok"] = True
+
+    _stream(d, "ewc", between=check, ewc_lambda=50.0)
+    assert seen
+
+
+def test_lwf_distils_the_old_model(tiny):
+    """The LwF term is λ·T²·KL(σ(old/T) ‖ σ(new/T)) on the current inputs over the heads of
+    the tasks learned so far: 0 while the model is the old one, positive once it has moved
+    on the new task, and descending it pulls those heads back to the old outputs."""
+    d = load_data(tiny, size=16)
+    idx = d.splits["train"].task_indices(10)
+    x = d.splits["train"].batch(idx, "cpu")
+    at_snapshot = {}
+
+    def check(tr, model, st):
+        assert st.learned == [0]
+        loss, _ = st.extra_loss(idx, x, model(x))
+        at_snapshot["kd"] = float(loss)
+        at_snapshot["old"] = st.old
+
+    _, model, st = _stream(d, "lwf", between=check, lr=0.1, lwf_lambda=2.0,
+                           lwf_temperature=3.0)
+    assert at_snapshot["kd"] == pytest.approx(0.0, abs=1e-6)
+    st.old, st.learned = at_snapshot["old"], [0]      # the state while task 10 was learned
+    out = model(x)
+    loss, _ = st.extra_loss(idx, x, out)
+    with torch.no_grad():
+        old = st.old(x)[:, :1]
+    p, q = torch.sigmoid(old / 3.0), torch.sigmoid(out[:, :1].detach() / 3.0)
+    kl = (p * torch.log(p / q) + (1 - p) * torch.log((1 - p) / (1 - q))).mean()
+    assert float(loss) == pytest.approx(2.0 * 9.0 * float(kl), rel=1e-3) and float(loss) > 0
+    before = float(((out[:, 0] - old[:, 0]) ** 2).mean())
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    for _ in range(20):
+        opt.zero_grad()
+        st.extra_loss(idx, x, model(x))[0].backward()
+        opt.step()
+    with torch.no_grad():
+        after = float(((model(x)[:, 0] - old[:, 0]) ** 2).mean())
+    assert after < before
+
+
+def test_agem_projection_never_conflicts_with_memory(tiny):
+    from nesybench.kandy.learn.strategies import project_agem
+
+    g, ref = torch.tensor([1.0, -2.0]), torch.tensor([0.0, 1.0])
+    out = project_agem(g, ref)
+    assert torch.allclose(out, torch.tensor([1.0, 0.0])) and float(out @ ref) >= 0
+    assert torch.equal(project_agem(torch.tensor([1.0, 2.0]), ref), torch.tensor([1.0, 2.0]))
+    d = load_data(tiny, size=16)
+    _, _, st = _stream(d, "agem", lr=0.05)
+    assert st.dots, "no step used the memory"
+    assert any(before < 0 for before, _ in st.dots)           # conflicts happened ...
+    for before, after in st.dots:                              # ... and were projected away
+        assert after >= -1e-5 * max(1.0, abs(before))
+        if before >= 0:
+            assert after == pytest.approx(before, rel=1e-5)
+
+
+@pytest.mark.parametrize("strategy", ["der", "derpp"])
+def test_der_matches_stored_logits(tiny, strategy):
+    d = load_data(tiny, size=16)
+
+    def dist(model, st):
+        idx = torch.tensor([i for i, _ in st.buffer.items])
+        z = torch.stack([zz for _, zz in st.buffer.items])
+        with torch.no_grad():
+            return float(((model(d.splits["train"].batch(idx))) - z).pow(2).mean())
+
+    def stored_logits_are_outputs(tr, model, st):
+        assert len(st.buffer) and st.buffer.items[0][1].shape == (2,)
+
+    _, m0, s0 = _stream(d, strategy, between=stored_logits_are_outputs, der_alpha=0.0,
+                        der_beta=0.0)
+    _, m1, s1 = _stream(d, strategy, der_alpha=1.0)
+    assert [i for i, _ in s0.buffer.items] == [i for i, _ in s1.buffer.items]
+    assert dist(m1, s1) < dist(m0, s1)     # logit matching keeps outputs near the stored ones

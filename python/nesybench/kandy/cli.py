@@ -345,6 +345,10 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
 @click.option("--thresholds", type=click.Choice(["all", "seen"]), default="all",
               show_default=True, help="Tune τ_j on validation for every task at every time "
               "step (as the paper's code), or only for tasks trained so far.")
+@click.option("--strategy", default=None,
+              help="Continual-learning strategy(ies), comma-separated: naive, replay, ewc, "
+                   "lwf, agem, der, derpp (continual settings only; default replay, the "
+                   "paper's class-balanced reservoir).")
 @click.option("--shuffle", is_flag=True,
               help="CONTINUAL-ONLINE: stream each task's samples in random order (default: "
                    "the order of annotations.csv, as the reference implementation).")
@@ -373,7 +377,7 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.pass_context
 def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
-              replay_weight, thresholds, shuffle, seeds, seed, size, tasks, device, weights, out, workers,
+              replay_weight, thresholds, strategy, shuffle, seeds, seed, size, tasks, device, weights, out, workers,
               keep_going, force_new, no_verify, as_json, quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
     settings × seeds through the sweep runner) and print Table 1's rows."""
@@ -411,8 +415,23 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
                  ("weights", str(Path(weights).resolve()) if weights else None)):
         if v is not None:
             params[k] = v
+    axes = {"model": models, "setting": settings}
+    if strategy is not None:
+        from .learn.strategies import STRATEGIES
+
+        strategies = _names(strategy, "strategy", None)
+        for st in strategies:
+            if st not in STRATEGIES:
+                raise NesyError(f"unknown strategy {st!r} (expected one of "
+                                f"{', '.join(STRATEGIES)})", field="strategy")
+        other = [s for s in settings if s not in ("task_incremental", "continual_online")]
+        if other:
+            raise NesyError(f"--strategy applies to the continual settings (task-incremental, "
+                            f"continual-online), not {other[0].replace('_', '-')}; run that "
+                            f"setting without --strategy", field="strategy")
+        axes["strategy"] = strategies
     spec = GridSpec(study=f"kandy-train-{root.name}", function="kandy.train", params=params,
-                    axes={"model": models, "setting": settings}, repetitions=seeds, seed=seed)
+                    axes=axes, repetitions=seeds, seed=seed)
     out = out or str(Path("studies") / f"kandy-{root.name}")
     if workers < 0:
         raise NesyError(f"--workers must be >= 0, got {workers}", field="workers")

@@ -34,14 +34,18 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
     """One training run; ``params``: dataset (folder), model, setting, and optional size
     (default 64; None keeps the PNG size), tasks, hparams (easy|hard table), lr, optim, batch,
     epochs, buffer, replay_weight, dropout, device, weights, thresholds (all|seen),
-    shuffle (CONTINUAL-ONLINE stream in random order), progress, verify (default true: files and split sizes checked against the manifest)."""
+    strategy (naive|replay|ewc|lwf|agem|der|derpp, continual settings) and its
+    hyper-parameters (ewc_lambda, fisher_samples, lwf_lambda, lwf_temperature, der_alpha,
+    der_beta), shuffle (CONTINUAL-ONLINE stream in random order), progress, verify (default true: files and split sizes checked against the manifest)."""
     from .settings import resolve_config, train  # noqa: PLC0415
 
     data = _data(str(params["dataset"]), params.get("size", 64), params.get("tasks"),
                  bool(params.get("verify", True)))
     opts = {k: params.get(k) for k in ("lr", "optim", "batch", "epochs", "buffer",
                                        "replay_weight", "dropout", "device", "weights",
-                                       "thresholds", "shuffle")}
+                                       "thresholds", "shuffle", "strategy", "ewc_lambda",
+                                       "fisher_samples", "lwf_lambda", "lwf_temperature",
+                                       "der_alpha", "der_beta")}
     if params["model"] != "resnet50_h":
         opts["weights"] = None       # one sweep's --weights is for its resnet50_h runs only
     cfg = resolve_config(params["model"], params["setting"],
@@ -65,7 +69,10 @@ train_cell.params_schema = {
     "buffer": (int, type(None)), "replay_weight": (float, type(None)),
     "dropout": (float, type(None)), "device": (str, type(None)),
     "weights": (str, type(None)), "thresholds": (str, type(None)), "progress": bool,
-    "verify": bool, "shuffle": bool}
+    "verify": bool, "shuffle": bool, "strategy": (str, type(None)),
+    "ewc_lambda": (float, type(None)), "fisher_samples": (int, type(None)),
+    "lwf_lambda": (float, type(None)), "lwf_temperature": (float, type(None)),
+    "der_alpha": (float, type(None)), "der_beta": (float, type(None))}
 train_cell.params_required = ("dataset", "model", "setting")
 
 

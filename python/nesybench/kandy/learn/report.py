@@ -58,10 +58,23 @@ def _ms(values) -> tuple[float, float, int]:
     return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else math.nan, len(v)
 
 
+STRATEGY_ORDER = ("-", "naive", "replay", "ewc", "lwf", "agem", "der", "derpp")
+
+
+def _strategy(row) -> str:
+    """A run's continual-learning strategy; ``-`` for the non-continual settings, ``replay``
+    for continual runs of studies made before strategies were an axis."""
+    if row.get("setting") not in ("task_incremental", "continual_online"):
+        return "-"
+    return row.get("strategy") or "replay"
+
+
 def _order(key):
-    m, s = key
+    m, s = key[0], key[1]
+    st = key[2] if len(key) > 2 else "-"
     return (MODEL_ORDER.index(m) if m in MODEL_ORDER else 99,
-            SETTING_ORDER.index(s) if s in SETTING_ORDER else 99)
+            SETTING_ORDER.index(s) if s in SETTING_ORDER else 99,
+            STRATEGY_ORDER.index(st) if st in STRATEGY_ORDER else 99)
 
 
 def table1(study) -> list[dict]:
@@ -70,11 +83,11 @@ def table1(study) -> list[dict]:
     forgetting, bwt, fwt (means; NaN when not continual), input_size, epochs/lr... as run."""
     groups: dict = defaultdict(list)
     for r in study.rows():
-        groups[(r.get("model"), r.get("setting"))].append(r)
+        groups[(r.get("model"), r.get("setting"), _strategy(r))].append(r)
     out = []
     for key in sorted(groups, key=_order):
         rows = groups[key]
-        row = {"model": key[0], "setting": key[1]}
+        row = {"model": key[0], "setting": key[1], "strategy": key[2]}
         for k in ("avg_acc", "avg_acc_micro", "forgetting", "bwt", "fwt", "train_seconds"):
             m, sd, n = _ms([r.get(k) for r in rows])
             row[k], row[f"{k}_sd"] = m, sd
@@ -124,11 +137,13 @@ def _f(x, sd=None, digits=2, n=None) -> str:
 
 
 def format_table1(rows: list[dict]) -> str:
-    head = (f"{'model':<11} {'setting':<17} {'seeds':>5}  {'avg acc':>13}  {'avg acc (micro)':>15}"
+    head = (f"{'model':<11} {'setting':<17} {'strategy':<8} {'seeds':>5}  {'avg acc':>13}  "
+            f"{'avg acc (micro)':>15}"
             f"  {'forgetting':>10}  {'BWT':>6}  {'FWT':>6}  {'size':>4}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['model']:<11} {r['setting']:<17} {r['seeds']:>5}  "
+        lines.append(f"{r['model']:<11} {r['setting']:<17} {r.get('strategy', '-'):<8} "
+                     f"{r['seeds']:>5}  "
                      f"{_f(r['avg_acc'], r['avg_acc_sd'], n=r['seeds']):>13}  "
                      f"{_f(r['avg_acc_micro'], r['avg_acc_micro_sd'], n=r['seeds']):>15}  "
                      f"{_f(r['forgetting']):>10}  {_f(r['bwt']):>6}  {_f(r['fwt']):>6}  "
@@ -165,7 +180,8 @@ def load_results(study) -> list[dict]:
         p = Path(study.path) / "artifacts" / r["cell_id"] / "result.json"
         if p.exists():
             d = json.loads(p.read_text(encoding="utf-8"))
-            d.update(model=r.get("model"), setting=r.get("setting"), seed=r.get("seed"))
+            d.update(model=r.get("model"), setting=r.get("setting"), seed=r.get("seed"),
+                     strategy=_strategy(r))
             out.append(d)
     return out
 
@@ -186,7 +202,7 @@ def plot_study(study, out_dir) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     groups: dict = defaultdict(list)
     for d in res:
-        groups[(d["model"], d["setting"])].append(d)
+        groups[(d["model"], d["setting"], d["strategy"])].append(d)
     keys = sorted(groups, key=_order)
     tasks = res[0]["tasks"]
     files = []
@@ -198,7 +214,7 @@ def plot_study(study, out_dir) -> list[Path]:
         for k in cont:
             curves = np.array([over_time(np.array(d["A"]))["avg_acc"] for d in groups[k]])
             m, sd = curves.mean(0), curves.std(0)
-            ax.plot(range(len(m)), m, marker="o", ms=3, label=f"{k[0]} {k[1]}")
+            ax.plot(range(len(m)), m, marker="o", ms=3, label=_label(k))
             ax.fill_between(range(len(m)), m - sd, m + sd, alpha=0.2)
         ax.set_xlabel("time z (last task seen)")
         ax.set_ylabel("average accuracy")
@@ -214,7 +230,7 @@ def plot_study(study, out_dir) -> list[Path]:
                 with warnings.catch_warnings():   # z = 0 is undefined (NaN) for every seed
                     warnings.simplefilter("ignore", RuntimeWarning)
                     mean = np.nanmean(curves, 0)
-                ax.plot(range(curves.shape[1]), mean, marker="o", ms=3, label=f"{k[0]} {k[1]}")
+                ax.plot(range(curves.shape[1]), mean, marker="o", ms=3, label=_label(k))
             ax.set_title({"forgetting": "average forgetting", "bwt": "backward transfer",
                           "fwt": "forward transfer"}[name])
             ax.set_xlabel("time z")
@@ -226,7 +242,7 @@ def plot_study(study, out_dir) -> list[Path]:
     for i, k in enumerate(keys):
         final = np.array([d["A"][-1] for d in groups[k]])
         ax.bar(np.arange(len(tasks)) + i * width, final.mean(0), width,
-               yerr=final.std(0) if len(final) > 1 else None, label=f"{k[0]} {k[1]}")
+               yerr=final.std(0) if len(final) > 1 else None, label=_label(k))
     ax.set_xticks(np.arange(len(tasks)) + 0.4 - width / 2)
     ax.set_xticklabels([str(t) for t in tasks])
     ax.set_xlabel("task")
@@ -249,9 +265,14 @@ def plot_study(study, out_dir) -> list[Path]:
         ax.set_yticks(range(len(times)))
         ax.set_yticklabels([str(t) for t in times], fontsize=6)
         fig.colorbar(im, ax=ax)
-        ax.set_title(f"A[z, j]: {k[0]} {k[1]} (mean of {len(groups[k])} seeds)")
-        files.append(_save(fig, out / f"A_{k[0]}_{k[1]}.png", plt))
+        ax.set_title(f"A[z, j]: {_label(k)} (mean of {len(groups[k])} seeds)")
+        suffix = f"_{k[2]}" if k[2] not in ("-", "replay") else ""
+        files.append(_save(fig, out / f"A_{k[0]}_{k[1]}{suffix}.png", plt))
     return files
+
+
+def _label(key) -> str:
+    return " ".join(k for k in key if k != "-")
 
 
 def _save(fig, path: Path, plt) -> Path:

@@ -45,7 +45,7 @@ from ...errors import NesyError
 from .data import KandyData, SplitTensors, balanced_order
 from .metrics import balanced_accuracy, over_time, plain_accuracy, tune_threshold
 from .models import MODELS, build_model
-from .replay import ClassBalancedReservoir
+from .strategies import STRATEGIES, STRATEGY_HPARAMS, make_strategy
 
 SETTINGS = ("independent", "joint", "task_incremental", "continual_online")
 CONTINUAL = ("task_incremental", "continual_online")
@@ -131,6 +131,13 @@ class TrainConfig:
     hparams: str = "easy"
     thresholds: str = "all"
     shuffle: bool = False
+    strategy: str = "replay"
+    ewc_lambda: float = STRATEGY_HPARAMS["ewc_lambda"]
+    fisher_samples: int = STRATEGY_HPARAMS["fisher_samples"]
+    lwf_lambda: float = STRATEGY_HPARAMS["lwf_lambda"]
+    lwf_temperature: float = STRATEGY_HPARAMS["lwf_temperature"]
+    der_alpha: float = STRATEGY_HPARAMS["der_alpha"]
+    der_beta: float = STRATEGY_HPARAMS["der_beta"]
 
     def validate(self) -> "TrainConfig":
         if self.model not in MODELS:
@@ -148,6 +155,13 @@ class TrainConfig:
                             field="thresholds")
         if self.buffer < 0 or self.replay_weight < 0 or not self.lr > 0:
             raise NesyError("buffer and replay_weight must be >= 0 and lr > 0", field="buffer")
+        if self.strategy not in STRATEGIES:
+            raise NesyError(f"unknown strategy {self.strategy!r} (expected one of "
+                            f"{', '.join(STRATEGIES)})", field="strategy")
+        if (min(self.ewc_lambda, self.lwf_lambda, self.der_alpha, self.der_beta) < 0
+                or not self.lwf_temperature > 0 or int(self.fisher_samples) < 1):
+            raise NesyError("strategy weights must be >= 0, lwf_temperature > 0 and "
+                            "fisher_samples >= 1", field="strategy")
         if self.setting == "continual_online":
             self.epochs = 1
         if self.setting not in CONTINUAL:
@@ -336,29 +350,36 @@ class _Trainer:
             self.bar.close()
             self.bar = None
 
-    def run_epoch(self, model, opt, order: torch.Tensor, head_of, buffer=None, offered=None,
-                  task_for_buffer=None) -> float:
-        """One pass over ``order`` in mini-batches; returns the mean step loss."""
+    def run_epoch(self, model, opt, order: torch.Tensor, head_of, strategy=None) -> float:
+        """One pass over ``order`` in mini-batches; returns the mean step loss. ``strategy``
+        (continual settings, :mod:`.strategies`) adds its loss terms, may change the
+        gradient, and sees each batch after the step."""
         cfg, split, dev = self.cfg, self.train_split, self.cfg.device
         model.train()
         total, steps = 0.0, 0
         t0 = time.perf_counter()
         for k in range(0, len(order), cfg.batch):
             idx = order[k:k + cfg.batch]
-            loss = _loss(model, split, idx, head_of, dev)
+            x = split.batch(idx, dev)
+            out = model(x)
+            heads = torch.tensor([head_of[int(t)] for t in split.tasks[idx]], device=dev)
+            y = split.labels[idx].to(device=dev, dtype=torch.float32)
+            loss = nn.functional.binary_cross_entropy_with_logits(
+                out.gather(1, heads[:, None]).squeeze(1), y)
             seen = len(idx)
-            if buffer is not None and cfg.replay_weight > 0 and len(buffer):
-                ridx = torch.tensor(buffer.sample(cfg.batch), dtype=torch.int64)
-                loss = loss + cfg.replay_weight * _loss(model, split, ridx, head_of, dev)
-                seen += len(ridx)
+            if strategy is not None:
+                extra, used = strategy.extra_loss(idx, x, out)
+                if extra is not None:
+                    loss = loss + extra
+                seen += used
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            if strategy is not None:
+                strategy.backward(loss)
+            else:
+                loss.backward()
             opt.step()
-            if buffer is not None:
-                for i in idx.tolist():
-                    if i not in offered:
-                        offered.add(i)
-                        buffer.add(i, (task_for_buffer, int(split.labels[i])))
+            if strategy is not None:
+                strategy.observe(idx, out.detach())
             lv = float(loss.detach())
             total += lv
             steps += 1
@@ -445,7 +466,8 @@ class _Trainer:
         model = self.new_model(self.n)
         head_of = {t: j for j, t in enumerate(self.tasks)}
         opt = _optimizer(model, cfg)
-        buffer = ClassBalancedReservoir(cfg.buffer, seed=self.seed) if cfg.buffer else None
+        strategy = make_strategy(cfg.strategy, self, model, head_of)
+        buffer = getattr(strategy, "buffer", None)
         rows, micros, taus_all = [], [], []
         trained: set[int] = set()
         self._bar(sum(self.steps_per_epoch(t) for t in self.tasks) * cfg.epochs, cfg.setting)
@@ -454,10 +476,11 @@ class _Trainer:
                 self.untrained.append(t)
             else:
                 trained.add(t)
-                offered: set[int] = set()
+                strategy.begin_task(t)
                 for _ in range(cfg.epochs):
                     self.record_loss(self.run_epoch(model, opt, self.task_epoch(t), head_of,
-                                                    buffer, offered, t))
+                                                    strategy))
+                strategy.end_task(t)
             row, micro, taus = self.evaluate({u: (model, head_of[u]) for u in self.tasks},
                                              trained)
             rows.append(row)
