@@ -770,3 +770,20 @@ def test_der_matches_stored_logits(tiny, strategy):
     _, m1, s1 = _stream(d, strategy, der_alpha=1.0)
     assert [i for i, _ in s0.buffer.items] == [i for i, _ in s1.buffer.items]
     assert dist(m1, s1) < dist(m0, s1)     # logit matching keeps outputs near the stored ones
+
+
+def test_strategy_axis_in_the_sweep(tiny, tmp_path, capsys):
+    base = ["kandy", "train", str(tiny), "--model", "mlp", "--epochs", "1", "--batch", "4",
+            "--seeds", "1", "--size", "16", "--buffer", "8", "--workers", "0", "-q"]
+    assert cli_main(base + ["--setting", "task-incremental", "--strategy", "naive,ewc,der",
+                            "--out", str(tmp_path / "s"), "--json"]) == 0
+    rows = _strict_json(capsys.readouterr().out)
+    assert [r["strategy"] for r in rows] == ["naive", "ewc", "der"]
+    assert all(r["forgetting"] is not None and r["fwt"] is not None for r in rows)
+    assert cli_main(["kandy", "table", str(tmp_path / "s")]) == 0
+    assert "ewc" in capsys.readouterr().out
+    assert cli_main(base + ["--setting", "joint", "--strategy", "ewc",
+                            "--out", str(tmp_path / "j")]) == 2
+    assert "continual settings" in capsys.readouterr().err
+    assert cli_main(base + ["--setting", "task-incremental", "--strategy", "si",
+                            "--out", str(tmp_path / "k")]) == 2
