@@ -62,7 +62,7 @@ def problog_text(text: str, query: str) -> str:
             out.append("; ".join(f"{p!r}::" + re.sub(rf"\b{out_var}\b", v, head)
                                  for v in values) + ".")
             continue
-        out.append(re.sub(r"t\(_\)", "0.5", re.sub(r"t\(([^)_][^)]*)\)", r"\1", line)))
+        out.append(re.sub(r"\bt\(_\)", "0.5", re.sub(r"\bt\(([^)_][^)]*)\)", r"\1", line)))
     return "\n".join(out) + f"\nquery({query}).\n"
 
 
@@ -74,8 +74,9 @@ def time_problog(text: str) -> float:
                        capture_output=True, text=True)
     dt = time.perf_counter() - t0
     Path(fh.name).unlink()
-    if r.returncode != 0:
-        raise RuntimeError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed")
+    if r.returncode != 0 or "rror" in r.stdout or ":" not in r.stdout:
+        msg = (r.stderr.strip() or r.stdout.strip() or "failed").splitlines()[-1]
+        raise RuntimeError(msg)
     return dt
 
 

@@ -204,7 +204,6 @@ def test_unsafe_call_rejected():
 
 def test_domain_and_shape_mismatch(tmp_path):
     from nesybench.shortcuts.task import load_task
-    from nesybench.nesy.from_task import compile_task
     task = load_task("curricula/rs/xor.yaml")
     prog_file = tmp_path / "xor3.pl"
     prog_file.write_text("nn(b, [T], X, [0, 1, 2]) :: c(T, X).\n"
@@ -213,7 +212,7 @@ def test_domain_and_shape_mismatch(tmp_path):
                          " P is (P0 + X) mod 2.\n"
                          "y(y, P) :- nvars(N), parity(N, P).\n")
     with pytest.raises(NesyError, match="domain mismatch"):
-        compile_task(task, program=prog_file)
+        CompiledProgram.from_task(task, program=prog_file)
     prog = CompiledProgram.from_program(ADD, "addition(x1, x2, Z)")
     with pytest.raises(NesyError, match="4 values"):
         prog([torch.rand(2, 3), torch.rand(2, 4)], torch.tensor([[1], [2]]))

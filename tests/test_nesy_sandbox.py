@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from nesybench.errors import BudgetExceeded, NesyError
 from nesybench.nesy.budget import Budget, budgeted_grounding
 from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.from_task import compile_task, prolog_term, quote_atom
+from nesybench.nesy.from_task import prolog_term, quote_atom
 from nesybench.nesy.program import parse
 from nesybench.nesy.sandbox import BUILTINS, LIBRARIES, META
 
@@ -290,7 +290,7 @@ def _hostile_task(tmp_path, pay):
 
 def test_task_file_text_stays_data(tmp_path, payload):
     pay, marker = payload
-    prog = compile_task(_hostile_task(tmp_path, pay), use_cache=False)
+    prog = CompiledProgram.from_task(_hostile_task(tmp_path, pay), use_cache=False)
     assert prog.concept_domains == [2, 2, 2]
     assert not marker.exists()
 

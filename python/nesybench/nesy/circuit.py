@@ -28,10 +28,7 @@ import torch
 from ..errors import NesyError
 from . import cache as _cache
 
-try:  # the models helper's base class, when present
-    from .semantics import LabelSemantics as _Base  # type: ignore
-except Exception:  # pragma: no cover - until semantics.py lands
-    _Base = torch.nn.Module
+from .semantics import LabelSemantics
 
 SEMIRINGS = ("log", "real")
 
@@ -48,7 +45,7 @@ def _unjson(v):
     return v
 
 
-class CompiledProgram(_Base):
+class CompiledProgram(LabelSemantics):
     """A ProbLog program with neural predicates compiled for one query shape.
 
     Attributes

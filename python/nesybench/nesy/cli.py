@@ -232,7 +232,7 @@ def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
     from .detect import ShortcutReport  # noqa: PLC0415
     from .models import build_model  # noqa: PLC0415
     from .nets import layout_of  # noqa: PLC0415
-    from .semantics import build_semantics  # noqa: PLC0415
+    from .engines import build_semantics  # noqa: PLC0415
     from .train import evaluate, load_checkpoint, set_threads, summary_row  # noqa: PLC0415
     set_threads(threads)
 

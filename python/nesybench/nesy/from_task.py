@@ -124,15 +124,14 @@ def label_queries(task) -> list[str]:
     return [f"y({quote_atom(n)}, Y)" for n in task_label_names(task)]
 
 
-def compile_task(task, *, cls=None, program=None, **kw):
-    """Compile a task (a :class:`~nesybench.shortcuts.task.Task` or a YAML path) into a
-    :class:`~nesybench.nesy.circuit.CompiledProgram`; ``program`` (text or ``.pl`` path)
+def compile_task(task, *, cls, program=None, **kw):
+    """Compile a task (a :class:`~nesybench.shortcuts.task.Task` or a YAML path) into ``cls``
+    (:class:`~nesybench.nesy.circuit.CompiledProgram`, whose ``from_task`` calls this; this
+    module does not import it, so imports run one way); ``program`` (text or ``.pl`` path)
     replaces the shipped rules. Checks that the program's concept domains are the task's."""
     from ..shortcuts.task import load_task
-    from .circuit import CompiledProgram
     from .program import read_program
 
-    cls = cls or CompiledProgram
     if not hasattr(task, "variables"):
         task = load_task(task)
     rules = None

@@ -10,7 +10,7 @@ Two implementations share the :class:`LabelSemantics` interface: :class:`WorldEn
 (this module: every world of the concept space is labelled once through the task's knowledge
 and (1) is a masked log-sum-exp over the world table) and the compiled-circuit engine
 (``nesybench.nesy.circuit``, ``CompiledProgram.from_task(task)``), which scales past the world
-budget. :func:`build_semantics` picks one by name.
+budget. :func:`nesybench.nesy.engines.build_semantics` picks one by name.
 
 When the task declares which variables each label reads (``depends:``), labels that share no
 variable form independent *components*; (1) factorises over them and each component is
@@ -303,24 +303,3 @@ class WorldEnumeration(LabelSemantics):
                 onehot = torch.nn.functional.one_hot(lab[:, col], len(self.label_domains[j]))
                 out[j] = joint @ onehot.to(joint.dtype)
         return out  # type: ignore[return-value]
-
-
-def build_semantics(kind: str, task, **kw) -> LabelSemantics:
-    """``worlds`` (:class:`WorldEnumeration`) or ``circuit`` (the compiled-circuit engine,
-    ``nesybench.nesy.circuit.CompiledProgram.from_task``)."""
-    budget = kw.pop("budget", None)
-    if kind == "worlds":
-        return WorldEnumeration(task, **kw)
-    if kind == "circuit":
-        import importlib  # noqa: PLC0415
-
-        try:
-            circuit = importlib.import_module("nesybench.nesy.circuit")
-        except ImportError as exc:
-            raise NesyError("the compiled-circuit engine (nesybench.nesy.circuit) is not "
-                            f"available here ({exc}); use --semantics worlds",
-                            task=task.name) from None
-        from .budget import Budget  # noqa: PLC0415
-        return circuit.CompiledProgram.from_task(
-            task, budget=Budget(**budget) if isinstance(budget, dict) else budget)
-    raise NesyError(f"unknown semantics {kind!r} (worlds, circuit)", field="semantics")

@@ -297,7 +297,7 @@ def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: boo
     from ..shortcuts.generate import generate  # noqa: PLC0415
     from ..shortcuts.task import load_task  # noqa: PLC0415
     from .models import MODELS  # noqa: PLC0415
-    from .semantics import build_semantics  # noqa: PLC0415
+    from .engines import build_semantics  # noqa: PLC0415
 
     if cfg.model not in MODELS:
         raise NesyError(f"unknown model {cfg.model!r} (choose from {', '.join(MODELS)})",

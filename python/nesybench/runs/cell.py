@@ -102,7 +102,6 @@ def execute(task: CellTask) -> CellOutcome:
         tmp = Path(task.scratch)
         tmp.mkdir(parents=True, exist_ok=True)
     else:
-        from .worker import scratch_prefix  # noqa: PLC0415
 
         tmp = Path(tempfile.mkdtemp(prefix=scratch_prefix(task.cell_id)))
     ctx = CellContext(task.cell_id, dict(task.params), task.seed, tmp)
@@ -139,7 +138,6 @@ def execute(task: CellTask) -> CellOutcome:
     if out.status == "done":
         shutil.rmtree(tmp, ignore_errors=True)
     else:
-        from .worker import keep_or_remove_scratch  # noqa: PLC0415
 
         kept = keep_or_remove_scratch(tmp)
         if kept:
@@ -182,3 +180,27 @@ def _worker_init(threads: int) -> None:
     """Process-pool initializer: cap BLAS/OpenMP threads before any numeric import."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(max(1, threads))
+
+
+def keep_or_remove_scratch(path) -> str | None:
+    """A failed cell's scratch folder is kept when the cell left files in it, renamed
+    ``nesybench-failed-cell-*`` (its path goes into the failure record); an empty one is
+    removed."""
+    if not path:
+        return None
+    p = Path(path)
+    try:
+        if p.is_dir() and any(p.iterdir()):
+            kept = p.with_name(p.name.replace("nesybench-cell-", "nesybench-failed-cell-", 1))
+            os.rename(p, kept)
+            return str(kept)
+    except OSError:
+        pass
+    shutil.rmtree(p, ignore_errors=True)
+    return None
+
+
+def scratch_prefix(cell_id: str) -> str:
+    """``nesybench-cell-<cell>-p<pid of the process that made it>-``: a folder whose maker
+    died (a driver killed with SIGKILL) is found and removed by the next sweep."""
+    return f"nesybench-cell-{cell_id}-p{os.getpid()}-"

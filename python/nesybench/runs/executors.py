@@ -19,7 +19,8 @@ import time
 from ..errors import NesyError
 from ..parallel import default_workers, ray_init
 from .cell import CellOutcome, CellTask, execute_inline
-from .worker import WorkerProcess, describe_exit, remove_abandoned_scratch, scratch_prefix
+from .cell import scratch_prefix
+from .worker import WorkerProcess, describe_exit, remove_abandoned_scratch
 
 EXECUTORS = ("local", "ray", "inline")
 

@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from .cell import CellOutcome, CellTask
+from .cell import CellOutcome, CellTask, keep_or_remove_scratch, scratch_prefix
 
 _HEADER = struct.Struct("!Q")
 #: lines of a cell's output kept for its failure record
@@ -260,30 +260,6 @@ class WorkerProcess:
         return CellOutcome(cell_id=task.cell_id, status="failed", error=error,
                            started=self.started, finished=time.time(), host=_host(),
                            pid=self.pid)
-
-
-def keep_or_remove_scratch(path) -> str | None:
-    """A failed cell's scratch folder is kept when the cell left files in it, renamed
-    ``nesybench-failed-cell-*`` (its path goes into the failure record); an empty one is
-    removed."""
-    if not path:
-        return None
-    p = Path(path)
-    try:
-        if p.is_dir() and any(p.iterdir()):
-            kept = p.with_name(p.name.replace("nesybench-cell-", "nesybench-failed-cell-", 1))
-            os.rename(p, kept)
-            return str(kept)
-    except OSError:
-        pass
-    shutil.rmtree(p, ignore_errors=True)
-    return None
-
-
-def scratch_prefix(cell_id: str) -> str:
-    """``nesybench-cell-<cell>-p<pid of the process that made it>-``: a folder whose maker
-    died (a driver killed with SIGKILL) is found and removed by the next sweep."""
-    return f"nesybench-cell-{cell_id}-p{os.getpid()}-"
 
 
 def remove_abandoned_scratch() -> int:

@@ -270,14 +270,6 @@ def _optimizer(model: nn.Module, cfg: TrainConfig):
         return cls(params, lr=cfg.lr)
 
 
-def _loss(model, split: SplitTensors, idx: torch.Tensor, head_of: dict[int, int], device: str):
-    x = split.batch(idx, device)
-    heads = torch.tensor([head_of[int(t)] for t in split.tasks[idx]], device=device)
-    logits = model(x).gather(1, heads[:, None]).squeeze(1)
-    y = split.labels[idx].to(device=device, dtype=torch.float32)
-    return nn.functional.binary_cross_entropy_with_logits(logits, y)
-
-
 @torch.no_grad()
 def _scores(model, split: SplitTensors, task: int, head: int, device: str, bs: int):
     """Sigmoid scores, labels and supervised flags of one task's samples of a split."""

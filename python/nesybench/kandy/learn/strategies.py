@@ -105,9 +105,16 @@ class Strategy:
         self.learned.append(task)
 
     def _bce(self, idx) -> torch.Tensor:
-        from .settings import _loss  # noqa: PLC0415
+        return head_loss(self.model, self.split, idx, self.head_of, self.dev)
 
-        return _loss(self.model, self.split, idx, self.head_of, self.dev)
+
+def head_loss(model, split, idx: torch.Tensor, head_of: dict[int, int], device: str):
+    """Binary cross-entropy of each sample's own task head (logits [B, heads] -> scalar)."""
+    x = split.batch(idx, device)
+    heads = torch.tensor([head_of[int(t)] for t in split.tasks[idx]], device=device)
+    logits = model(x).gather(1, heads[:, None]).squeeze(1)
+    y = split.labels[idx].to(device=device, dtype=torch.float32)
+    return nn.functional.binary_cross_entropy_with_logits(logits, y)
 
 
 class Replay(Strategy):
