@@ -324,6 +324,26 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
         click.echo("(no finished cells yet)", err=True)
 
 
+def _study_options(f):
+    """Options every study-running command shares: dataset verification, what a failed run
+    does to the others, and replacing a study of another configuration."""
+    opts = [
+        click.option("--no-verify", is_flag=True,
+                     help="Do not check the dataset's files (sha256) and split sizes against "
+                          "its manifest (for a deliberately edited curriculum)."),
+        click.option("--keep-going/--fail-fast", default=True, show_default=True,
+                     help="After a run fails, go on with the other runs (default) or stop at "
+                          "the first failure; either way the exit status is 1 when any run "
+                          "failed."),
+        click.option("--force-new", is_flag=True,
+                     help="Replace the study in --out when it holds a different configuration "
+                          "(default: refuse; a re-run with the same configuration resumes)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 @group.command("train")
 @click.argument("dataset", type=click.Path(file_okay=False))
 @click.option("--model", default="cnn", show_default=True,
@@ -364,15 +384,7 @@ def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:
               help="Study folder (default studies/kandy-<dataset>); re-running resumes it.")
 @click.option("--workers", "-j", type=int, default=1, show_default=True,
               help="Cells run in parallel (0: in this process, with per-epoch bars).")
-@click.option("--no-verify", is_flag=True,
-              help="Do not check the dataset's files (sha256) and split sizes against its "
-                   "manifest (for a deliberately edited curriculum).")
-@click.option("--keep-going/--fail-fast", default=True, show_default=True,
-              help="After a run fails, go on with the other runs (default) or stop at the "
-                   "first failure; either way the exit status is 1 when any run failed.")
-@click.option("--force-new", is_flag=True,
-              help="Replace the study in --out when it holds a different configuration "
-                   "(default: refuse; a re-run with the same configuration resumes).")
+@_study_options
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.pass_context
@@ -482,15 +494,7 @@ def plot_cmd(study, out):
               help="Study folder (default studies/kandy-<dataset>-aleph).")
 @click.option("--workers", "-j", type=int, default=1, show_default=True,
               help="Tasks run in parallel (0: in this process).")
-@click.option("--no-verify", is_flag=True,
-              help="Do not check the dataset's files (sha256) and split sizes against its "
-                   "manifest (for a deliberately edited curriculum).")
-@click.option("--keep-going/--fail-fast", default=True, show_default=True,
-              help="After a run fails, go on with the other runs (default) or stop at the "
-                   "first failure; either way the exit status is 1 when any run failed.")
-@click.option("--force-new", is_flag=True,
-              help="Replace the study in --out when it holds a different configuration "
-                   "(default: refuse; a re-run with the same configuration resumes).")
+@_study_options
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True)
 @click.pass_context
