@@ -143,7 +143,8 @@ class CompiledProgram(LabelSemantics):
     @classmethod
     def from_program(cls, text_or_path, queries, *, networks=None, concept_order=None,
                      concept_decls=None, vtree: str = "blocks", semiring: str = "log",
-                     use_cache: bool = True, budget=None) -> "CompiledProgram":
+                     use_cache: bool = True, budget=None, progress: bool = False
+                     ) -> "CompiledProgram":
         """Ground ``text_or_path`` (ProbLog text or a ``.pl`` file) for the query shape
         ``queries`` (one atom or a list; placeholders for inputs, free variables for label
         values), compile it (or load it from the circuit cache) and return the module.
@@ -153,7 +154,8 @@ class CompiledProgram(LabelSemantics):
         probabilities will be passed (default: order of first appearance in the ground program);
         ``queries`` may be ``None`` when the program states its own ``query/1`` facts;
         ``budget``: a :class:`~nesybench.nesy.budget.Budget` for grounding and compilation
-        together (default limits; a hit raises ``BudgetExceeded``).
+        together (default limits; a hit raises ``BudgetExceeded``); ``progress``: a bar while
+        compiling programs with many label values.
         """
         from .budget import Budget
         from .compile import compile_program
@@ -176,7 +178,7 @@ class CompiledProgram(LabelSemantics):
         gp = ground(text if source is None else Path(source), qs, networks=networks,
                     concept_order=concept_order, concept_decls=concept_decls, clock=clock)
         t_ground = time.perf_counter() - t0
-        comp = compile_program(gp, vtree=vtree, clock=clock)
+        comp = compile_program(gp, vtree=vtree, clock=clock, progress=progress)
         meta = {
             "source": source,
             "queries": [lab.query for lab in gp.labels],

@@ -184,8 +184,9 @@ def _fix_data_path(tmp: Path, final: Path) -> None:
               help="a query atom (repeatable; free variables range over its values); default: "
                    "the program's own query/1 facts")
 @click.option("--json", "as_json", is_flag=True, help="print the probabilities as JSON")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
 @budget_options
-def infer_cmd(program, queries, as_json, budget):
+def infer_cmd(program, queries, as_json, quiet, budget):
     """Exact probabilities of the queries of a ProbLog PROGRAM (conditioned on its evidence).
 
     The program is checked against the allow-list first (see the safety guide); networks are
@@ -196,7 +197,7 @@ def infer_cmd(program, queries, as_json, budget):
     if not Path(program).is_file():
         raise NesyError("program file not found", file=str(program))
     prog = CompiledProgram.from_program(Path(program), list(queries) or None, networks=[],
-                                        budget=budget)
+                                        budget=budget, progress=not (quiet or as_json))
     margs = prog.label_marginals([])
     rows = []
     for query, dom, m in zip(prog.label_queries, prog.label_domains, margs):

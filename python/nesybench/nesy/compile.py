@@ -167,7 +167,7 @@ def block_vtree(blocks: list[list[int]], *, left: bool = False):
 
 
 def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
-                    clock=None) -> Compiled:
+                    clock=None, progress: bool = False) -> Compiled:
     """Compile ``gp`` into an SDD with PySDD: first bottom-up ``apply`` with minimisation off
     (fast on vtrees that fit); when the live size passes :data:`FAST_LIMIT`, again with the SDD
     library's dynamic vtree minimisation (as ProbLog compiles); a program with a label wider
@@ -176,16 +176,17 @@ def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
 
     Evidence (``gp.evidence``) is conjoined into the function, so ``WMC(F)`` with every label
     indicator on is ``P(e)`` and with one value per label ``P(q ∧ e)``. ``budget``/``clock``
-    (:mod:`nesybench.nesy.budget`) bound the live SDD size and the time."""
+    (:mod:`nesybench.nesy.budget`) bound the live SDD size and the time; ``progress`` shows a
+    bar over the label values (one conditioning each) for programs with many of them."""
     from .budget import Budget
     clock = clock or (budget or Budget()).start()
     with clock.watch("compilation"):
         if max((len(lab.values) for lab in gp.labels), default=0) > WIDE_LABEL:
-            return _compile_sdd(gp, vtree, clock, minimize=True)
+            return _compile_sdd(gp, vtree, clock, minimize=True, progress=progress)
         try:
-            return _compile_sdd(gp, vtree, clock, fast_limit=FAST_LIMIT)
+            return _compile_sdd(gp, vtree, clock, fast_limit=FAST_LIMIT, progress=progress)
         except _Restart:
-            return _compile_sdd(gp, vtree, clock, minimize=True)
+            return _compile_sdd(gp, vtree, clock, minimize=True, progress=progress)
 
 
 #: live SDD size past which the fast strategy gives way to dynamic minimisation. Our own
@@ -203,7 +204,7 @@ class _Restart(Exception):
 
 
 def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
-                 fast_limit: int | None = None) -> Compiled:
+                 fast_limit: int | None = None, progress: bool = False) -> Compiled:
     """One compilation. ``minimize=False``: bottom-up ``apply`` with garbage collection and
     vtree search off (fastest when the vtree fits the program, as for our own encodings);
     ``minimize=True``: the SDD library's automatic garbage collection and dynamic vtree
@@ -318,6 +319,10 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
         if f.is_false():
             raise NesyError(f"the evidence has probability 0 (inconsistent from {atom} = "
                             f"{str(observed).lower()} on)", file=gp.source, field="evidence")
+    from tqdm import tqdm
+    n_values = sum(len(lab.nodes) for lab in gp.labels)
+    bar = tqdm(total=n_values, desc="compiling" + (" (minimising)" if minimize else ""),
+               unit="value", leave=False, disable=not progress or n_values < 32)
     for j, lab in enumerate(gp.labels):
         lj = keep(false)
         anyq = keep(false)
@@ -333,6 +338,7 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
             drop(old)
             drop(q)
             tick()
+            bar.update()
         # worlds where the label has no value: indicator e_{j,none}, so that switching all
         # indicators of a label on marginalises it out even when it is not a total function
         rest = keep(mgr.conjoin(f, mgr.negate(anyq)))
@@ -345,6 +351,7 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
         f = lj
         peak[0] = max(peak[0], mgr.live_size())
         clock.check_circuit(peak[0])
+    bar.close()
     if f.is_false():
         raise NesyError("the program is inconsistent: no world satisfies it", file=gp.source)
     seconds = time.perf_counter() - t0
