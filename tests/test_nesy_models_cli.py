@@ -41,7 +41,16 @@ def test_train_then_eval(root, data, tmp_path, capsys):
     assert summary["supervised_entries"] == 4 * 3           # 4 of 16 examples, 3 bits each
     assert set(summary["results"]) == {"val", "test"}       # xor has no OOD worlds
     test = summary["results"]["test"]
-    assert 0 <= test["metrics"]["label_accuracy"] <= 1
+    # independent recomputation from the written predictions (and the task's XOR knowledge)
+    import csv
+    with open(run / "predictions_test.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 8
+    hits = sum(r["label:y"] == r["pred_label:y"] for r in rows)
+    assert test["metrics"]["label_accuracy"] == pytest.approx(hits / len(rows), abs=1e-12)
+    for r in rows:        # the true label is the XOR of the true bits
+        bits = [int(r[f"concept:b({i})"]) for i in (1, 2, 3)]
+        assert int(r["label:y"]) == sum(bits) % 2
     assert test["shortcut"]["verdict"] in ("identity", "shortcut", "not_optimal")
     for f in ("config.json", "best.pt", "last.pt", "metrics.json", "predictions_test.csv",
               "plots/training.png"):
