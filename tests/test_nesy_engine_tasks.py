@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from nesybench import ROOT
-from nesybench.nesy.from_task import compile_task, task_program
+from nesybench.nesy.circuit import CompiledProgram
+from nesybench.nesy.from_task import task_program
 from nesybench.shortcuts.task import load_task
 
 TASKS = sorted((ROOT / "curricula" / "rs").glob("*.yaml"))
@@ -40,7 +41,7 @@ def test_every_shipped_task_has_a_program():
 @pytest.mark.parametrize("path", TASKS, ids=lambda p: p.stem)
 def test_program_and_counting_knowledge_agree(path: Path):
     task = load_task(path)
-    prog = compile_task(task, semiring="real")
+    prog = CompiledProgram.from_task(task, semiring="real")
     assert prog.concept_domains == [len(v.domain) for v in task.variables]
     worlds = _worlds(task)
     want = task.labels_of(worlds)

@@ -3,6 +3,7 @@ and the bad-input paths (one error line, exit status 2, nothing written)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -99,15 +100,13 @@ def test_bad_task_file_and_data(root, data, tmp_path, capsys):
     assert main(["nesy", "train", str(root / "curricula/rs/mnadd_half.yaml"), "--data",
                  str(data), "--out", str(tmp_path / "r")]) == 2
     assert "concepts" in capsys.readouterr().err and not (tmp_path / "r").exists()
-    # the circuit engine is another helper's module: absent here, a clear error
-    import sys
-    sys.modules["nesybench.nesy.circuit"] = None
-    try:
-        assert main(["nesy", "train", str(root / "curricula/rs/xor.yaml"), "--semantics",
-                     "circuit", "--data", str(data), "--out", str(tmp_path / "c")]) == 2
-        assert "circuit" in capsys.readouterr().err
-    finally:
-        del sys.modules["nesybench.nesy.circuit"]
+    # the circuit's grounding budget reaches `nesy train`: one line, exit 2, nothing written
+    os.environ["NESYBENCH_CACHE"] = str(tmp_path / "empty-cache")    # nothing compiled yet
+    assert main(["nesy", "train", str(root / "curricula/rs/xor.yaml"), "--semantics",
+                 "circuit", "--max-grounding-atoms", "5", "--data", str(data),
+                 "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "--max-grounding-atoms 5" in err and not (tmp_path / "c").exists()
 
 
 def test_sweep_inline_and_report(root, data, tmp_path, capsys):
