@@ -178,13 +178,18 @@ def audit():
     import problog
     own_library = str(Path(problog.__file__).parent)   # ProbLog reads its own builtin.pl
 
+    import threading
+    main = threading.get_ident()       # the budget's watcher thread is ours, not the program's
+
     def hook(event, args):
-        if not active[0] or not event.startswith(_EVENTS):
+        if not active[0] or not event.startswith(_EVENTS) or threading.get_ident() != main:
             return
         if event == "open" and str(args[0]).startswith(own_library) and \
                 args[1] in (None, "r", "rb"):
             return
-        if event == "import" and args[0] in sys.modules:
+        if event == "import" and (args[0] in sys.modules or args[0].startswith("problog.")):
+            return                     # ProbLog's own modules, imported lazily
+        if event == "exec" and str(getattr(args[0], "co_filename", "")).startswith(own_library):
             return
         seen.append((event, args[:1]))
     sys.addaudithook(hook)

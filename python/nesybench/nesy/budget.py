@@ -73,6 +73,9 @@ class Budget:
 
 UNLIMITED = Budget(None, None, None, None, None)
 
+#: CPython's way to raise an exception in another thread (looked up once, at import)
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+
 
 def resident_mb() -> float:
     """Resident memory of this process in MiB (Linux ``/proc``; 0 where unavailable)."""
@@ -115,28 +118,31 @@ class Clock:
         state = {"active": True, "reason": None}
 
         def watcher() -> None:
+            # inject again until the work has stopped: a broad ``except`` inside the work
+            # could swallow one interruption (it is a BaseException, so ``except Exception``
+            # cannot, but a bare ``except:`` could)
             while not stop.wait(0.05):
-                reason = self.breach(stage)
+                reason = state["reason"] or self.breach(stage)
                 if reason is None:
                     continue
                 with lock:
-                    if state["active"]:
-                        state["reason"] = reason
-                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                            ctypes.c_ulong(tid), ctypes.py_object(_Interrupted))
-                return
+                    if not state["active"]:
+                        return
+                    state["reason"] = reason
+                    _set_async_exc(ctypes.c_ulong(tid), ctypes.py_object(_Interrupted))
 
         th = threading.Thread(target=watcher, name="nesybench-budget", daemon=True)
         th.start()
         try:
-            yield
-        except _Interrupted:
+            try:
+                yield
+            finally:
+                with lock:
+                    state["active"] = False
+                    _set_async_exc(ctypes.c_ulong(tid), None)
+                stop.set()
+        except _Interrupted:          # from the work, or landing in the cleanup just above
             raise BudgetExceeded(state["reason"] or f"{stage} stopped by its budget") from None
-        finally:
-            with lock:
-                state["active"] = False
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
-            stop.set()
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
@@ -174,11 +180,10 @@ class Clock:
                                  f"reached {live:,} live nodes after {self.elapsed():.1f} s")
 
 
-class _Interrupted(BudgetExceeded):
-    """Raised inside the working thread by :meth:`Clock.watch` (no arguments possible)."""
-
-    def __init__(self, *args):
-        super().__init__("the time or memory budget was exceeded")
+class _Interrupted(BaseException):
+    """Raised inside the working thread by :meth:`Clock.watch`. A ``BaseException``, so that
+    ``except Exception`` in the engine's own code does not swallow it; :meth:`Clock.watch`
+    turns it into :class:`BudgetExceeded`."""
 
 
 def budgeted_grounding(clock: Clock):
