@@ -113,7 +113,8 @@ def is_nesybench_output(path: str | os.PathLike) -> bool:
     return digest is not None and digest == (data.get("manifest"), data["sha256"])
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host still runs (a zombie counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -122,7 +123,12 @@ def _pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return False
-    return True
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        text = stat.read_text()
+        return text[text.rindex(")") + 2] != "Z"
+    except (OSError, ValueError, IndexError):
+        return True
 
 
 def sweep_stale_temps(out: str | os.PathLike) -> list[Path]:
@@ -144,7 +150,7 @@ def sweep_stale_temps(out: str | os.PathLike) -> list[Path]:
             pid = int(pid)
         except (OSError, ValueError):
             continue
-        if owner_host == host and not _pid_alive(pid):
+        if owner_host == host and not pid_alive(pid):
             shutil.rmtree(tmp, ignore_errors=True)
             removed.append(tmp)
     return removed

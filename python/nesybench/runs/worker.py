@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..io import pid_alive
 from .cell import CellOutcome, CellTask, keep_or_remove_scratch, scratch_prefix
 
 _HEADER = struct.Struct("!Q")
@@ -275,26 +276,11 @@ def remove_abandoned_scratch() -> int:
         return 0
     for entry in entries:
         m = re.fullmatch(r"nesybench-cell-[0-9a-f]+-p(\d+)-.*", entry.name)
-        if not m or _pid_alive(int(m.group(1))):
+        if not m or pid_alive(int(m.group(1))):
             continue
         shutil.rmtree(entry, ignore_errors=True)
         n += 1
     return n
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        text = stat.read_text()
-        return text[text.rindex(")") + 2] != "Z"
-    except (OSError, ValueError, IndexError):
-        return True
 
 
 def _host() -> str:
