@@ -107,14 +107,14 @@ def test_datasets_match_the_paper():
 
 def test_uci_files_instead_of_the_cache(tmp_path):
     bcw = tmp_path / "breast-cancer-wisconsin.data"
-    bcw.write_text("1000025,5,1,1,1,2,1,3,1,1,2\n1002945,5,4,4,5,7,?,3,2,1,4\n")
+    bcw.write_text("1000025,5,1,1,1,2,1,3,1,1,2\n1002945,5,4,4,5,7,?,3,2,1,4\n" * 5)
     d = ski_data.load("bcw", bcw)
-    assert d.X.shape == (2, 9) and d.y.tolist() == [0, 1] and d.X[1, 5] == 0.0
+    assert d.X.shape == (10, 9) and d.y.tolist() == [0, 1] * 5 and d.X[1, 5] == 0.0
     sp = tmp_path / "splice.data"
-    sp.write_text("EI,  ATRINS-DONOR-521,  " + "CCAGCTGCATCACAGGAGGCCAGCGAGCAGGTCTGTTCCAAGGGCCTTCGAGCCAGTCTG\n"
-                  "N,  X,  " + "N" * 59 + "D\n")
+    sp.write_text(("EI,  ATRINS-DONOR-521,  " + "CCAGCTGCATCACAGGAGGCCAGCGAGCAGGTCTGTTCCAAGGGCCTTCGAGCCAGTCTG\n"
+                   "N,  X,  " + "N" * 59 + "D\n") * 5)
     s = ski_data.load("splice", sp)
-    assert s.y.tolist() == [0, 2] and s.X[1].sum() == 59 * 4 + 3
+    assert s.y.tolist() == [0, 2] * 5 and s.X[1].sum() == 59 * 4 + 3
     (tmp_path / "bad.data").write_text("EI, x, ACGT\n")
     with pytest.raises(NesyError, match="60"):
         ski_data.load("splice", tmp_path / "bad.data")

@@ -10,7 +10,8 @@ paper's levels of the degradation, every ``level_stride``-th); ``reps`` (30), ``
 ``{"kbann": {"mofn": "psyki"}}``), ``engine`` ("native", the default, or "torch": the
 trainer; their numbers differ in float summation order only).
 
-Logged curves (step = the level's index in the degradation's full level list):
+Logged curves (step = the level's index in the degradation's full level list, or past its
+end for a level off the paper's grid; the ``level`` curve holds the value itself):
 ``level``, ``acc/<rep>``, ``psi/<rep>`` and their means ``acc_mean``, ``psi_mean``.
 The perturbed training sets depend on (data set, degradation, level, repetition, split) only,
 so every predictor sees the same ones and R compares like with like.
@@ -162,7 +163,9 @@ def ski_cell(params: dict, seed: int, ctx) -> dict:
     out = run(params, seed)
     full = degrade.LEVELS[params["degradation"]]
     for li, level in enumerate(out["levels"]):
-        step = full.index(level) if level in full else li
+        # a paper level keeps its index; any other gets one past the paper's list, so steps
+        # never collide (the value itself is the ``level`` curve, which the report reads)
+        step = full.index(level) if level in full else len(full) + li
         vals = {"level": level, "acc_mean": float(out["acc"][li].mean()),
                 "psi_mean": float(out["psi"][li].mean())}
         for r in range(out["acc"].shape[1]):

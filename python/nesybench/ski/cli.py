@@ -59,11 +59,13 @@ def group():
 @click.option("--engine", type=click.Choice(["native", "torch"]), default="native",
               show_default=True,
               help="trainer: the C kernel, or PyTorch autograd (slower; the reference)")
+@click.option("--force-new", is_flag=True,
+              help="replace a study in OUT that was run with other settings")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_per_cell,
         group_levels, out, executor, workers, seed, data_paths, kbs, inj_opts, engine,
-        as_json, quiet):
+        force_new, as_json, quiet):
     """Run the grid (data sets × degradations × predictors × levels, REPS each) into OUT."""
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
     from . import cells, degrade, native  # noqa: PLC0415
@@ -77,6 +79,10 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
         kb_files = _pairs(kbs, dss, "--kb")
         options = _injector_options(inj_opts, injs)
         # everything that can be wrong with data or rules fails here, before the study
+        if engine == "native" and not native.available():
+            click.echo("nesybench: warning: no C compiler for the native trainer; using "
+                       "--engine torch (slower, same model)", err=True)
+            engine = "torch"
         if engine == "native":
             native.build()
         for ds in dss:
@@ -108,7 +114,7 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
                             repetitions=1, seed=seed,
                             description=f"SKI robustness on {ds}")
             res = run_grid(spec, f"{out}/{ds}", executor=executor, workers=workers,
-                           progress=not (quiet or as_json))
+                           progress=not (quiet or as_json), force_new=force_new)
             summaries.append({"dataset": ds, "study": f"{out}/{ds}",
                               **{k: v for k, v in vars(res.summary).items()
                                  if isinstance(v, (int, float, str))}})
@@ -121,6 +127,12 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
             click.echo(f"{s['study']}: " + ", ".join(f"{k} {v}" for k, v in s.items()
                                                    if k not in ("study", "dataset")))
         click.echo(f"next: nesybench ski table {out}; nesybench ski plot {out}")
+    failed = sum(int(s.get("failed", 0)) for s in summaries)
+    if failed:          # a study with failed cells is not a result: say so and exit 1
+        total = sum(int(s.get("total", 0)) for s in summaries)
+        click.echo(f"{failed} of {total} cells failed; see `nesybench runs status "
+                   f"{summaries[0]['study']} --failed`", err=True)
+        sys.exit(1)
 
 
 def _injector_options(items, injs) -> dict:

@@ -17,6 +17,13 @@ key        source (pinned wheel member)            rows   features              
 the UCI files instead (:func:`load` ``path=``): ``breast-cancer-wisconsin.data``,
 ``splice.data``, or a folder holding ``adult.data`` and ``adult.test``.
 
+Every data set is checked when it is read, before a study folder is written
+(:func:`validate`): at least two classes, at least :data:`MIN_ROWS_PER_CLASS` rows of each (so
+the stratified 2/3–1/3 split leaves every class ≥ 3 training and ≥ 2 test rows), every field
+numeric and finite except a data set's declared missing-value columns (BCW's BareNuclei,
+``?`` → 0 as the paper prescribes), and every label one of the data set's classes. Each
+problem is one error naming the file, line and column.
+
 Feature types drive the noise degradation (:mod:`nesybench.ski.degrade`): each data set is a
 list of :class:`FeatureGroup` — ``ordinal`` (integer scale, discretised noise), ``numeric``
 (continuous noise), ``categorical`` (a group of 0/1 columns re-drawn uniformly) or
@@ -52,6 +59,8 @@ datafiles.register(
 )
 
 DATASETS = ("bcw", "splice", "census")
+#: fewest rows of a class: the stratified 2/3 split then keeps ≥ 3 to train and ≥ 2 to test
+MIN_ROWS_PER_CLASS = 5
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,9 @@ def load(name: str, path: str | Path | None = None) -> Dataset:
                         field="dataset")
     fn = {"bcw": _bcw, "splice": _splice, "census": _census}[name]
     try:
-        return fn(Path(path) if path else None)
+        if path is not None and not Path(path).exists():
+            raise NesyError("no such file or folder", file=str(path))
+        return validate(fn(Path(path) if path else None))
     except NesyError:
         raise
     except (OSError, ValueError, IndexError, KeyError, pickle.UnpicklingError,
@@ -120,7 +131,51 @@ def load(name: str, path: str | Path | None = None) -> Dataset:
         raise NesyError(f"cannot read the {name} data: {exc}", file=str(path or "")) from None
 
 
+def validate(ds: Dataset) -> Dataset:
+    """``ds`` unchanged if it can be trained and tested on, else one :class:`NesyError`:
+    no rows, fewer than two classes present, a present class with fewer than
+    :data:`MIN_ROWS_PER_CLASS` rows, or a value that is not finite (the readers replace
+    declared missing values first). A class absent from the file is allowed."""
+    if ds.X.ndim != 2 or ds.X.shape[0] == 0:
+        raise NesyError("the data set has no rows", file=ds.source)
+    counts = ds.counts()
+    present = [c for c, n in zip(ds.classes, counts) if n > 0]
+    if len(present) < 2:
+        raise NesyError(f"the data set has one class ({', '.join(present)}); robustness "
+                        "needs at least two", file=ds.source)
+    small = [f"{c} ({n})" for c, n in zip(ds.classes, counts) if 0 < n < MIN_ROWS_PER_CLASS]
+    if small:
+        raise NesyError(f"too few rows of class {', '.join(small)}: each class needs at "
+                        f"least {MIN_ROWS_PER_CLASS} (the stratified 2/3 split keeps 3 to "
+                        "train and 2 to test)", file=ds.source)
+    bad = np.argwhere(~np.isfinite(ds.X))
+    if len(bad):
+        i, j = (int(v) for v in bad[0])
+        raise NesyError(f"row {i + 1}, feature {ds.features[j]}: value {ds.X[i, j]} is not "
+                        "finite", file=ds.source)
+    return ds
+
+
+def _number(text: str, src, line: int, column: int, what: str, missing: bool = False) -> float:
+    """A finite number from a data file field (``?`` → NaN where ``missing`` is allowed)."""
+    text = text.strip()
+    if missing and text == "?":
+        return float("nan")
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not np.isfinite(value):
+        hint = " (missing values '?' are allowed only in declared columns)" if text == "?" \
+            else ""
+        raise NesyError(f"{what}: expected a finite number, got {text!r}{hint}",
+                        file=str(src), line=line, column=column)
+    return value
+
+
 def _ordinal(name, col, values, kind="ordinal") -> FeatureGroup:
+    if values.size == 0 or not np.isfinite(values).all():    # refused by validate()
+        return FeatureGroup(name, kind, (col,))
     return FeatureGroup(name, kind, (col,), float(values.min()), float(values.max()),
                         float(values.std()) or 1.0)
 
@@ -190,14 +245,47 @@ def _bcw(path: Path | None) -> Dataset:
         labels = [str(v) for v in cols["class"]]
     else:
         src = path
-        rows = [ln.strip().split(",") for ln in path.read_text().splitlines() if ln.strip()]
-        X = np.array([[float("nan") if v == "?" else float(v) for v in r[1:10]] for r in rows])
-        labels = ["benign" if r[10].strip() == "2" else "malignant" for r in rows]
-    X = np.nan_to_num(X, nan=0.0).astype(np.float32)      # BareNuclei's 16 missing → 0
+        X, labels = _read_bcw_file(path)
+    if len(X):
+        # the paper: BareNuclei's 16 missing values → 0; every other column must be complete
+        bn = BCW_FEATURES.index("bare_nuclei")
+        X[:, bn] = np.nan_to_num(X[:, bn], nan=0.0)
+    X = np.asarray(X, dtype=np.float32).reshape(len(labels), len(BCW_FEATURES))
     classes = ["benign", "malignant"]
     y = np.array([classes.index(v) for v in labels], dtype=np.int64)
     groups = [_ordinal(f, j, X[:, j]) for j, f in enumerate(BCW_FEATURES)]
     return Dataset("bcw", X, y, list(BCW_FEATURES), classes, groups, str(src))
+
+
+def _read_bcw_file(path: Path):
+    """UCI ``breast-cancer-wisconsin.data``: id, 9 features (1..10), class 2 | 4."""
+    X, labels = [], []
+    bn = BCW_FEATURES.index("bare_nuclei")
+    for line, ln in enumerate(path.read_text().splitlines(), 1):
+        if not ln.strip():
+            continue
+        fields = ln.split(",")
+        if len(fields) != 11:
+            raise NesyError(f"expected 11 comma-separated fields (id, 9 features, class), "
+                            f"got {len(fields)}", file=str(path), line=line)
+        cols = _columns(ln)
+        X.append([_number(fields[1 + j], path, line, cols[1 + j], f"field {BCW_FEATURES[j]}",
+                          missing=(j == bn)) for j in range(9)])
+        cls = fields[10].strip()
+        if cls not in ("2", "4"):
+            raise NesyError(f"class: expected 2 (benign) or 4 (malignant), got {cls!r}",
+                            file=str(path), line=line, column=cols[10])
+        labels.append("benign" if cls == "2" else "malignant")
+    return np.array(X, dtype=np.float64).reshape(len(X), 9), labels
+
+
+def _columns(line: str) -> list[int]:
+    """1-based column where each comma-separated field of ``line`` starts."""
+    out, col = [], 1
+    for field_text in line.split(","):
+        out.append(col)
+        col += len(field_text) + 1
+    return out
 
 
 # -- splice ---------------------------------------------------------------------------------
@@ -217,30 +305,41 @@ def splice_feature(pos: int, base: str) -> str:
 def _splice(path: Path | None) -> Dataset:
     if path is None:
         src = datafiles.verify("ski/splice.dat")
-        seqs, labels = [], []
-        for ln in src.read_text().splitlines():
+        seqs, labels, lines = [], [], []
+        for line, ln in enumerate(src.read_text().splitlines(), 1):
             if not ln.strip() or ln.startswith("@"):
                 continue
             parts = [p.strip().lower() for p in ln.split(",")]
             seqs.append(parts[:60])
             labels.append(parts[60])
+            lines.append(line)
     else:
         src = path
-        seqs, labels = [], []
-        for ln in path.read_text().splitlines():       # UCI: class, name, sequence
+        seqs, labels, lines = [], [], []
+        for line, ln in enumerate(path.read_text().splitlines(), 1):  # class, name, sequence
             if not ln.strip():
                 continue
-            cls, _name, seq = (p.strip() for p in ln.split(","))
+            fields = ln.split(",")
+            if len(fields) != 3:
+                raise NesyError(f"expected 3 comma-separated fields (class, name, sequence), "
+                                f"got {len(fields)}", file=str(path), line=line)
+            cls, _name, seq = (p.strip() for p in fields)
+            if cls.lower() not in ("ei", "ie", "n"):
+                raise NesyError(f"class: expected EI, IE or N, got {cls!r}", file=str(path),
+                                line=line, column=1)
             seqs.append(list(seq.lower()))
             labels.append(cls.lower())
+            lines.append(line)
     classes = ["ei", "ie", "n"]
     X = np.zeros((len(seqs), 240), dtype=np.float32)
     for i, seq in enumerate(seqs):
         if len(seq) != 60:
-            raise NesyError(f"sequence {i + 1} has {len(seq)} bases, expected 60", file=str(src))
+            raise NesyError(f"the sequence has {len(seq)} bases, expected 60", file=str(src),
+                            line=lines[i])
         for j, b in enumerate(seq):
             if b not in AMBIGUITY:
-                raise NesyError(f"sequence {i + 1}: unknown base code {b!r}", file=str(src))
+                raise NesyError(f"base {j + 1} of the sequence: unknown base code {b!r}",
+                                file=str(src), line=lines[i])
             for base in AMBIGUITY[b]:
                 X[i, 4 * j + BASES.index(base)] = 1.0
     y = np.array([classes.index(v) for v in labels], dtype=np.int64)
@@ -276,13 +375,23 @@ def _census(path: Path | None) -> Dataset:
         src = str(path)
     records = []
     for f in files:
-        for ln in f.read_text().splitlines():
+        if not f.is_file():
+            raise NesyError("no such file (the census data is adult.data and adult.test)",
+                            file=str(f))
+        for line, ln in enumerate(f.read_text().splitlines(), 1):
             if not ln.strip() or ln.startswith("|"):
                 continue
             parts = [p.strip() for p in ln.split(",")]
             if len(parts) != 15:
                 raise NesyError(f"expected 15 comma-separated fields, got {len(parts)}",
-                                file=str(f))
+                                file=str(f), line=line)
+            cols = _columns(ln)
+            for name in CENSUS_INTEGER:
+                j = CENSUS_COLUMNS.index(name)
+                parts[j] = _number(parts[j], f, line, cols[j], f"field {name}")
+            if parts[-1].rstrip(".") not in ("<=50K", ">50K"):
+                raise NesyError(f"income: expected <=50K or >50K, got {parts[-1]!r}",
+                                file=str(f), line=line, column=cols[-1])
             records.append(dict(zip(CENSUS_COLUMNS, parts)))
     features: list[str] = []
     cols: list[np.ndarray] = []

@@ -51,11 +51,21 @@ def _kl_chol(mu_a, La, mu_b, cov_b) -> float:
     return 0.5 * float((M * M).sum() - d + logdet + diff @ diff)
 
 
+def _finite(X: torch.Tensor, what: str) -> None:
+    """Ψ is a distance between Gaussians fitted to the rows: NaN or ±inf has no moments."""
+    bad = torch.nonzero(~torch.isfinite(X))
+    if len(bad):
+        i, j = (int(v) for v in bad[0])
+        raise NesyError(f"Ψ: {what} has a value that is not finite (row {i + 1}, column "
+                        f"{j + 1}: {float(X[i, j])})", field="data")
+
+
 class Reference:
     """The class-wise moments of A = D (computed once, reused for every D′)."""
 
     def __init__(self, XA: np.ndarray, yA: np.ndarray, n_classes: int, ridge: float = RIDGE):
         XA = torch.as_tensor(np.asarray(XA), dtype=torch.float64)
+        _finite(XA, "the reference data")
         yA = np.asarray(yA)
         self.n, self.d, self.n_classes = XA.shape[0], XA.shape[1], n_classes
         self.parts = []
@@ -74,6 +84,7 @@ class Reference:
         XB = torch.as_tensor(np.asarray(XB), dtype=torch.float64)
         if XB.shape[1] != self.d:
             raise NesyError("Ψ needs data sets with the same features")
+        _finite(XB, "the perturbed data")
         yB = np.asarray(yB)
         total = 0.0
         for k, part in enumerate(self.parts):
@@ -84,13 +95,6 @@ class Reference:
             mu_b, cb = _moments(B)
             total += n_a * max(_kl_chol(mu_a, La, mu_b, cb + eye), 0.0)
         return total / self.n
-
-
-def psi_class(A: np.ndarray, B: np.ndarray, ridge: float = RIDGE) -> float:
-    """ψ(A, B) with the ridge described in the module docstring."""
-    A = np.asarray(A)
-    return Reference(A, np.zeros(len(A), dtype=int), 1, ridge).psi(
-        B, np.zeros(len(B), dtype=int))
 
 
 def psi(XA: np.ndarray, yA: np.ndarray, XB: np.ndarray, yB: np.ndarray, n_classes: int,

@@ -92,6 +92,17 @@ def library_path(flags: tuple[str, ...] | None = None) -> Path:
     return kernel_dir() / f"ski_kernel_{key}.so"
 
 
+def compiler() -> str | None:
+    """The C compiler the kernel is built with (``$CC`` or ``cc``), or None if absent."""
+    cc = os.environ.get("CC") or "cc"
+    return cc if shutil.which(cc) is not None else None
+
+
+def available(flags: tuple[str, ...] | None = None) -> bool:
+    """Whether the native trainer can run here: its build is cached or a compiler exists."""
+    return library_path(flags or default_flags()).is_file() or compiler() is not None
+
+
 def build(verbose: bool = False, flags: tuple[str, ...] | None = None) -> Path:
     """Compile ``kernel.c`` unless this machine's build is cached; returns its path.
     ``flags``: the compiler's (tests build without ``-march=native`` to check that the
@@ -102,11 +113,12 @@ def build(verbose: bool = False, flags: tuple[str, ...] | None = None) -> Path:
     path = library_path(flags)
     if path.is_file():
         return path
-    cc = os.environ.get("CC") or "cc"
-    if shutil.which(cc) is None:
-        raise NesyError(f"the native SKI trainer needs a C compiler ({cc!r} not found; set CC "
-                        "or install gcc/clang), or pass engine=torch (slower; numbers differ "
-                        "from the native trainer's in the last bits)", field="engine")
+    cc = compiler()
+    if cc is None:
+        raise NesyError(f"the native SKI trainer needs a C compiler "
+                        f"({os.environ.get('CC') or 'cc'!r} not found; set CC or install "
+                        "gcc/clang), or use --engine torch (slower; numbers differ from the "
+                        "native trainer's in the last bits)", field="--engine")
     path.parent.mkdir(parents=True, exist_ok=True)
     # concurrent workers may build at once: each into its own file, then an atomic rename
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
@@ -115,8 +127,9 @@ def build(verbose: bool = False, flags: tuple[str, ...] | None = None) -> Path:
         res = subprocess.run([cc, *flags, "-o", tmp, str(SOURCE), "-lm"],
                              capture_output=True, text=True)
         if res.returncode != 0:
-            raise NesyError(f"building the native SKI trainer failed ({cc} {' '.join(flags)}):"
-                            f"\n{res.stderr.strip()}", field="engine")
+            raise NesyError(f"building the native SKI trainer failed ({cc} {' '.join(flags)}; "
+                            "--engine torch needs no compiler):"
+                            f"\n{res.stderr.strip()}", field="--engine")
         if verbose and res.stderr.strip():
             print(res.stderr.strip())
         os.replace(tmp, path)

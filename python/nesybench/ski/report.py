@@ -38,14 +38,18 @@ def collect(study_path) -> dict:
     except Exception as exc:  # noqa: BLE001 - a missing or foreign study
         raise NesyError(f"cannot read the study: {exc}", file=str(study_path)) from None
     out: dict = defaultdict(lambda: defaultdict(lambda: {"acc": {}, "psi": {}}))
+    # the level of each (cell, step) is logged as its own curve: read the value, never
+    # infer it from the step (custom level lists are not the paper's grid)
+    level_of = {(r["cell_id"], r["step"]): float(r["value"]) for r in rows
+                if r["name"] == "level" and r["step"] is not None}
     for r in rows:
         r = {**fixed, **r}
         deg = r.get("degradation") or (r.get("point") or [None])[0]
         if deg is None or "dataset" not in r:
             continue
-        levels = degrade.LEVELS[deg]
-        level = levels[r["step"]] if r["step"] is not None and r["step"] < len(levels) \
-            else None
+        level = level_of.get((r["cell_id"], r["step"]))
+        if level is None and r["step"] is not None and r["step"] < len(degrade.LEVELS[deg]):
+            level = degrade.LEVELS[deg][r["step"]]
         name = r["name"]
         if level is None or "/" not in name:
             continue

@@ -7,6 +7,8 @@ A new injector is one more subclass (``init_params`` and ``forward``; optionally
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from ...errors import NesyError
@@ -111,7 +113,14 @@ class Predictor:
         if len(seeds) != data.size:
             raise NesyError(f"{len(seeds)} seeds for {data.size} members")
         self.params = self.init_params(seeds)
-        trainer = native.train if self.train_cfg.engine == "native" else ensemble.train
+        engine = self.train_cfg.engine
+        if engine == "native" and not native.available():
+            # no C compiler: the autograd trainer computes the same model (last-bit
+            # differences in summation order), so run it rather than fail every cell
+            warnings.warn("no C compiler for the native SKI trainer: using --engine torch",
+                          RuntimeWarning, stacklevel=2)
+            engine = "torch"
+        trainer = native.train if engine == "native" else ensemble.train
         trainer(self, self.params, data, self.train_cfg,
                 [derive_seed("order", s) for s in seeds], progress=progress)
         return self
