@@ -4,7 +4,6 @@ import shutil
 import pytest
 import torch
 
-from nesybench.cli import main
 from nesybench.errors import NesyError
 from nesybench.io import derive_seed
 from nesybench.ski import ensemble, injectors, native, rules
