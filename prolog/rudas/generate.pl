@@ -398,7 +398,10 @@ fill_productive(P, Head, Atoms) :-
 fill_productive(_, _, _) :- throw(rudas_retry).
 
 %   Head variables at distinct random positions of the body, then the other positions by
-%   the probabilities p_h, p_v, p_c, p_f of §4.
+%   the probabilities p_h, p_v, p_c, p_f of §4: a head variable (p_h), a variable already
+%   introduced in the body (p_v), a constant (p_c), a fresh variable (p_f). A p_v draw when
+%   no body variable is introduced yet gives a fresh variable (the first introduction), never
+%   a constant: constants occur with probability p_c exactly (none with p_c = 0).
 fill_terms(P, Head, Atoms) :-
     Head =.. [_|HVs],
     findall(A-I, ( nth1(K, Atoms, At), functor(At, _, Ar), between(1, Ar, I), A = K ), Pos),
@@ -415,7 +418,11 @@ fill_pos(P, Atoms, HVs, HPairs, K-I, Seen0, Seen) :-
     (   member((K-I)-V, HPairs) -> T = V, Seen = Seen0
     ;   random(R),
         (   R < P.p_h -> random_member(T, HVs), Seen = Seen0
-        ;   R < P.p_h + P.p_v, Seen0 \== [] -> random_member(T, Seen0), Seen = Seen0
+        ;   R < P.p_h + P.p_v
+        ->  (   Seen0 \== []
+            ->  random_member(T, Seen0), Seen = Seen0
+            ;   Seen = [T|Seen0]                % nothing introduced yet: a fresh variable
+            )
         ;   R < P.p_h + P.p_v + P.p_c
         ->  NC1 is P.n_constants - 1, random_between(0, NC1, CI),
             format(atom(T), "c~d", [CI]), Seen = Seen0

@@ -50,12 +50,19 @@ def group():
 @click.option("--ow-split/--no-ow-split", default=True, show_default=True,
               help="delete n_OW separately from target and non-target consequences")
 @click.option("--eval-ratio", default=0.25, show_default=True, type=float)
+@click.option("--profile", type=click.Choice(["rudas-v0"]),
+              help="fix the rule parameters of a published dataset family: rudas-v0 = the "
+                   "datasets of the paper's Section 6 (--p-c 0, arity 2, --max-body 2)")
 @click.option("--overwrite", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="print the manifest counts as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-def generate(out, overwrite, as_json, quiet, **kw):
+@click.pass_context
+def generate(ctx, out, profile, overwrite, as_json, quiet, **kw):
     """Generate one RuDaS dataset folder (RuDaS layout + manifest.json + rule_graph.dot)."""
-    from .core import RudasParams, generate as gen  # noqa: PLC0415
+    from .core import RudasParams, apply_profile, generate as gen  # noqa: PLC0415
+    explicit = {k for k in kw
+                if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
+    kw = apply_profile(kw, profile, explicit)
     params = RudasParams(**{k: (v.lower() if isinstance(v, str) else v) for k, v in kw.items()})
     res = gen(params, out, overwrite=overwrite, progress=not (as_json or quiet))
     if as_json:
@@ -74,10 +81,14 @@ def generate(out, overwrite, as_json, quiet, **kw):
 @click.option("--per-cell", type=int, help="datasets per (category, size, depth) cell; default: paper Table 1 counts (196 in all)")
 @click.option("--workers", "-j", default=default_workers(), show_default=True, type=int,
               help="generator processes; the output is identical for any value")
+@click.option("--profile", default="rudas-v0", show_default=True,
+              type=click.Choice(["rudas-v0", "none"]),
+              help="rule parameters: rudas-v0 (no constants, arity 2, at most two body atoms) "
+                   "or none (the generator defaults)")
 @click.option("--overwrite", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-def suite(out, seed, per_cell, workers, overwrite, as_json, quiet):
+def suite(out, seed, per_cell, workers, profile, overwrite, as_json, quiet):
     """Generate a RuDaS-v0-like suite (Table 1: CHAIN/RDG/DRDG x XS/S x depth 2/3)."""
     from .core import generate_suite  # noqa: PLC0415
     if workers < 1:
@@ -85,7 +96,8 @@ def suite(out, seed, per_cell, workers, overwrite, as_json, quiet):
     if per_cell is not None and per_cell < 1:
         raise NesyError(f"--per-cell must be >= 1, got {per_cell}")
     index = generate_suite(out, seed=seed, per_cell=per_cell, workers=workers,
-                           overwrite=overwrite, progress=not (as_json or quiet))
+                           overwrite=overwrite, progress=not (as_json or quiet),
+                           profile=None if profile == "none" else profile)
     if as_json:
         click.echo(dumps(index), nl=False)
     else:

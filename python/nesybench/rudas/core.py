@@ -114,6 +114,29 @@ class RudasParams:
         return out
 
 
+#: generator profiles (``--profile``): parameter values fixed by a published dataset family.
+#: ``rudas-v0``: the RuDaS-v0 datasets on which the paper's Section 6 (Tables 2-5) measured
+#: the rule learners: binary predicates, rules of at most two body atoms, no constants.
+PROFILES = {"rudas-v0": {"p_c": 0.0, "min_arity": 2, "max_arity": 2, "max_body": 2}}
+
+
+def apply_profile(params: dict, profile: str | None, explicit: set[str] = frozenset()) -> dict:
+    """``params`` with the values of ``profile`` (a key of :data:`PROFILES`) filled in. A
+    parameter in ``explicit`` (set by the user) that contradicts the profile is an error."""
+    if profile is None:
+        return dict(params)
+    if profile not in PROFILES:
+        raise NesyError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})",
+                        field="profile")
+    out = dict(params)
+    for k, v in PROFILES[profile].items():
+        if k in explicit and out.get(k) != v:
+            raise NesyError(f"profile {profile} fixes {k} = {v}; {k} = {out.get(k)} contradicts "
+                            "it (leave the option out)", field=k)
+        out[k] = v
+    return out
+
+
 @dataclass
 class GenerateResult:
     """Where a dataset went and what it holds (``manifest`` is ``manifest.json``)."""
@@ -343,10 +366,14 @@ _NP = (0.1, 0.2, 0.3)
 
 
 def suite_grid(seed: int = 0, per_cell: int | None = None,
-               categories=("chain", "rdg", "drdg"), sizes=("xs", "s"), depths=(2, 3)) -> list[tuple[str, RudasParams]]:
+               categories=("chain", "rdg", "drdg"), sizes=("xs", "s"), depths=(2, 3),
+               profile: str | None = "rudas-v0") -> list[tuple[str, RudasParams]]:
     """The RuDaS-v0 grid (Table 1): CHAIN with n_OW=0.3, n_Noise-=0.2, n_Noise+=0.1; RDG and
     DRDG cycling through n_OW ∈ {.2,.3,.4} × n_Noise- ∈ {.15,.2,.3} × n_Noise+ ∈ {.1,.2,.3}.
-    ``per_cell`` replaces Table 1's counts. Returns (name, params) pairs."""
+    ``per_cell`` replaces Table 1's counts; ``profile`` (default ``rudas-v0``: no constants,
+    arity 2, at most two body atoms; ``None``: the generator defaults) fixes the rule
+    parameters. Returns (name, params) pairs."""
+    fixed = apply_profile({}, profile)
     items = []
     for cat in categories:
         for size in sizes:
@@ -360,7 +387,8 @@ def suite_grid(seed: int = 0, per_cell: int | None = None,
                     name = f"{cat.upper()}-{size.upper()}-{depth}-{i:03d}"
                     items.append((name, RudasParams(
                         seed=derive_seed(seed, "rudas-suite", name) % (2**31), category=cat,
-                        size=size, depth=depth, n_ow=ow, noise_minus=nm, noise_plus=np_)))
+                        size=size, depth=depth, n_ow=ow, noise_minus=nm, noise_plus=np_,
+                        **fixed)))
     return items
 
 
@@ -377,7 +405,8 @@ def _mkdir(p: Path) -> Path:
 
 def generate_suite(out, *, seed: int = 0, per_cell: int | None = None, workers: int = 1,
                    overwrite: bool = False, progress: bool = False, **grid) -> dict:
-    """Generate the suite into ``out`` (one sub-folder per dataset, ``suite.json`` index)."""
+    """Generate the suite into ``out`` (one sub-folder per dataset, ``suite.json`` index);
+    ``grid``: further arguments of :func:`suite_grid` (``profile``, ``categories`` ...)."""
     from ..parallel import map_ordered  # noqa: PLC0415
     items = suite_grid(seed, per_cell, **grid)
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
