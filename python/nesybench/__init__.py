@@ -19,4 +19,14 @@ CURRICULA_DIR = ROOT / "curricula"
 
 from .errors import NesyError  # noqa: E402
 
-__all__ = ["NesyError", "ROOT", "PROLOG_DIR", "KB_DIR", "CURRICULA_DIR", "__version__"]
+
+def load(path_or_name, split=None, **kwargs):
+    """Load any data set nesybench makes (a generated folder, a curriculum or task YAML, a
+    CSV/ARFF table or a built-in name such as ``"kandy-easy"``): see
+    :func:`nesybench.data.load`."""
+    from nesybench.data import load as _load  # noqa: PLC0415 - keeps `import nesybench` light
+
+    return _load(path_or_name, split, **kwargs)
+
+
+__all__ = ["NesyError", "ROOT", "PROLOG_DIR", "KB_DIR", "CURRICULA_DIR", "__version__", "load"]

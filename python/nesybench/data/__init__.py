@@ -1,0 +1,170 @@
+"""Load any data set nesybench makes through one call, ``nesybench.load``.
+
+>>> ds = nesybench.load("out/easy")              # doctest: +SKIP
+>>> len(ds), ds[0]["label"], ds["train"].to_pandas().shape  # doctest: +SKIP
+
+``path_or_name`` is one of
+
+* a folder written by a generator: a KANDY curriculum (``kandy generate``), a
+  reasoning-shortcut / NeSy data set (``rs generate``) or a RuDaS data set (``rudas
+  generate``); the kind is read from its ``manifest.json``;
+* a KANDY curriculum YAML or an RS task YAML: generated once into the cache folder, then
+  reused;
+* a CSV or ARFF table (the IRT study's reader: target = last column);
+* a built-in name (:func:`names`): ``kandy-easy``, ``kandy-hard`` ... (the shipped curricula),
+  ``rs-xor``, ``rs-mnadd_evenodd`` ... (the shipped RS tasks), ``irt-letter``,
+  ``irt-optdigits``, ``irt-phoneme``, ``ski-bcw``, ``ski-splice``, ``ski-census``.
+
+Generated data sets are cached under ``$NESYBENCH_CACHE`` (default
+``$XDG_CACHE_HOME/nesybench``, i.e. ``~/.cache/nesybench``), one folder per source file
+content, seed and nesybench version; the first use shows a progress bar.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from nesybench import CURRICULA_DIR, __version__
+from nesybench.data.core import BenchmarkData, Column
+from nesybench.errors import NesyError
+
+__all__ = ["load", "names", "cache_root", "BenchmarkData", "Column"]
+
+IRT_BUILTIN = ("letter", "optdigits", "phoneme")
+SKI_BUILTIN = ("bcw", "splice", "census")
+
+
+def cache_root() -> Path:
+    """``$NESYBENCH_CACHE``, else ``$XDG_CACHE_HOME/nesybench``, else ``~/.cache/nesybench``."""
+    env = os.environ.get("NESYBENCH_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "nesybench"
+
+
+def names() -> dict[str, str]:
+    """Built-in names -> what they load (a shipped curriculum or task file, or a table)."""
+    out = {}
+    for p in sorted((CURRICULA_DIR / "kandy").glob("*.yaml")):
+        out[f"kandy-{p.stem.replace('_', '-')}"] = str(p.relative_to(CURRICULA_DIR.parent))
+    for p in sorted((CURRICULA_DIR / "rs").glob("*.yaml")):
+        out[f"rs-{p.stem.replace('_', '-')}"] = str(p.relative_to(CURRICULA_DIR.parent))
+    for n in IRT_BUILTIN:
+        out[f"irt-{n}"] = f"IRT table {n}"
+    for n in SKI_BUILTIN:
+        out[f"ski-{n}"] = f"SKI table {n}"
+    return out
+
+
+def load(path_or_name, split: str | None = None, *, seed: int | None = None,
+         progress: bool = True) -> BenchmarkData:
+    """Load a data set (see the module docstring for what ``path_or_name`` may be).
+
+    ``split`` selects one split (``train``, ``val``, ``test``, ``ood``; RuDaS: ``train``,
+    ``test``, ``train_support`` ...); ``seed`` is the generation seed for a curriculum or task
+    that is generated here (default: the file's own); ``progress`` shows a bar while
+    generating. Anything else than a data set is one :class:`~nesybench.errors.NesyError`.
+    """
+    data = _load(str(path_or_name), seed=seed, progress=progress)
+    if split is not None:
+        data = data[split]
+    return data
+
+
+def _load(spec: str, *, seed, progress) -> BenchmarkData:
+    from nesybench.data import kinds  # noqa: PLC0415
+
+    key = spec.replace("_", "-")
+    if not Path(spec).exists():
+        if key.startswith(("irt-", "ski-")) and key[4:] in (IRT_BUILTIN + SKI_BUILTIN):
+            study, table = key[:3], key[4:]
+            if study == "irt" and table in IRT_BUILTIN:
+                return kinds.load_irt_table(table, key)
+            if study == "ski" and table in SKI_BUILTIN:
+                return kinds.load_ski_table(table, key)
+        builtin = names()
+        if key in builtin and key.startswith(("kandy-", "rs-")):
+            return _generated(CURRICULA_DIR.parent / builtin[key], key, seed=seed,
+                              progress=progress)
+        raise NesyError("no such data set: neither a path nor a built-in name (built-in: "
+                        f"{', '.join(builtin)})", file=spec)
+    path = Path(spec)
+    if path.is_dir():
+        return load_folder(path)
+    low = path.name.lower()
+    if low.endswith((".yaml", ".yml")):
+        return _generated(path, path.stem, seed=seed, progress=progress)
+    if low.endswith((".csv", ".arff")):
+        return kinds.load_irt_table(str(path), path.stem)
+    raise NesyError("not a data set nesybench can load (a generated folder, a curriculum or "
+                    "task YAML, a CSV/ARFF table, or a built-in name)", file=spec)
+
+
+def load_folder(root: Path, name: str | None = None) -> BenchmarkData:
+    """A generated folder; its kind comes from ``manifest.json``."""
+    from nesybench.data import kinds  # noqa: PLC0415
+
+    root = Path(root)
+    name = name or root.resolve().name
+    if not (root / "manifest.json").is_file():
+        raise NesyError("not a nesybench data set (no manifest.json; generate one with "
+                        "`nesybench kandy generate`, `rs generate` or `rudas generate`)",
+                        file=str(root))
+    man = kinds.read_manifest(root)
+    fmt = man.get("format")
+    if fmt == "nesybench-kandy":
+        return kinds.load_kandy(root, man, name)
+    if fmt == "nesybench-rs":
+        return kinds.load_rs(root, man, name)
+    if fmt == "rudas":
+        return kinds.load_rudas(root, man, name)
+    raise NesyError(f"unknown data set format {fmt!r} in manifest.json (known: "
+                    "nesybench-kandy, nesybench-rs, rudas)", file=str(root))
+
+
+def _yaml_kind(path: Path) -> str:
+    import yaml  # noqa: PLC0415
+
+    from nesybench.errors import yaml_error  # noqa: PLC0415
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise yaml_error(exc, str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NesyError(f"cannot read: {exc}", file=str(path)) from None
+    if isinstance(data, dict) and "tasks" in data:
+        return "kandy"
+    if isinstance(data, dict) and "concepts" in data:
+        return "rs"
+    raise NesyError("neither a KANDY curriculum (no `tasks`) nor an RS task (no `concepts`)",
+                    file=str(path))
+
+
+def cache_folder(source: Path, name: str, *, seed: int | None) -> Path:
+    """Where the data set generated from ``source`` with ``seed`` lives in the cache."""
+    h = hashlib.sha256()
+    h.update(source.read_bytes())
+    h.update(json.dumps({"seed": seed, "version": __version__}).encode())
+    return cache_root() / f"{name}-{h.hexdigest()[:12]}"
+
+
+def _generated(source: Path, name: str, *, seed, progress) -> BenchmarkData:
+    kind = _yaml_kind(source)
+    out = cache_folder(source, name, seed=seed)
+    if not (out / "manifest.json").is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "kandy":
+            from nesybench.kandy.generate import generate  # noqa: PLC0415
+
+            generate(source, out, seed=seed, workers=min(4, os.cpu_count() or 1),
+                     overwrite=True, progress=progress)
+        else:
+            from nesybench.shortcuts.generate import generate  # noqa: PLC0415
+            from nesybench.shortcuts.task import load_task  # noqa: PLC0415
+
+            generate(load_task(source), out, seed=0 if seed is None else seed,
+                     overwrite=True, progress=progress)
+    return load_folder(out, name)
