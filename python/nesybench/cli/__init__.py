@@ -25,6 +25,7 @@ CAPABILITIES = {
     "irt": "nesybench.irt.cli",
     "ski": "nesybench.ski.cli",
     "prolog": "nesybench.cli.prolog",
+    "export": "nesybench.data.cli",
 }
 
 
@@ -66,6 +67,7 @@ def cli():
     irt     IRT robustness of classifier families (families, study, population, fit,
             robustness, taxonomy)
     runs    sweeps and results (start, resume, status, table, plot, export)
+    export  a data set as Hugging Face datasets, Parquet or Croissant, with a dataset card
     prolog  SWI-Prolog with the nesybench library loaded
 
     \b
