@@ -231,6 +231,20 @@ def read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+def to_pandas(study, table: str = "kappa"):
+    """A study's table as a ``pandas.DataFrame``: ``kappa`` (kappa.csv: data set, model, δ,
+    bin, difficulty, kappa) or ``difficulty`` (difficulty.csv: statistics per data set, with
+    the paper's values); numbers are parsed."""
+    import pandas as pd  # noqa: PLC0415
+
+    if table not in ("kappa", "difficulty"):
+        raise NesyError(f"unknown table {table!r} (choose from kappa, difficulty)")
+    path = Path(study) / f"{table}.csv"
+    if not path.is_file():
+        raise NesyError(f"no {table}.csv yet (run the study's steps first)", file=str(path))
+    return pd.read_csv(path)
+
+
 def representatives(study) -> list[str]:
     """Variant 0 of every family present in the study's population (the paper's 18 models)."""
     from ..runs import Study  # noqa: PLC0415

@@ -27,6 +27,15 @@ class Taxonomy:
     order: list
     k: int
 
+    def to_pandas(self):
+        """One row per model, in dendrogram order: ``model``, ``cluster`` (1..k), ``leaf``
+        (position in the dendrogram)."""
+        import pandas as pd  # noqa: PLC0415
+
+        return pd.DataFrame([{"model": self.labels[i], "cluster": int(self.clusters[i]),
+                              "leaf": pos} for pos, i in enumerate(self.order)],
+                            columns=["model", "cluster", "leaf"])
+
     def groups(self) -> list[list[str]]:
         """The k clusters as lists of model names, in dendrogram order."""
         seen, out = {}, []

@@ -123,14 +123,21 @@ class Results:
         finally:
             store.close()
 
+    def to_pandas(self, table: str = "rows", status: str | None = "done"):
+        """A table of the study as a ``pandas.DataFrame``: ``rows`` (one row per cell of
+        ``status``: axes, rep, seed, status, seconds, final metrics), ``curves`` (stepped
+        metrics, long), ``metrics`` (every metric, long) or ``attempts``."""
+        import pandas as pd  # noqa: PLC0415
+
+        readers = {"rows": lambda: self.rows(status), "curves": self.curves,
+                   "metrics": self.metrics, "attempts": self.attempts}
+        if table not in readers:
+            raise NesyError(f"unknown table {table!r} (choose from {', '.join(readers)})")
+        return pd.DataFrame(readers[table]())
+
     def to_dataframe(self, status: str | None = "done"):
-        """The rows as a pandas DataFrame (pandas is optional)."""
-        try:
-            import pandas as pd  # noqa: PLC0415
-        except ImportError:
-            raise NesyError("to_dataframe needs pandas (`pip install pandas`); rows() gives "
-                            "the same data as dicts") from None
-        return pd.DataFrame(self.rows(status))
+        """The rows as a pandas DataFrame (the same as ``to_pandas("rows", status)``)."""
+        return self.to_pandas("rows", status)
 
 
 #: public alias: ``Study(path)`` opens a finished or running study for reading

@@ -73,6 +73,14 @@ def rho_of(by_level: dict) -> float:
                       [np.mean(by_level[lv]["acc"]) for lv in levels])
 
 
+def to_pandas(study_path):
+    """:func:`table1` as a ``pandas.DataFrame`` (one row per data set, degradation and
+    educated predictor)."""
+    import pandas as pd  # noqa: PLC0415
+
+    return pd.DataFrame(table1(study_path))
+
+
 def table1(study_path) -> list[dict]:
     """One row per (data set, degradation, educated predictor): ρ, ρ_uneducated, R, p and
     the paper's R. p: Mann–Whitney U between the educated and uneducated accuracies of all

@@ -240,6 +240,19 @@ class TrainResult:
         out["untrained_tasks"] = float(len(self.untrained_tasks))
         return out
 
+    def to_pandas(self):
+        """The accuracy matrices as a long ``pandas.DataFrame``: one row per (time, task)
+        with ``time`` (index of the model in ``times``), ``trained_up_to`` (``times[r]``),
+        ``task``, ``acc`` (balanced), ``acc_micro`` and ``threshold``."""
+        import pandas as pd  # noqa: PLC0415
+
+        rows = [{"time": r, "trained_up_to": self.times[r], "task": t,
+                 "acc": float(self.A[r, j]), "acc_micro": float(self.A_micro[r, j]),
+                 "threshold": float(self.thresholds[r, j])}
+                for r in range(self.A.shape[0]) for j, t in enumerate(self.task_ids)]
+        return pd.DataFrame(rows, columns=["time", "trained_up_to", "task", "acc",
+                                           "acc_micro", "threshold"])
+
     def to_json(self) -> dict:
         return {"config": self.config, "tasks": self.task_ids, "times": self.times,
                 "A": self.A.tolist(), "A_micro": self.A_micro.tolist(),
