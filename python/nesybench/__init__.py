@@ -20,13 +20,19 @@ CURRICULA_DIR = ROOT / "curricula"
 from .errors import NesyError  # noqa: E402
 
 
-def load(path_or_name, split=None, **kwargs):
-    """Load any data set nesybench makes (a generated folder, a curriculum or task YAML, a
-    CSV/ARFF table or a built-in name such as ``"kandy-easy"``): see
-    :func:`nesybench.data.load`."""
-    from nesybench.data import load as _load  # noqa: PLC0415 - keeps `import nesybench` light
+#: package attributes served by a submodule and imported on first use (PEP 562):
+#: ``nesybench.load`` is :func:`nesybench.data.load`. ``import nesybench`` stays light, and the
+#: package itself imports none of its capabilities (imports run one way).
+_LAZY = {"load": "nesybench.data"}
 
-    return _load(path_or_name, split, **kwargs)
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nesybench' has no attribute {name!r}")
+    import importlib  # noqa: PLC0415
+
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = ["NesyError", "ROOT", "PROLOG_DIR", "KB_DIR", "CURRICULA_DIR", "__version__", "load"]
