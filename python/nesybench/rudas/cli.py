@@ -1,4 +1,4 @@
-"""``nesybench rudas ...``: generate, suite, evaluate, table, chase."""
+"""``nesybench rudas ...``: generate, suite, learn, evaluate, table, chase."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ _METRICS = ("herbrand_distance", "herbrand_accuracy", "h_score", "accuracy", "pr
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def group():
-    """RuDaS rule-learning datasets: generate, suite, evaluate, table, chase."""
+    """RuDaS rule-learning datasets: generate, suite, learn, evaluate, table, chase."""
 
 
 @group.command()
@@ -219,3 +219,75 @@ def chase(rules, facts, max_derived, time_limit, as_json):
             click.echo(f + ".")
         if status != "complete":
             click.echo(f"nesybench: warning: stopped: {status}", err=True)
+
+
+@group.command()
+@click.argument("dataset", type=click.Path())
+@click.option("--system", "-s", required=True,
+              help="foil | amie | neural-lp | aleph | cmd, or an installed plug-in "
+                   "(entry-point group nesybench.rudas_learners)")
+@click.option("--out", "-o", required=True, type=click.Path(),
+              help="learned-rules file to write (the input of `rudas evaluate`)")
+@click.option("--command", "command",
+              help="with --system cmd: shell command template; placeholders {train} {out} "
+                   "{dataset} {seed} {max_body} {targets}")
+@click.option("--aleph", type=click.Path(), help="with --system aleph: Aleph 5's aleph.pl "
+              "(default $NESYBENCH_ALEPH)")
+@click.option("--targets", help="comma-separated predicates to learn rules for "
+              "(default: every predicate of the training set)")
+@click.option("--max-body", type=int, help="maximal rule length (default: the dataset's)")
+@click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
+              help="a setting of the system (repeatable), e.g. -O min_accuracy=0.6")
+@click.option("--time-limit", type=float, help="seconds an outside program (cmd, aleph) may run")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--overwrite", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+def learn(dataset, system, out, command, aleph, targets, max_body, options, time_limit, seed,
+          overwrite, as_json, quiet):
+    """Learn rules from DATASET's training facts with a rule learner; write them to --out.
+
+    Systems: foil (Quinlan 1990), amie (AMIE+-style mining, Galárraga et al. 2015),
+    neural-lp (Yang et al. 2017), aleph (your Aleph 5), cmd (any program, --command) and
+    plug-ins. The result is scored by `nesybench rudas evaluate DATASET RULES.pl`.
+    """
+    from ..io import write_output_file  # noqa: PLC0415
+    from .learners import learn as run, render  # noqa: PLC0415
+    opts = {}
+    for o in options:
+        k, sep, v = o.partition("=")
+        if not sep or not k.strip():
+            raise NesyError(f"--option must be KEY=VALUE, got {o!r}", field="option")
+        opts[k.strip()] = v.strip()
+    if command is not None:
+        if system != "cmd":
+            raise NesyError("--command applies to --system cmd only", field="command")
+        opts["command"] = command
+    if aleph is not None:
+        if system != "aleph":
+            raise NesyError("--aleph applies to --system aleph only", field="aleph")
+        opts["aleph"] = aleph
+    if max_body is not None and not 1 <= max_body <= 10:
+        raise NesyError(f"--max-body must be in 1..10, got {max_body}", field="max_body")
+    if time_limit is not None and not 0 < time_limit < 1e9:
+        raise NesyError(f"--time-limit must be a positive number of seconds, got {time_limit}")
+    tl = [t.strip() for t in targets.split(",") if t.strip()] if targets else None
+    if targets is not None and not tl:
+        raise NesyError("--targets is empty", field="targets")
+    from .learners import load_dataset  # noqa: PLC0415
+    ds = load_dataset(dataset)
+    if tl:
+        unknown = [t for t in tl if t not in ds.facts]
+        if unknown:
+            raise NesyError(f"--targets: {unknown[0]} has no training fact", file=str(ds.train_file))
+    rules, info = run(ds, system, seed=seed, max_body=max_body, targets=tl, options=opts,
+                      progress=not (as_json or quiet), time_limit=time_limit)
+    header = (f"learned by nesybench rudas learn --system {system} --seed {seed}\n"
+              f"{len(rules)} rules; confidence before '::' where the system gives one")
+    write_output_file(out, render(rules, header), overwrite=overwrite,
+                      inputs=[ds.train_file])
+    info["out"] = str(out)
+    if as_json:
+        click.echo(dumps(info), nl=False)
+    else:
+        click.echo(f"{out}: {len(rules)} rules by {system} in {info['seconds']:.2f} s")

@@ -1,0 +1,178 @@
+"""AMIE+-style rule mining (Galárraga, Teflioudi, Hose, Suchanek 2015, "Fast rule mining in
+ontological knowledge bases with AMIE+", VLDB Journal 24).
+
+Binary predicates only (others are left out). Rules are mined breadth first from the heads
+``r(X,Y)`` by AMIE's refinement operators, **adding a dangling atom** (one variable of the
+rule, one new variable) and **adding a closing atom** (two variables of the rule), up to
+``max_length`` atoms, head included (default 3, the paper's; at most the dataset's maximal
+rule length + 1). Instantiated atoms (constants) are not added: RuDaS-v0 rules have none.
+
+* **Support** of ``B ⇒ r(x,y)``: the distinct pairs (x,y) with r(x,y) in the training facts
+  for which B holds; **head coverage** = support / |r|. A rule (and every refinement of it)
+  is pruned when its head coverage is below ``min_hc`` (0.01, the paper's default); the last
+  atom of a rule of maximal length is only a closing one (AMIE+'s pruning).
+* Output: **closed** rules (every variable occurs twice or more) with a connected body and
+  **PCA confidence** ≥ ``min_conf`` (0.1): support / #{(x,y) : B(x,y) and ∃y' r(x,y')}
+  (partial completeness: a subject with some r-fact has all of them). The standard
+  confidence (support / #{(x,y) : B(x,y)}) is reported in the rule's comment. The written
+  confidence is the PCA confidence. A rule is output only when its PCA confidence is higher
+  than that of each of its closed parents (AMIE+'s skyline; ``skyline=0`` turns it off).
+* No body atom equals the head atom, and no atom occurs twice.
+"""
+from __future__ import annotations
+
+from . import Dataset, Learner, bar, Rule
+
+
+class Amie(Learner):
+    OPTIONS = {"min_hc": "minimal head coverage (default 0.01)",
+               "min_conf": "minimal PCA confidence (default 0.1)",
+               "max_length": "atoms per rule, head included (default 3)",
+               "skyline": "1: output a rule only if it beats its closed parents (default 1)"}
+
+    def learn(self, ds: Dataset) -> list:
+        self.min_hc = self.opt("min_hc", 0.01, float)
+        self.min_conf = self.opt("min_conf", 0.1, float)
+        self.max_len = min(self.opt("max_length", 3, int), self.max_body(ds) + 1)
+        self.skyline = bool(self.opt("skyline", 1, int))
+        self.rels = sorted(p for p in ds.facts if ds.arity[p] == 2)
+        self.facts = {r: ds.facts[r] for r in self.rels}
+        self.by_s = {r: {} for r in self.rels}
+        self.by_o = {r: {} for r in self.rels}
+        for r in self.rels:
+            for s, o in self.facts[r]:
+                self.by_s[r].setdefault(s, set()).add(o)
+                self.by_o[r].setdefault(o, set()).add(s)
+        out = []
+        heads = [t for t in self.targets(ds) if t in self.facts]
+        for r in bar(heads, "amie", "head", self.o.progress):
+            out += self.mine(r)
+        return out
+
+    # -- evaluation ------------------------------------------------------------------
+
+    def solutions(self, body: tuple, env: dict):
+        """Every extension of ``env`` (variable -> constant) that makes ``body`` true."""
+        if not body:
+            yield env
+            return
+        # the most bound atom first
+        best = min(range(len(body)), key=lambda i: -sum(v in env for v in body[i][1:]))
+        rel, a, b = body[best]
+        rest = body[:best] + body[best + 1:]
+        if a in env and b in env:
+            if (env[a], env[b]) in self.facts[rel]:
+                yield from self.solutions(rest, env)
+        elif a in env:
+            for o in self.by_s[rel].get(env[a], ()):
+                if a == b:
+                    continue
+                yield from self.solutions(rest, {**env, b: o})
+        elif b in env:
+            for s in self.by_o[rel].get(env[b], ()):
+                yield from self.solutions(rest, {**env, a: s})
+        else:
+            for s, o in self.facts[rel]:
+                if a == b and s != o:
+                    continue
+                yield from self.solutions(rest, {**env, a: s, b: o})
+
+    def support(self, head: str, body: tuple) -> int:
+        return sum(1 for x, y in self.facts[head]
+                   if next(self.solutions(body, {"X": x, "Y": y}), None) is not None)
+
+    def body_pairs(self, body: tuple) -> set:
+        return {(e["X"], e["Y"]) for e in self.solutions(body, {})}
+
+    # -- refinement ------------------------------------------------------------------
+
+    @staticmethod
+    def variables(body: tuple) -> list:
+        vs = ["X", "Y"]
+        for _, a, b in body:
+            vs += [v for v in (a, b) if v not in vs]
+        return vs
+
+    @staticmethod
+    def closed(body: tuple) -> bool:
+        count: dict = {"X": 1, "Y": 1}
+        for _, a, b in body:
+            count[a] = count.get(a, 0) + 1
+            count[b] = count.get(b, 0) + 1
+        return all(c >= 2 for c in count.values())
+
+    @staticmethod
+    def canonical(body: tuple) -> tuple:
+        """The body with fresh variables renamed in order of first use, atoms sorted: two
+        rules equal up to renaming and atom order get one key (bodies of <= 3 atoms)."""
+        import itertools  # noqa: PLC0415
+        best = None
+        for perm in itertools.permutations(body):
+            names: dict = {"X": "X", "Y": "Y"}
+            ren = []
+            for rel, a, b in perm:
+                for v in (a, b):
+                    if v not in names:
+                        names[v] = f"V{len(names)}"
+                ren.append((rel, names[a], names[b]))
+            key = tuple(sorted(ren))
+            if best is None or key < best:
+                best = key
+        return best
+
+    def refinements(self, head: str, body: tuple, last: bool):
+        vs = self.variables(body)
+        fresh = f"V{len(vs)}"
+        for rel in self.rels:
+            pairs = [(a, b) for a in vs for b in vs if a != b]
+            if not last:
+                pairs += [(a, fresh) for a in vs] + [(fresh, b) for b in vs]
+            for a, b in pairs:
+                atom = (rel, a, b)
+                if (rel == head and (a, b) == ("X", "Y")) or atom in body:
+                    continue
+                yield body + (atom,)
+
+    def mine(self, head: str) -> list[Rule]:
+        n_head = len(self.facts[head])
+        if not n_head:
+            return []
+        queue, seen, out = [()], {()}, []
+        conf_of: dict = {}          # canonical closed body -> PCA confidence
+        subjects = self.by_s[head]
+        while queue:
+            nxt = []
+            for body in queue:
+                n_atoms = len(body) + 1
+                if n_atoms >= self.max_len:
+                    continue
+                last = n_atoms + 1 == self.max_len
+                for ref in self.refinements(head, body, last):
+                    key = self.canonical(ref)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    supp = self.support(head, ref)
+                    if supp / n_head < self.min_hc:
+                        continue
+                    nxt.append(ref)
+                    if self.closed(ref):
+                        pairs = self.body_pairs(ref)
+                        std = supp / len(pairs) if pairs else 0.0
+                        pca_den = sum(1 for x, _ in pairs if x in subjects)
+                        pca = supp / pca_den if pca_den else 0.0
+                        conf_of[key] = pca
+                        parents = [conf_of[self.canonical(ref[:i] + ref[i + 1:])]
+                                   for i in range(len(ref))
+                                   if len(ref) > 1 and self.canonical(ref[:i] + ref[i + 1:]) in conf_of]
+                        if pca < self.min_conf:
+                            continue
+                        if self.skyline and parents and pca <= max(parents):
+                            continue
+                        out.append(Rule((head, ("X", "Y")), tuple((r, (a, b)) for r, a, b in ref),
+                                        round(pca, 4),
+                                        f"amie: support {supp}, head coverage "
+                                        f"{supp / n_head:.4f}, std confidence {std:.4f}, "
+                                        f"PCA confidence {pca:.4f}"))
+            queue = nxt
+        return out
