@@ -196,6 +196,11 @@ class Foil(Learner):
         n_neg = len({t[:n] for t in N})
         return n_pos if n_pos and n_pos / (n_pos + n_neg) >= self.min_acc else None
 
+    @staticmethod
+    def gain(t: int, p0: int, n0: int, p1: int, n1: int) -> float:
+        """FOIL gain of a literal: t · (log2(p1/(p1+n1)) − log2(p0/(p0+n0)))."""
+        return t * (math.log2(p1 / (p1 + n1)) - math.log2(p0 / (p0 + n0)))
+
     def search(self, target: str, n: int, body: list, P: list, N: list, nvars: int):
         """Greedy growth by FOIL gain with backing up: the best literal first; when the
         clause it leads to is not acceptable, the next best (at most ``backup`` alternatives
@@ -205,7 +210,6 @@ class Foil(Learner):
             n_all = self.accept(target, n, body, P, N)
             return None if n_all is None else (body, P, N, n_all)
         p0, n0 = len(P), len(N)
-        info0 = math.log2(p0 / (p0 + n0))
         scored = []
         for pred, args in self.candidates(target, nvars, body, tuple(range(n))):
             # keep the clause safe: the literals left must be able to bind every head variable
@@ -218,7 +222,7 @@ class Foil(Learner):
                 continue
             N1, _ = self.extend(N, pred, args, nvars)
             p1, n1 = len(P1), len(N1)
-            gain = t * (math.log2(p1 / (p1 + n1)) - info0)
+            gain = self.gain(t, p0, n0, p1, n1)
             if gain <= 0:
                 continue
             new = len({a for a in args if a >= nvars})
