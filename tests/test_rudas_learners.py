@@ -399,3 +399,27 @@ def test_foil_gain_formula():
     assert g(5, 10, 10, 8, 2) == pytest.approx(5 * (math.log2(0.8) - math.log2(0.5)))
     assert g(3, 4, 12, 3, 9) == pytest.approx(0.0)
     assert g(2, 10, 10, 2, 8) < 0
+
+
+def test_guide_shows_the_learner_script_it_runs():
+    """docs/guides/rudas.md shows subsume.sh in a text block; the runnable blocks use the
+    copy in tests/data/readme/ (copied into the scratch folder): both are the same."""
+    root = Path(__file__).resolve().parents[1]
+    script = (root / "tests/data/readme/subsume.sh").read_text()
+    guide = (root / "docs/guides/rudas.md").read_text()
+    assert f"```text\n{script}```" in guide
+    assert len(script.splitlines()) == 8
+
+
+def test_guide_learner_script_finds_a_rule(data, tmp_path):
+    script = Path(__file__).resolve().parent / "data/readme/subsume.sh"
+    path, facts = data["chain"]
+    d = tmp_path / "sub"
+    d.mkdir()
+    # q2 = q plus two facts: q2(X,Y) :- q(X,Y) explains every q fact
+    q2 = set(facts["q"]) | {("c0", "c1"), ("c2", "c3")}
+    (d / "train.txt").write_text("".join(f"q({a},{b}).\n" for a, b in sorted(facts["q"]))
+                                 + "".join(f"q2({a},{b}).\n" for a, b in sorted(q2)))
+    rules, _ = L.learn(d, "cmd", options={"command": f"sh {script} {{train}}"})
+    assert sorted(r.line() for r in rules) == ["0.9500::q(X0,X1) :- q2(X0,X1).",
+                                               "1.0000::q2(X0,X1) :- q(X0,X1)."]
