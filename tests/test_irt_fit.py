@@ -79,7 +79,7 @@ def test_negative_discrimination_is_reported():
 def test_no_variance_and_bad_values_are_errors():
     with pytest.raises(NesyError, match="no variance"):
         fit_irt(np.ones((5, 4)))
-    with pytest.raises(NesyError, match="only 0 and 1"):
+    with pytest.raises(NesyError, match="holds 0, 1 or NaN"):
         fit_irt(np.array([[0, 1], [2, 0]]))
     with pytest.raises(NesyError, match="unknown IRT model"):
         fit_irt(np.array([[0, 1], [1, 0]]), "3pl")

@@ -119,3 +119,43 @@ def test_taxonomy_recovers_constructed_clusters():
     assert tax.linkage.shape == (11, 4)
     with pytest.raises(NesyError, match="NaN"):
         cluster_profiles(np.array([[np.nan, 1.0], [0.0, 1.0]]), ["a", "b"])
+
+
+def test_tied_difficulties_stay_in_one_bin():
+    """A 1PL difficulty on few respondents takes few values: identical instances must not be
+    split between bins by their position in the file (e.g. 204 tied went 197/7 before)."""
+    b = np.concatenate([np.full(204, -4.89), np.linspace(-3, 3, 796)])
+    b = np.random.default_rng(0).permutation(b)
+    bins = equal_frequency_bins(b, 5)
+    tied = bins[b == -4.89]
+    assert np.unique(tied).size == 1 and tied[0] == 0
+    sizes = np.bincount(bins)
+    assert sizes.tolist() == [204, 196, 200, 200, 200]      # the tie moves the cut by 4
+    # every bin is an interval of difficulties
+    for k in range(4):
+        assert b[bins == k].max() < b[bins == k + 1].min()
+    # a tie bigger than a bin leaves fewer, consecutive bins, none empty
+    b2 = np.concatenate([np.zeros(60), np.arange(1.0, 41.0)])
+    bins2 = equal_frequency_bins(b2, 5)
+    assert np.unique(bins2).tolist() == list(range(bins2.max() + 1))
+    assert np.unique(bins2[:60]).size == 1 and (np.bincount(bins2) > 0).all()
+    assert np.bincount(bins2).tolist() == [60, 20, 20]
+
+
+def test_ties_kept_together_property():
+    from hypothesis import given, settings, strategies as st
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.integers(-5, 5), min_size=5, max_size=80), st.integers(1, 5))
+    def check(values, k):
+        b = np.array(values, dtype=float)
+        bins = equal_frequency_bins(b, k)
+        for v in np.unique(b):
+            assert np.unique(bins[b == v]).size == 1
+        order = np.argsort(b, kind="stable")
+        assert np.all(np.diff(bins[order]) >= 0)              # monotone in b
+        assert np.unique(bins).tolist() == list(range(bins.max() + 1))
+        if np.unique(b).size == b.size:                       # no ties: sizes differ by ≤ 1
+            sizes = np.bincount(bins)
+            assert sizes.size == k and sizes.max() - sizes.min() <= 1
+    check()

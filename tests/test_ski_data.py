@@ -28,10 +28,9 @@ def _bcw(tmp_path, lines, name="bcw.data"):
 def _run(args):
     """The exit status of the command line (0 when ``main`` returns)."""
     try:
-        main(args)
+        return main(args) or 0
     except SystemExit as exc:
         return exc.code or 0
-    return 0
 
 
 @pytest.mark.parametrize("lines, message", [

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import socket
@@ -320,9 +321,23 @@ def checksums(root: str | os.PathLike, exclude: tuple[str, ...] = (),
     return out
 
 
+def strict(obj):
+    """``obj`` with every NaN / infinity (Python or numpy float) replaced by None: JSON has
+    neither, and a bare ``NaN`` breaks strict parsers (``jq``, JavaScript, Go)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v) for v in obj]
+    return obj
+
+
 def dumps(obj) -> str:
-    """Canonical JSON: sorted keys, fixed separators, UTF-8 — byte-stable across machines."""
-    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    """Canonical strict JSON: sorted keys, fixed separators, UTF-8, NaN/inf as null —
+    byte-stable across machines."""
+    return json.dumps(strict(obj), sort_keys=True, indent=2, ensure_ascii=False,
+                      allow_nan=False) + "\n"
 
 
 def write_json(path: str | os.PathLike, obj) -> None:

@@ -102,13 +102,14 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
 @click.option("--study", type=click.Path(file_okay=False), help="study folder (after "
                                                                   "`irt population`)")
 @click.option("--responses", type=click.Path(dir_okay=False, exists=True),
-              help="or a response matrix of your own: .npy or .csv of 0/1, respondents × items")
+              help="or a response matrix of your own: .npy or .csv of 0/1, respondents × "
+                   "items (NaN, NA or an empty field: not administered)")
 @click.option("--model", "irt_model", type=click.Choice(["1pl", "2pl"]), default="1pl",
               show_default=True, help="1PL (Rasch) as the paper; 2PL as its reference code")
-@click.option("--bins", type=int, default=5, show_default=True,
+@click.option("--bins", type=click.IntRange(1), default=5, show_default=True,
               help="equal-frequency difficulty bins")
-@click.option("--outlier", type=float, default=6.0, show_default=True,
-              help="drop items with |b| above this")
+@click.option("--outlier", type=click.FloatRange(0, min_open=True), default=6.0,
+              show_default=True, help="drop items with |b| above this")
 @click.option("--out", type=click.Path(dir_okay=False),
               help="with --responses: write b, a, theta, kept to this .npz")
 @click.option("--json", "as_json", is_flag=True)
@@ -122,20 +123,11 @@ def fit_cmd(study, responses, irt_model, bins, outlier, out, as_json):
 
         from .fit import fit_irt  # noqa: PLC0415
 
-        if responses.endswith(".npy"):
-            try:
-                U = np.load(responses, allow_pickle=False)
-            except (ValueError, OSError, EOFError) as exc:
-                raise NesyError(f"not a numeric .npy matrix: {' '.join(str(exc).split())}",
-                                file=responses) from None
-            if not isinstance(U, np.ndarray) or U.dtype.kind not in "biuf":
-                raise NesyError("not a numeric .npy matrix (dtype "
-                                f"{getattr(U, 'dtype', type(U).__name__)})", file=responses)
-        else:
-            try:
-                U = np.loadtxt(responses, delimiter=",", ndmin=2)
-            except ValueError as exc:
-                raise NesyError(f"not a numeric CSV matrix: {exc}", file=responses) from None
+        from .data import load_responses  # noqa: PLC0415
+
+        if out and not Path(out).resolve().parent.is_dir():
+            raise NesyError("the folder of --out does not exist", file=out, field="--out")
+        U = load_responses(responses)
         try:
             fit = fit_irt(U, irt_model, outlier=outlier)
         except NesyError as exc:
@@ -144,6 +136,7 @@ def fit_cmd(study, responses, irt_model, bins, outlier, out, as_json):
             np.savez_compressed(out, b=fit.b, b_raw=fit.b_raw, a=fit.a, theta=fit.theta,
                                 kept=fit.kept)
         s = fit.summary()
+        _warn_2pl(fit)
         click.echo(dumps(s) if as_json else
                    f"{responses}: {irt_model.upper()} on {s['respondents']} × {s['items']}: "
                    f"b {s['b_mean']:.3f} ± {s['b_sd']:.3f}, {s['kept']} kept, "
@@ -156,6 +149,19 @@ def fit_cmd(study, responses, irt_model, bins, outlier, out, as_json):
         click.echo(dumps(summ), nl=False)
     else:
         _print_fit(summ)
+
+
+def _warn_2pl(fit) -> None:
+    """2PL on few respondents: slopes are poorly determined and many come out negative
+    (e.g. 22 of 50 on 30 respondents); say so rather than print them silently."""
+    import numpy as np  # noqa: PLC0415
+
+    n_fit = int(np.isfinite(fit.b_raw).sum())
+    neg = int(fit.negative_a.size)
+    if fit.model == "2pl" and n_fit and neg > 0.05 * n_fit:
+        click.echo(f"nesybench: warning: {neg} of {n_fit} items have a negative 2PL slope on "
+                   f"{fit.theta.size} respondents: too few respondents for 2PL (or items that "
+                   "good respondents get wrong); consider --model 1pl", err=True)
 
 
 def _fit(study, irt_model, bins, outlier):

@@ -14,12 +14,22 @@ DELTAS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 N_BINS = 5
 
 
+#: how items are cut into bins (recorded in the study's difficulty summaries)
+BINNING = "equal-frequency by rank; tied difficulties kept in one bin (the bin that holds " \
+          "the middle of the tie)"
+
+
 def equal_frequency_bins(b: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
     """Bin index 0..n_bins-1 of every item by difficulty rank (``-1`` where ``b`` is NaN).
 
-    Items are sorted by ``b`` (ties by position) and cut into ``n_bins`` consecutive groups
-    whose sizes differ by at most one (the first ``n mod n_bins`` groups get the extra item):
-    bin 0 is the easiest.
+    Items are sorted by ``b`` and cut into ``n_bins`` consecutive groups whose sizes differ
+    by at most one (the first ``n mod n_bins`` groups get the extra item); bin 0 is the
+    easiest. **Tied difficulties stay together**: a 1PL fit on J respondents of a complete
+    matrix gives at most J − 1 distinct values, and splitting a tie would put identical
+    instances into different bins by their position in the file. A group of equal ``b``
+    goes, whole, to the bin that holds its middle position, so bin sizes move by at most
+    half a tie. A tie larger than a bin can leave a bin empty: the bins are then numbered
+    consecutively and there are fewer of them (``bins.max() + 1``).
     """
     b = np.asarray(b, dtype=float)
     ok = np.flatnonzero(np.isfinite(b))
@@ -29,9 +39,15 @@ def equal_frequency_bins(b: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
         raise NesyError(f"{ok.size} items with a difficulty cannot fill {n_bins} bins",
                         field="bins")
     order = ok[np.argsort(b[ok], kind="stable")]
+    sizes = [len(c) for c in np.array_split(np.arange(ok.size), n_bins)]
+    starts = np.cumsum([0, *sizes[:-1]])                 # first rank of every bin
+    values, first, counts = np.unique(b[order], return_index=True, return_counts=True)
+    middle = first + counts / 2.0                        # a single item: rank + 0.5
+    group_bin = np.searchsorted(starts, middle, side="right") - 1
+    used = np.unique(group_bin)
+    group_bin = np.searchsorted(used, group_bin)         # consecutive labels, none empty
     out = np.full(b.size, -1, dtype=np.int64)
-    for i, chunk in enumerate(np.array_split(order, n_bins)):
-        out[chunk] = i
+    out[order] = np.repeat(group_bin, counts)
     return out
 
 

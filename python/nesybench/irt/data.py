@@ -310,3 +310,64 @@ def stratified_subsample(ds: Dataset, n: int, seed: int) -> Dataset:
         idx = np.flatnonzero(ds.y == c)
         keep.append(rng.choice(idx, size=min(take[c], idx.size), replace=False))
     return ds.subset(np.sort(np.concatenate(keep)), name=f"{ds.name}[{n}]")
+
+
+#: spellings of a response that was not administered in a response CSV
+MISSING_RESPONSE = ("", "na", "nan", "?")
+
+
+def load_responses(path: str | Path) -> np.ndarray:
+    """A response matrix (respondents × items) from ``.npy`` or CSV: 0, 1, or NaN for a
+    response not administered (CSV: an empty field, ``NA``, ``NaN`` or ``?``). Every problem
+    is one :class:`NesyError` naming the file (and line and column for CSV)."""
+    path = Path(path)
+    if not path.is_file():
+        raise NesyError("no such file", file=str(path))
+    if path.suffix.lower() == ".npy":
+        try:
+            U = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise NesyError(f"not a numeric .npy matrix: {' '.join(str(exc).split())}",
+                            file=str(path)) from None
+        if not isinstance(U, np.ndarray) or U.dtype.kind not in "biuf":
+            raise NesyError("not a numeric .npy matrix (dtype "
+                            f"{getattr(U, 'dtype', type(U).__name__)})", file=str(path))
+        if U.ndim != 2:
+            raise NesyError(f"a response matrix has 2 dimensions (respondents × items), this "
+                            f"one has shape {U.shape}", file=str(path))
+        U = U.astype(np.float64)
+        bad = np.argwhere(~(np.isnan(U) | (U == 0) | (U == 1)))
+        if len(bad):
+            i, j = (int(v) for v in bad[0])
+            raise NesyError(f"respondent {i + 1}, item {j + 1}: {U[i, j]} is not 0, 1 or NaN",
+                            file=str(path))
+        return U
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NesyError(f"cannot read the responses: {exc}", file=str(path)) from None
+    rows, width = [], None
+    for line, ln in enumerate(text.splitlines(), 1):
+        if not ln.strip():
+            continue
+        fields = ln.split(",")
+        if width is None:
+            width = len(fields)
+        elif len(fields) != width:
+            raise NesyError(f"{len(fields)} fields where the first row has {width}",
+                            file=str(path), line=line)
+        row, col = [], 1
+        for f in fields:
+            v = f.strip()
+            if v.lower() in MISSING_RESPONSE:
+                row.append(np.nan)
+            elif v in ("0", "1", "0.0", "1.0"):
+                row.append(float(v))
+            else:
+                raise NesyError(f"a response is 0, 1 or empty/NA (not administered), got "
+                                f"{v!r}", file=str(path), line=line, column=col)
+            col += len(f) + 1
+        rows.append(row)
+    if not rows:
+        raise NesyError("the response file is empty", file=str(path))
+    return np.array(rows, dtype=np.float64)

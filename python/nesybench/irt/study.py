@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import NesyError
 from ..io import write_json
 from .cells import folds_of, load_dataset, parse_data_spec
-from .curves import DELTAS, N_BINS, bin_means, equal_frequency_bins
+from .curves import BINNING, DELTAS, N_BINS, bin_means, equal_frequency_bins
 from .fit import fit_irt
 from .population import DEFAULT_MODELS, FAMILIES, definition_hash, population, spec_of
 
@@ -182,7 +182,8 @@ def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = 
         with _one_thread():                  # small matrices: BLAS threads only contend
             fit = fit_irt(r["U"], model, outlier=outlier)
         bins = equal_frequency_bins(fit.b, n_bins)
-        means = bin_means(fit.b, bins, n_bins)
+        n_used = int(bins.max()) + 1                 # fewer when a tie fills a whole bin
+        means = bin_means(fit.b, bins, n_used)
         key = ds_key(d)
         _save_npz(study / "difficulty" / f"{key}.npz", b=fit.b, b_raw=fit.b_raw, a=fit.a,
                   kept=fit.kept, bins=bins, bin_means=means, theta=fit.theta,
@@ -192,7 +193,9 @@ def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = 
             summ["note"] = (f"2PL with {summ['respondents']} respondents is ill-posed: items a "
                             f"few models separate perfectly get unbounded slopes (the paper "
                             f"fed its fit with up to 2,000 runs); prefer 1PL")
-        summ.update({"dataset": d, "bin_means": means.tolist(), "n_bins": n_bins,
+        summ.update({"dataset": d, "bin_means": means.tolist(), "n_bins": n_used,
+                     "n_bins_asked": n_bins, "binning": BINNING,
+                     "bin_sizes": np.bincount(bins[bins >= 0], minlength=n_used).tolist(),
                      "theta_by_model": dict(zip(r["models"].tolist(),
                                                 np.round(fit.theta, 4).tolist()))})
         name = parse_data_spec(d)[0]

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import NesyError
+from ..io import strict
 from ..parallel import default_workers
 
 
@@ -47,22 +48,9 @@ def _workers_option(workers: int) -> int:
     return workers
 
 
-def _strict(obj):
-    """``obj`` with every NaN / infinity replaced by None (JSON has neither)."""
-    import math  # noqa: PLC0415
-
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _strict(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_strict(v) for v in obj]
-    return obj
-
-
 def _json(obj, indent: int | None = 2) -> str:
     """Strict JSON for ``--json``: NaN → null, anything else not JSON-able as its text."""
-    return json.dumps(_strict(obj), indent=indent, default=str, allow_nan=False)
+    return json.dumps(strict(obj), indent=indent, default=str, allow_nan=False)
 
 
 @click.group("kandy")
