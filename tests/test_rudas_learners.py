@@ -231,6 +231,42 @@ def test_neural_lp_recursive_rule(data):
     assert _model(strong, {"e": facts["e"]}) == facts["p"]
 
 
+# --- NTP-style ----------------------------------------------------------------------------
+
+def test_ntp_chain_rule_exact_and_deterministic(data):
+    path, _ = data["chain"]
+    a, _ = L.learn(path, "ntp", targets=["p"], seed=1)
+    b, _ = L.learn(path, "ntp", targets=["p"], seed=1)
+    assert L.render(a) == L.render(b)
+    assert a[0].clause() == "p(X0,X1) :- q(X0,X2), r(X2,X1)."
+    assert a[0].confidence > 0.9
+    assert all(r.confidence < 0.1 for r in a[1:])
+
+
+def test_ntp_missing_consequences(data):
+    rules, _ = L.learn(data["missing"][0], "ntp", targets=["p"], seed=0)
+    assert rules[0].clause() == "p(X0,X1) :- q(X0,X2), r(X2,X1)."
+    assert rules[0].confidence > 0.85 and all(r.confidence < 0.1 for r in rules[1:])
+
+
+def test_ntp_inverse_template_and_bad_template(data, tmp_path, capsys):
+    path, facts = data["chain"]
+    d = tmp_path / "inv"
+    d.mkdir()
+    # t(X,Y) :- q(Y,X) exactly
+    t = {(b, a) for a, b in facts["q"]}
+    (d / "train.txt").write_text(
+        "".join(f"{k}({a},{b}).\n" for k, rel in (("q", facts["q"]), ("s", facts["s"]),
+                                                   ("t", t)) for a, b in sorted(rel)))
+    rules, _ = L.learn(d, "ntp", targets=["t"], seed=0,
+                       options={"templates": "inverse,chain"})
+    assert rules[0].clause() == "t(X0,X1) :- q(X1,X0)." and rules[0].confidence > 0.9
+    out = tmp_path / "r.pl"
+    assert main(["rudas", "learn", str(d), "--system", "ntp", "-O", "templates=loop",
+                 "--out", str(out)]) == 2
+    assert "unknown template 'loop'" in capsys.readouterr().err and not out.exists()
+
+
 # --- Aleph -----------------------------------------------------------------------------
 
 def _classic_aleph() -> str | None:

@@ -224,7 +224,7 @@ def chase(rules, facts, max_derived, time_limit, as_json):
 @group.command()
 @click.argument("dataset", type=click.Path())
 @click.option("--system", "-s", required=True,
-              help="foil | amie | neural-lp | aleph | cmd, or an installed plug-in "
+              help="foil | amie | neural-lp | ntp | aleph | cmd, or an installed plug-in "
                    "(entry-point group nesybench.rudas_learners)")
 @click.option("--out", "-o", required=True, type=click.Path(),
               help="learned-rules file to write (the input of `rudas evaluate`)")
@@ -248,7 +248,8 @@ def learn(dataset, system, out, command, aleph, targets, max_body, options, time
     """Learn rules from DATASET's training facts with a rule learner; write them to --out.
 
     Systems: foil (Quinlan 1990), amie (AMIE+-style mining, Galárraga et al. 2015),
-    neural-lp (Yang et al. 2017), aleph (your Aleph 5), cmd (any program, --command) and
+    neural-lp (Yang et al. 2017), ntp (NTP-style templates, Rocktäschel and Riedel 2017),
+    aleph (your Aleph 5), cmd (any program, --command) and
     plug-ins. The result is scored by `nesybench rudas evaluate DATASET RULES.pl`.
     """
     from ..io import write_output_file  # noqa: PLC0415

@@ -7,7 +7,7 @@ scores (``0.8::p1(X0,X1) :- p2(X0,X2), p3(X2,X1).``).
 
 Built-in systems (one module each): ``foil`` (:mod:`.foil`, Quinlan 1990), ``amie``
 (:mod:`.amie`, Galárraga et al. 2015), ``neural-lp`` (:mod:`.neural_lp`, Yang et al. 2017),
-``aleph`` (:mod:`.aleph`, the user's Aleph 5 in a ``swipl`` process) and ``cmd`` (:mod:`.command`,
+``ntp`` (:mod:`.ntp`, an NTP-style learner after Rocktäschel and Riedel 2017), ``aleph`` (:mod:`.aleph`, the user's Aleph 5 in a ``swipl`` process) and ``cmd`` (:mod:`.command`,
 any outside program through a command template).
 
 Plug-ins: a distribution may register a class under the entry-point group
@@ -33,7 +33,7 @@ ENTRY_POINT_GROUP = "nesybench.rudas_learners"
 
 #: built-in systems: name -> "module:Class"
 BUILTIN = {"foil": "foil:Foil", "amie": "amie:Amie", "neural-lp": "neural_lp:NeuralLP",
-           "aleph": "aleph:Aleph", "cmd": "command:Command"}
+           "ntp": "ntp:NTP", "aleph": "aleph:Aleph", "cmd": "command:Command"}
 
 
 def is_var(t: str) -> bool:
