@@ -59,7 +59,8 @@ def cli():
     \b
     kandy   KANDY curricula of Kandinsky-pattern tasks (generate, validate, check, show, browse,
             ilp-export, ilp-eval, ilp-run, train, table, plot)
-    rudas   RuDaS rule-learning datasets (generate, suite, learn, evaluate, chase, table)
+    rudas   RuDaS rule-learning datasets (generate, suite, learn, evaluate, chase, table,
+            experiment)
     rs      reasoning shortcuts (generate, count, severity, metrics)
     nesy    neuro-symbolic learning: ProbLog inference, DPL, fuzzy, CBM, NN on the RS tasks
             (infer, train, eval, sweep, report)

@@ -1,4 +1,4 @@
-"""``nesybench rudas ...``: generate, suite, learn, evaluate, table, chase."""
+"""``nesybench rudas ...``: generate, suite, learn, evaluate, table, chase, experiment."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ _METRICS = ("herbrand_distance", "herbrand_accuracy", "h_score", "accuracy", "pr
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def group():
-    """RuDaS rule-learning datasets: generate, suite, learn, evaluate, table, chase."""
+    """RuDaS rule-learning datasets: generate, suite, learn, evaluate, table, chase, experiment."""
 
 
 @group.command()
@@ -292,3 +292,64 @@ def learn(dataset, system, out, command, aleph, targets, max_body, options, time
         click.echo(dumps(info), nl=False)
     else:
         click.echo(f"{out}: {len(rules)} rules by {system} in {info['seconds']:.2f} s")
+
+
+@group.command()
+@click.argument("spec", type=click.Path())
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
+              help="experiment folder: datasets/, the sweep's store, tables/, figure2.png")
+@click.option("--small", is_flag=True, help="apply the spec's `small:` overrides (a quick run)")
+@click.option("--systems", help="comma-separated: only these systems of the spec")
+@click.option("--workers", "-j", default=1, show_default=True, type=int,
+              help="cells (and dataset generations) in parallel; 0: in this process")
+@click.option("--seed", type=int, help="base seed of datasets and cells (default: the spec's)")
+@click.option("--cell-timeout", type=float,
+              help="seconds per cell (learning + evaluation); default: the spec's timeout")
+@click.option("--overwrite", is_flag=True, help="delete the experiment in --out and start afresh")
+@click.option("--force-new", is_flag=True,
+              help="replace an experiment of another configuration in --out (default: refuse; "
+                   "the same configuration resumes)")
+@click.option("--json", "as_json", is_flag=True, help="print the tables and thresholds as JSON")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bars and no tables")
+@click.pass_context
+def experiment(ctx, spec, out, small, systems, workers, seed, cell_timeout, overwrite,
+               force_new, as_json, quiet):
+    """Run the paper's Section 6: generate the SPEC's RuDaS-v0-like datasets, run every
+    learner on each through the sweep runner (per-cell time limit, resumable), evaluate,
+    choose each system's confidence threshold by grid search over the datasets, and write
+    Tables 2-5 (Markdown, CSV) and Figure 2 (PNG) into --out. Exit status 1 when a cell
+    failed."""
+    from .experiment import load_experiment, run_experiment  # noqa: PLC0415
+    if workers < 0:
+        raise NesyError(f"--workers must be >= 0, got {workers}", field="workers")
+    names = [s.strip() for s in systems.split(",") if s.strip()] if systems else None
+    sp = load_experiment(spec, small=small, seed=seed, systems=names)
+    report, summary, fails, total = run_experiment(
+        sp, out, workers=workers, overwrite=overwrite, force_new=force_new,
+        progress=not (quiet or as_json), cell_timeout=cell_timeout)
+    if as_json:
+        click.echo(dumps({"tables": report["tables"], "thresholds": report["thresholds"],
+                          "report": report["report"], "figure": report["figure"],
+                          "cells": total, "ran": summary.ran, "done": summary.done,
+                          "failed": len(fails), "skipped": summary.skipped}), nl=False)
+    elif not quiet:
+        click.echo(report["text"])
+        click.echo(f"{out}: {summary.ran} cells run, {summary.skipped} already done; "
+                   f"tables in {out}/tables, {out}/report.md"
+                   + (f", {report['figure']}" if report["figure"] else ""))
+    ctx.exit(_report_failures(fails, total))
+
+
+def _report_failures(fails: list[dict], total: int) -> int:
+    """One line per failed cell, then "k of n cells failed: ..."; the exit status (0 or 1)."""
+    if not fails:
+        return 0
+    for f in fails:
+        axes = ", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items())
+        last = (f.get("error") or "").strip().splitlines()[-1:] or ["error"]
+        click.echo(f"cell {f['cell_id']} ({axes}) failed: {last[0]}", err=True)
+    names = "; ".join(", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items())
+                      for f in fails[:5])
+    more = f"; and {len(fails) - 5} more" if len(fails) > 5 else ""
+    click.echo(f"{len(fails)} of {total} cells failed: {names}{more}", err=True)
+    return 1

@@ -23,6 +23,7 @@ CELLS: dict[str, str] = {
     "irt.population": "nesybench.irt.cells:population_cell",
     "irt.robustness": "nesybench.irt.cells:robustness_cell",
     "ski.cell": "nesybench.ski.cells:ski_cell",
+    "rudas.learn": "nesybench.rudas.experiment:learn_cell",
 }
 
 
