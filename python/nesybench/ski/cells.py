@@ -8,7 +8,8 @@ paper's levels of the degradation, every ``level_stride``-th); ``reps`` (30), ``
 ``hidden`` (default: the paper's widths), ``kb`` (rule file; default ``kb/ski/<dataset>.pl``),
 ``data_path`` (UCI file(s) instead of the cache), ``options`` (per-injector options, e.g.
 ``{"kbann": {"mofn": "psyki"}}``), ``engine`` ("native", the default, or "torch": the
-trainer; their numbers differ in float summation order only).
+trainer; their numbers differ in float summation order only), ``profile`` (``nesybench``,
+``paper`` or ``psyki``: :mod:`nesybench.ski.profiles`).
 
 Logged curves (step = the level's index in the degradation's full level list, or past its
 end for a level off the paper's grid; the ``level`` curve holds the value itself):
@@ -26,7 +27,7 @@ import torch
 from ..errors import NesyError
 from ..io import derive_seed
 from . import data as ski_data
-from . import degrade, injectors, magnitude, rules
+from . import degrade, injectors, magnitude, profiles, rules
 from .ensemble import Members
 
 _CACHE: dict = {}
@@ -80,9 +81,12 @@ def cell_levels(params: dict) -> list[float]:
 
 
 def build_members(ds: ski_data.Dataset, train: np.ndarray, degradation: str,
-                  levels: list[float], reps: int, split_seed: int = 0):
+                  levels: list[float], reps: int, split_seed: int = 0,
+                  profile: str | None = None):
     """Degraded training sets of every (level, repetition), level-major, as :class:`Members`,
-    and Ψ(D_train, D'_train) of each ([len(levels), reps])."""
+    and Ψ(D_train, D'_train) of each ([len(levels), reps]), under the degradation reading
+    of ``profile`` (:mod:`nesybench.ski.profiles`)."""
+    prof = profiles.get(profile)
     Xtr, ytr = ds.X[train], ds.y[train]
     Xs, ys, rows = [], [], []
     psi = np.zeros((len(levels), reps))
@@ -91,7 +95,8 @@ def build_members(ds: ski_data.Dataset, train: np.ndarray, degradation: str,
         for r in range(reps):
             rng = np.random.default_rng(
                 derive_seed("ski-data", ds.name, degradation, f"{level:.4f}", r, split_seed))
-            d = degrade.degrade(degradation, level, Xtr, ytr, ds.groups, ds.n_classes, rng)
+            d = degrade.degrade(degradation, level, Xtr, ytr, ds.groups, ds.n_classes, rng,
+                                drop_mode=prof.drop, noise_scale=prof.noise)
             X2 = Xtr if d.X is None else d.X
             if level == 0:
                 psi[li, r] = 0.0
@@ -113,8 +118,13 @@ def make_predictor(params: dict, ds: ski_data.Dataset):
         raise NesyError(f"unknown injector {name!r} (known: {', '.join(injectors.INJECTORS)})",
                         field="injector")
     kn = None if name == "uneducated" else knowledge(ds, params.get("kb"))
-    # options of this predictor: {"kbann": {"mofn": "psyki"}, ...} (one dict for the grid)
-    opts = dict((params.get("options") or {}).get(name) or {})
+    prof = profiles.get(params.get("profile"))
+    # the profile's defaults, then the user's options of this predictor ({"kbann": {"mofn":
+    # "psyki"}, ...}: one dict for the grid), which win
+    opts = dict(prof.injectors.get(name) or {})
+    if prof.patience is not None:
+        opts["patience"] = prof.patience
+    opts.update((params.get("options") or {}).get(name) or {})
     for key in ("epochs", "batch_size", "lr", "engine"):
         if params.get(key) is not None:
             opts[key] = params[key]
@@ -138,7 +148,8 @@ def run(params: dict, seed: int, *, one_at_a_time: bool = False, progress=None) 
             raise NesyError(f"{len(levels)} noise levels × {reps} repetitions of {ds.name} "
                             f"need {need / 2**30:.1f} GiB of noisy copies; use fewer levels per "
                             "cell (--levels-per-cell) or fewer repetitions", field="levels")
-    members, psi = build_members(ds, train, deg, levels, reps, split_seed)
+    members, psi = build_members(ds, train, deg, levels, reps, split_seed,
+                                 params.get("profile"))
     seeds = [derive_seed(seed, "member", f"{lv:.4f}", r) for lv in levels for r in range(reps)]
     Xte = torch.from_numpy(ds.X[test])
     yte = torch.from_numpy(ds.y[test])
@@ -153,8 +164,10 @@ def run(params: dict, seed: int, *, one_at_a_time: bool = False, progress=None) 
         pred.fit(members, seeds, progress=progress)
         acc = pred.accuracy(Xte, yte)
     seconds = time.perf_counter() - t0
+    epochs = np.asarray(getattr(pred, "epochs_trained", np.full(members.size, 0)))
     return {"levels": levels, "acc": acc.view(len(levels), reps).numpy(), "psi": psi,
-            "seconds": seconds, "members": members.size}
+            "seconds": seconds, "members": members.size,
+            "epochs": epochs.reshape(len(levels), reps) if not one_at_a_time else None}
 
 
 def ski_cell(params: dict, seed: int, ctx) -> dict:
@@ -168,6 +181,8 @@ def ski_cell(params: dict, seed: int, ctx) -> dict:
         step = full.index(level) if level in full else len(full) + li
         vals = {"level": level, "acc_mean": float(out["acc"][li].mean()),
                 "psi_mean": float(out["psi"][li].mean())}
+        if out.get("epochs") is not None:
+            vals["epochs_mean"] = float(out["epochs"][li].mean())
         for r in range(out["acc"].shape[1]):
             vals[f"acc/{r}"] = float(out["acc"][li, r])
             vals[f"psi/{r}"] = float(out["psi"][li, r])
@@ -180,6 +195,6 @@ ski_cell.params_schema = {
     "dataset": str, "degradation": str, "injector": str, "level": (int, float),
     "levels": list, "level_stride": int, "reps": int, "epochs": int, "batch_size": int,
     "lr": (int, float), "split_seed": int, "hidden": list, "kb": str, "data_path": str,
-    "options": dict, "point": list, "engine": str,
+    "options": dict, "point": list, "engine": str, "profile": str,
 }
 ski_cell.params_required = ("dataset", "injector")

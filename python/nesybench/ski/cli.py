@@ -59,13 +59,18 @@ def group():
 @click.option("--engine", type=click.Choice(["native", "torch"]), default="native",
               show_default=True,
               help="trainer: the C kernel, or PyTorch autograd (slower; the reference)")
+@click.option("--profile", type=click.Choice(["nesybench", "paper", "psyki"]),
+              default="nesybench", show_default=True,
+              help="reading of the paper: nesybench (stratified drop, noise in feature SDs, "
+                   "fixed epochs), paper (Bernoulli drop, raw-scale noise, early stopping), "
+                   "psyki (PSyKI's injector settings); see the SKI guide")
 @click.option("--force-new", is_flag=True,
               help="replace a study in OUT that was run with other settings")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_per_cell,
         group_levels, out, executor, workers, seed, data_paths, kbs, inj_opts, engine,
-        force_new, as_json, quiet):
+        profile, force_new, as_json, quiet):
     """Run the grid (data sets × degradations × predictors × levels, REPS each) into OUT."""
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
     from . import cells, degrade, native  # noqa: PLC0415
@@ -92,6 +97,8 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
         summaries = []
         for ds in dss:
             params = {"dataset": ds, "reps": reps, "epochs": epochs}
+            if profile != "nesybench":          # the default keeps earlier studies' specs
+                params["profile"] = profile
             if engine != "native":
                 params["engine"] = engine
             if ds in paths:
@@ -112,7 +119,7 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
                 axes = {"point": points, "injector": injs}
             spec = GridSpec(study="ski", function="ski.cell", params=params, axes=axes,
                             repetitions=1, seed=seed,
-                            description=f"SKI robustness on {ds}")
+                            description=f"SKI robustness on {ds} ({profile} profile)")
             res = run_grid(spec, f"{out}/{ds}", executor=executor, workers=workers,
                            progress=not (quiet or as_json), force_new=force_new)
             summaries.append({"dataset": ds, "study": f"{out}/{ds}",
@@ -198,19 +205,30 @@ def table(study, as_json):
     if as_json:
         click.echo(dumps({"rows": rows}))
         return
-    click.echo("R = rho(educated)/rho(uneducated); p = Mann-Whitney U vs uneducated; "
-               "[paper's R]")
-    head = f"{'dataset':8} {'degradation':11} {'injector':8} {'R':>8} {'p':>9} {'paper':>8}" \
-           f" {'rho':>10} {'rho_unedu':>10} {'acc':>6} {'acc_un':>6} levels reps"
+    profiles = sorted({r.get("profile", "nesybench") for r in rows})
+    click.echo(f"profile: {', '.join(profiles)}")
+    click.echo("R = rho(educated)/rho(uneducated); p = Mann-Whitney U vs uneducated over all "
+               "repetitions, p_lev = over the per-level means; [paper's R]")
+    nan = float("nan")
+    head = f"{'dataset':8} {'degradation':11} {'injector':8} {'R':>8} {'p':>9} {'p_lev':>9}" \
+           f" {'paper':>8} {'rho':>10} {'rho_unedu':>10} {'acc':>6} {'acc_un':>6} levels reps"
     click.echo(head)
     for r in rows:
         paper = "" if r.get("paper_R") is None else f"{r['paper_R']:.4f}"
         click.echo(f"{r['dataset']:8} {r['degradation']:11} {r['injector']:8} "
-                   f"{r.get('R', float('nan')):8.4f} {r.get('p', float('nan')):9.2e} {paper:>8}"
-                   f" {r['rho']:10.4g} {r.get('rho_uneducated', float('nan')):10.4g} "
-                   f"{r.get('acc_mean', float('nan')):6.3f} "
-                   f"{r.get('acc_mean_uneducated', float('nan')):6.3f} "
+                   f"{r.get('R', nan):8.4f} {r.get('p', nan):9.2e} {r.get('p_levels', nan):9.2e}"
+                   f" {paper:>8} {r['rho']:10.4g} {r.get('rho_uneducated', nan):10.4g} "
+                   f"{r.get('acc_mean', nan):6.3f} {r.get('acc_mean_uneducated', nan):6.3f} "
                    f"{r['levels']:6d} {r['reps']:4d}")
+    click.echo("")
+    click.echo("beside rho (ours, not the paper's): R_auc = ratio of the areas under the mean "
+               "accuracy curves; R_low/mid/high = R over each third of the levels")
+    click.echo(f"{'dataset':8} {'degradation':11} {'injector':8} {'R_auc':>8} {'R_low':>8} "
+               f"{'R_mid':>8} {'R_high':>8}")
+    for r in rows:
+        click.echo(f"{r['dataset']:8} {r['degradation']:11} {r['injector']:8} "
+                   + " ".join(f"{r.get(k, nan):8.4f}"
+                              for k in ("R_auc", "R_low", "R_mid", "R_high")))
 
 
 @group.command(context_settings=CTX)

@@ -1,7 +1,8 @@
 """The paper's three training-data degradations (§3.2), applied to the training split only.
 
 * ``drop``  — sample drop, p = 0, 0.05, …, 0.95: round(p·n_k) rows of every class k are
-  removed (stratified: the class proportions stay; at least one row per class is kept).
+  removed (stratified: the class proportions stay; at least one row per class is kept);
+  under the ``paper`` profile each row is removed independently with probability p.
 * ``noise`` — noise addition, v = 0, 0.1, …, 1.0, per declared feature type
   (:class:`nesybench.ski.data.FeatureGroup`), labels never touched:
   ordinal: x + round(√v·σ·Z), clipped to the observed range (a discretised Gaussian of
@@ -9,6 +10,7 @@
   numeric: x + √v·σ·Z, clipped; categorical (one-/multi-hot groups) and binary: with
   probability q(v) = P(round(√v·Z) ≠ 0) = 2(1 − Φ(1/(2√v))) the value is re-drawn uniformly
   among the *other* values (the paper: "analogously to label flipping"); q(1) ≈ 0.62.
+  Under the ``paper`` profile ordinal and numeric noise is N(0, v) on the raw scale, unclipped.
 * ``flip``  — label flipping, f = 0, 0.08, …, 0.88 (the paper's "0.0 to 0.90 step 0.08"
   ends at 0.88): each label flips with probability f to a class drawn uniformly among the
   other K − 1.
@@ -59,6 +61,20 @@ def drop(y: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
     return np.sort(np.concatenate(keep))
 
 
+def drop_bernoulli(y: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
+    """Indices kept when every row is dropped independently with probability ``p`` (the
+    paper's X_d ~ B(p)); a class that would lose every row keeps one, drawn at random, so
+    that Ψ and training stay defined."""
+    if not 0.0 <= p < 1.0:
+        raise NesyError(f"drop probability must be in [0, 1), got {p}", field="level")
+    keep = rng.random(len(y)) >= p
+    for k in np.unique(y):
+        idx = np.flatnonzero(y == k)
+        if not keep[idx].any():
+            keep[idx[rng.integers(len(idx))]] = True
+    return np.flatnonzero(keep)
+
+
 def redraw_probability(v: float) -> float:
     """q(v) = P(round(√v·Z) ≠ 0) for Z ~ N(0, 1)."""
     if v <= 0:
@@ -67,8 +83,12 @@ def redraw_probability(v: float) -> float:
 
 
 def noise(X: np.ndarray, groups: list[FeatureGroup], v: float,
-          rng: np.random.Generator) -> np.ndarray:
-    """A noisy copy of ``X`` (labels are not an input: they cannot be touched)."""
+          rng: np.random.Generator, scale: str = "scaled") -> np.ndarray:
+    """A noisy copy of ``X`` (labels are not an input: they cannot be touched).
+
+    ``scale``: ``scaled`` (the default) adds N(0, v·σ²) with σ each feature's standard
+    deviation and clips to the observed range; ``raw`` adds N(0, v) on the raw scale
+    (rounded for ordinal features) and does not clip, the paper's D′ = {d + V_d}."""
     if v < 0:
         raise NesyError(f"noise intensity must be >= 0, got {v}", field="level")
     out = X.copy()
@@ -79,10 +99,11 @@ def noise(X: np.ndarray, groups: list[FeatureGroup], v: float,
     for g in groups:
         cols = list(g.columns)
         if g.kind in ("ordinal", "numeric"):
-            z = rng.standard_normal(n) * math.sqrt(v) * g.std
+            z = rng.standard_normal(n) * math.sqrt(v) * (g.std if scale == "scaled" else 1.0)
             if g.kind == "ordinal":
                 z = np.round(z)
-            out[:, cols[0]] = np.clip(X[:, cols[0]] + z, g.lo, g.hi)
+            moved = X[:, cols[0]] + z
+            out[:, cols[0]] = np.clip(moved, g.lo, g.hi) if scale == "scaled" else moved
         elif g.kind == "binary":
             hit = rng.random(n) < q
             out[hit, cols[0]] = 1.0 - X[hit, cols[0]]
@@ -113,11 +134,14 @@ def flip(y: np.ndarray, f: float, n_classes: int, rng: np.random.Generator) -> n
 
 
 def degrade(degradation: str, level: float, X: np.ndarray, y: np.ndarray,
-            groups: list[FeatureGroup], n_classes: int, rng: np.random.Generator) -> Degraded:
-    """Apply one degradation at one level to a training set."""
+            groups: list[FeatureGroup], n_classes: int, rng: np.random.Generator,
+            drop_mode: str = "stratified", noise_scale: str = "scaled") -> Degraded:
+    """Apply one degradation at one level to a training set (``drop_mode`` and
+    ``noise_scale``: the reading of :mod:`nesybench.ski.profiles`)."""
     check(degradation)
     if degradation == "drop":
-        return Degraded(drop(y, level, rng), None, y)
+        rows = drop_bernoulli(y, level, rng) if drop_mode == "bernoulli" else drop(y, level, rng)
+        return Degraded(rows, None, y)
     if degradation == "noise":
-        return Degraded(np.arange(len(y)), noise(X, groups, level, rng), y)
+        return Degraded(np.arange(len(y)), noise(X, groups, level, rng, noise_scale), y)
     return Degraded(np.arange(len(y)), None, flip(y, level, n_classes, rng))

@@ -35,6 +35,11 @@ class TrainConfig:
     eps: float = 1e-7
     #: "native" (kernel.c, see native.py) or "torch" (this module: the reference)
     engine: str = "native"
+    #: early stopping: stop a member after this many epochs without a lower validation
+    #: loss (``epochs`` is then the limit); None trains exactly ``epochs`` epochs
+    patience: int | None = None
+    #: share of each member's training rows held out to monitor (with ``patience``)
+    val_fraction: float = 0.1
 
 
 @dataclass
@@ -150,7 +155,7 @@ def _prefix_plan(nb: list[int]):
 
 
 def train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
-          order_seeds: list[int], progress=None) -> list[torch.Tensor]:
+          order_seeds: list[int], progress=None, on_epoch=None) -> list[torch.Tensor]:
     """:func:`_train` with denormal floats flushed to zero.
 
     Gradients through KBANN's saturated sigmoid units reach 1e-38; a matmul over a few such
@@ -159,14 +164,17 @@ def train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
     again afterwards, PyTorch's default.)"""
     torch.set_flush_denormal(True)
     try:
-        return _train(model, params, data, cfg, order_seeds, progress)
+        return _train(model, params, data, cfg, order_seeds, progress, on_epoch)
     finally:
         torch.set_flush_denormal(False)
 
 
 def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
-           order_seeds: list[int], progress=None) -> list[torch.Tensor]:
+           order_seeds: list[int], progress=None, on_epoch=None) -> list[torch.Tensor]:
     """Train ``params`` (leading dim E) of ``model`` on ``data`` in place; returns them.
+
+    ``on_epoch(epoch, current)``, if given, is called after every epoch with a function
+    that returns the parameters in member order; a true result ends training early.
 
     ``model`` gives ``forward(params, x) -> logits [E, B, K]`` and optionally
     ``aux(X [S, N, D]) -> [S, N, A] | None`` (per-sample constants, e.g. rule truths) and
@@ -213,6 +221,8 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
         return views[key]
 
     member_of = perm                            # internal position -> data member
+    inv_perm = torch.empty_like(perm)
+    inv_perm[perm] = torch.arange(E)
     X, y = data.X, data.y
     xbuf = torch.empty(E * B, *X.shape[2:])
     for _epoch in range(cfg.epochs):
@@ -255,6 +265,10 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
                                maximize=False)
         if progress is not None:
             progress(1)
+        if on_epoch is not None and on_epoch(
+                _epoch, lambda: [p.detach().clone() if identity else p.detach()[inv_perm]
+                                 for p in P]):
+            break
     inv = torch.empty_like(perm)
     inv[perm] = torch.arange(E)
     for p, new in zip(params, P):

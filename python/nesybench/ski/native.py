@@ -316,9 +316,11 @@ def csr(X: np.ndarray):
 
 
 def train(model, params: list[torch.Tensor], data, cfg, order_seeds: list[int],
-          progress=None, flags: tuple[str, ...] | None = None) -> list[torch.Tensor]:
+          progress=None, on_epoch=None,
+          flags: tuple[str, ...] | None = None) -> list[torch.Tensor]:
     """Train ``params`` (leading dim E) of ``model`` on ``data`` with the kernel; the same
-    contract, shuffles and mini-batches as :func:`nesybench.ski.ensemble.train`."""
+    contract, shuffles, mini-batches and ``on_epoch`` hook as
+    :func:`nesybench.ski.ensemble.train`."""
     lib = library(flags)
     plan: Plan = model.plan()
     E = data.size
@@ -370,10 +372,18 @@ def train(model, params: list[torch.Tensor], data, cfg, order_seeds: list[int],
                             f"{'out of memory' if rc == -1 else 'more than 64 classes'})")
         if progress is not None:
             progress(1)
+        if on_epoch is not None and on_epoch(_epoch, lambda: _unflatten(flat, plan, params)):
+            break
     out = torch.from_numpy(flat)
     for k, p in enumerate(params):
         p.data = out[:, plan.places[k]].reshape(p.shape).clone()
     return params
+
+
+def _unflatten(flat: np.ndarray, plan, params) -> list[torch.Tensor]:
+    """Copies of the kernel's flat parameters in the shapes of ``params``."""
+    out = torch.from_numpy(flat.copy())
+    return [out[:, plan.places[k]].reshape(p.shape).clone() for k, p in enumerate(params)]
 
 
 if __name__ == "__main__":      # `python -m nesybench.ski.native`: build (make setup does)

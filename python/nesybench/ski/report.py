@@ -81,18 +81,33 @@ def to_pandas(study_path):
     return pd.DataFrame(table1(study_path))
 
 
+def profile_of(study_path) -> str:
+    """The reading (:mod:`nesybench.ski.profiles`) a study was run under."""
+    from ..runs import Study  # noqa: PLC0415
+
+    try:
+        params = (Study(study_path).spec() or {}).get("params", {})
+    except Exception:  # noqa: BLE001 - reported by collect()
+        return "nesybench"
+    return params.get("profile") or "nesybench"
+
+
 def table1(study_path) -> list[dict]:
-    """One row per (data set, degradation, educated predictor): ρ, ρ_uneducated, R, p and
-    the paper's R. p: Mann–Whitney U between the educated and uneducated accuracies of all
-    repetitions at all levels the two share."""
+    """One row per (data set, degradation, educated predictor): ρ, ρ_uneducated, R, the
+    paper's R, and two Mann–Whitney p-values: ``p`` between the educated and uneducated
+    accuracies of all repetitions at all levels the two share (pooled), ``p_levels``
+    between their per-level mean accuracies (the mean curves). Beside ρ (ours, not the
+    paper's): ``R_auc`` and ``R_low``/``R_mid``/``R_high`` (:func:`_beside_rho`)."""
     data = collect(study_path)
+    profile = profile_of(study_path)
     rows = []
     for (ds, deg, pred), by_level in sorted(data.items()):
         if pred == "uneducated":
             continue
         base = data.get((ds, deg, "uneducated"))
         rho = rho_of(by_level)
-        row = {"dataset": ds, "degradation": deg, "injector": pred, "rho": rho,
+        row = {"dataset": ds, "degradation": deg, "injector": pred, "profile": profile,
+               "rho": rho,
                "levels": len(by_level),
                "reps": int(np.median([len(v["acc"]) for v in by_level.values()])),
                "paper_R": PAPER_TABLE1.get((ds, deg), {}).get(pred)}
@@ -104,6 +119,31 @@ def table1(study_path) -> list[dict]:
             rho_e = rho_of({lv: by_level[lv] for lv in shared})
             row.update(rho=rho_e, rho_uneducated=rho_u, R=scores.gain(rho_e, rho_u),
                        p=scores.mann_whitney(a, b),
+                       p_levels=scores.mann_whitney_levels(
+                           [by_level[lv]["acc"] for lv in shared],
+                           [base[lv]["acc"] for lv in shared]),
                        acc_mean=float(np.mean(a)), acc_mean_uneducated=float(np.mean(b)))
+            row.update(_beside_rho(shared, by_level, base))
         rows.append(row)
     return rows
+
+
+def _beside_rho(levels, educated, uneducated) -> dict:
+    """Robustness read without Ψ's weight on the highest levels (ours, not the paper's):
+    the AUC ratio of the mean accuracy curves and R over the low, middle and high thirds of
+    the levels (each with level 0 as its base)."""
+    acc_e = [float(np.mean(educated[lv]["acc"])) for lv in levels]
+    acc_u = [float(np.mean(uneducated[lv]["acc"])) for lv in levels]
+    auc_e, auc_u = scores.auc(levels, acc_e), scores.auc(levels, acc_u)
+    out = {"auc": auc_e, "auc_uneducated": auc_u,
+           "R_auc": auc_e / auc_u if auc_u else float("nan")}
+    if not levels or levels[0] != 0:
+        return out
+    for name, part in zip(("low", "mid", "high"), scores.level_thirds(levels)):
+        if not part:
+            out[f"R_{name}"] = float("nan")
+            continue
+        pick = [levels[0], *(levels[i] for i in part)]
+        out[f"R_{name}"] = scores.gain(rho_of({lv: educated[lv] for lv in pick}),
+                                       rho_of({lv: uneducated[lv] for lv in pick}))
+    return out

@@ -42,3 +42,31 @@ def mann_whitney(a, b) -> float:
     if np.all(a == a[0]) and np.all(b == a[0]):
         return 1.0
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def auc(levels, acc_means) -> float:
+    """Normalised area under the mean-accuracy-vs-level curve (trapezoids over the levels,
+    divided by the level range): the mean accuracy over the degradation's range, every
+    level weighted by its spacing rather than by Ψ. Ours, not the paper's: unlike ρ it is not
+    dominated by the highest levels, where Ψ explodes."""
+    levels = np.asarray(levels, dtype=float)
+    acc_means = np.asarray(acc_means, dtype=float)
+    if len(levels) < 2 or levels[-1] == levels[0]:
+        return float("nan")
+    widths = np.diff(levels)
+    return float(np.sum(widths * (acc_means[1:] + acc_means[:-1]) / 2) / (levels[-1] - levels[0]))
+
+
+def level_thirds(levels) -> list[list[int]]:
+    """Indices of the non-zero levels cut into three consecutive groups (low, middle, high;
+    sizes differ by at most one), each to be scored with level 0 as its base."""
+    nz = [i for i, lv in enumerate(levels) if lv > 0]
+    return [list(part) for part in np.array_split(np.array(nz, dtype=int), 3)]
+
+
+def mann_whitney_levels(acc_by_level_a, acc_by_level_b) -> float:
+    """Mann–Whitney U on the per-level mean accuracies (one value per level per predictor):
+    the test of the mean curves, next to the pooled test of every repetition."""
+    a = [float(np.mean(v)) for v in acc_by_level_a]
+    b = [float(np.mean(v)) for v in acc_by_level_b]
+    return mann_whitney(a, b)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import torch
 
 from ...errors import NesyError
 from ...io import derive_seed
-from .. import ensemble, native
+from .. import ensemble, native, stopping
 from ..ensemble import Members, TrainConfig, dense, glorot
 
 
@@ -49,8 +50,13 @@ class Predictor:
         for key, value in options.items():
             if key == "hidden":
                 self.hidden = list(value)
-            elif key in ("epochs", "batch_size", "lr"):
+            elif key in ("epochs", "batch_size", "lr", "val_fraction"):
                 setattr(self.train_cfg, key, type(getattr(self.train_cfg, key))(value))
+            elif key == "patience":
+                if value is not None and (isinstance(value, bool) or int(value) < 1):
+                    raise NesyError(f"{self.name}: patience must be a whole number >= 1 or "
+                                    f"none, not {value!r}", field=key)
+                self.train_cfg.patience = None if value is None else int(value)
             elif key == "engine":
                 if value not in ENGINES:
                     raise NesyError(f"{self.name}: engine must be one of {', '.join(ENGINES)}, "
@@ -60,7 +66,8 @@ class Predictor:
                 self.opts[key] = self._checked(key, value)
             else:
                 raise NesyError(f"{self.name}: unknown option {key!r} (known: hidden, epochs, "
-                                f"batch_size, lr, engine{''.join(', ' + k for k in self.opts)})",
+                                f"batch_size, lr, engine, patience, val_fraction"
+                                f"{''.join(', ' + k for k in self.opts)})",
                                 field=key)
         return self
 
@@ -121,8 +128,17 @@ class Predictor:
                           RuntimeWarning, stacklevel=2)
             engine = "torch"
         trainer = native.train if engine == "native" else ensemble.train
-        trainer(self, self.params, data, self.train_cfg,
-                [derive_seed("order", s) for s in seeds], progress=progress)
+        cfg = self.train_cfg
+        stopper = None
+        if cfg.patience is not None:
+            data, val_rows = stopping.split_validation(data, seeds, cfg.val_fraction)
+            stopper = stopping.EarlyStopping(self, data, val_rows, cfg.patience)
+        trainer(self, self.params, data, cfg, [derive_seed("order", s) for s in seeds],
+                progress=progress, on_epoch=stopper)
+        self.epochs_trained = np.full(data.size, cfg.epochs) if stopper is None \
+            else stopper.epochs_trained(cfg.epochs)
+        if stopper is not None:
+            stopper.apply(self.params)
         return self
 
     def predict(self, X: torch.Tensor) -> torch.Tensor:
