@@ -220,6 +220,10 @@ def table(study, as_json):
                    f" {paper:>8} {r['rho']:10.4g} {r.get('rho_uneducated', nan):10.4g} "
                    f"{r.get('acc_mean', nan):6.3f} {r.get('acc_mean_uneducated', nan):6.3f} "
                    f"{r['levels']:6d} {r['reps']:4d}")
+    signs = [r for r in rows if "same_sign" in r]
+    if signs:
+        agree = sum(r["same_sign"] for r in signs)
+        click.echo(f"{agree} of {len(signs)} cells on the same side of R = 1 as the paper")
     click.echo("")
     click.echo("beside rho (ours, not the paper's): R_auc = ratio of the areas under the mean "
                "accuracy curves; R_low/mid/high = R over each third of the levels")

@@ -111,6 +111,7 @@ def table1(study_path) -> list[dict]:
                "levels": len(by_level),
                "reps": int(np.median([len(v["acc"]) for v in by_level.values()])),
                "paper_R": PAPER_TABLE1.get((ds, deg), {}).get(pred)}
+        # same_sign: R and the paper's R on the same side of 1 (both gains or both losses)
         if base:
             shared = sorted(set(base) & set(by_level))
             a = [x for lv in shared for x in by_level[lv]["acc"]]
@@ -124,6 +125,8 @@ def table1(study_path) -> list[dict]:
                            [base[lv]["acc"] for lv in shared]),
                        acc_mean=float(np.mean(a)), acc_mean_uneducated=float(np.mean(b)))
             row.update(_beside_rho(shared, by_level, base))
+            if row["paper_R"] is not None and row["R"] == row["R"]:
+                row["same_sign"] = bool((row["R"] - 1) * (row["paper_R"] - 1) > 0)
         rows.append(row)
     return rows
 
