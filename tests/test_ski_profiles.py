@@ -138,3 +138,14 @@ def test_auc_and_thirds_by_hand():
     assert scores.auc([0, 0.25, 1.0], [1.0, 1.0, 0.0]) == pytest.approx((0.25 + 0.375) / 1.0)
     assert scores.level_thirds([0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]) == [[1, 2, 3], [4, 5],
                                                                              [6, 7]]
+
+
+def test_one_rule_graph_per_knowledge_and_setting():
+    ds = cells.dataset("bcw")
+    a = cells.make_predictor({"injector": "kbann"}, ds).laid_out()
+    b = cells.make_predictor({"injector": "kins"}, ds).laid_out()
+    kn = cells.knowledge(ds)
+    assert a._graph() is kn.unit_graph(6.0, 1.0, "towell")
+    assert kn.unit_graph(6, 1, "towell") is kn.unit_graph(6.0, 1.0, "towell")
+    assert kn.unit_graph(4.0, 1.0, "towell") is not kn.unit_graph(6.0, 1.0, "towell")
+    assert b.knowledge is kn

@@ -41,6 +41,17 @@ class Knowledge:
     classes: list[str]
     concepts: dict[str, list[dict]]
     order: list[str] = field(default_factory=list)
+    #: KBANN unit graphs of these rules, one per (ω, δ, m-of-n) (:meth:`unit_graph`)
+    _graphs: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def unit_graph(self, omega: float = 6.0, delta: float = 1.0,
+                   mofn: str = "towell") -> "UnitGraph":
+        """:func:`unit_graph` of these rules, built once per (ω, δ, m-of-n) and shared by
+        every predictor that uses them (KBANN's network, KINS's modules)."""
+        key = (float(omega), float(delta), mofn)
+        if key not in self._graphs:
+            self._graphs[key] = unit_graph(self, omega=key[0], delta=key[1], mofn=key[2])
+        return self._graphs[key]
 
     def class_concept(self, k: int) -> str | None:
         name = f"class:{self.classes[k]}"

@@ -18,7 +18,7 @@ import torch
 
 from .. import native
 from ..ensemble import dense, matmul_t
-from ..rules import UnitGraph, unit_graph
+from ..rules import UnitGraph
 from .base import Predictor
 
 
@@ -128,12 +128,8 @@ class KBANN(Predictor):
     CHOICES = {"mofn": ("towell", "psyki")}
 
     def _graph(self):
-        key = (float(self.opts["omega"]), float(self.opts["delta"]), self.opts["mofn"])
-        if getattr(self, "_graph_key", None) != key:        # built once per configuration
-            self._graph_cache = unit_graph(self.knowledge, omega=key[0], delta=key[1],
-                                           mofn=key[2])
-            self._graph_key = key
-        return self._graph_cache
+        return self.knowledge.unit_graph(self.opts["omega"], self.opts["delta"],
+                                         self.opts["mofn"])
 
     def init_member(self, gen):
         graph = self._graph()

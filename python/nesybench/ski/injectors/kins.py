@@ -14,7 +14,6 @@ import torch
 from ...errors import NesyError
 from .. import native
 from ..ensemble import dense, glorot, matmul_t
-from ..rules import unit_graph
 from .base import MLPMixin, Predictor
 from .kbann import rule_forward, rule_layers, rule_plan
 
@@ -25,12 +24,8 @@ class KINS(MLPMixin, Predictor):
     CHOICES = {"mofn": ("towell", "psyki")}
 
     def _setup(self):
-        key = (float(self.opts["omega"]), float(self.opts["delta"]), self.opts["mofn"])
-        if getattr(self, "_graph_key", None) != key:        # built once per configuration
-            self._graph_cache = unit_graph(self.knowledge, omega=key[0], delta=key[1],
-                                           mofn=key[2])
-            self._graph_key = key
-        graph = self._graph_cache
+        graph = self.knowledge.unit_graph(self.opts["omega"], self.opts["delta"],
+                                          self.opts["mofn"])
         layer = self.opts["layer"]
         layer = len(self.hidden) if layer is None else int(layer)
         if not 0 <= layer <= len(self.hidden):
