@@ -8,7 +8,7 @@ with confidence >= ``--threshold``. ``--reference FILE`` (JSON ``{"system": {"si
 seconds}}``) adds a column of published or reference runtimes next to ours.
 
     .venv/bin/python benchmarks/rudas_learners.py [--sizes xs,s] [--per-size 3]
-        [--systems foil,amie,neural-lp] [--threshold 0.5] [--reference ref.json]
+        [--systems foil,amie,neural-lp,ntp] [--threshold 0.5] [--reference ref.json]
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="xs,s")
     ap.add_argument("--per-size", type=int, default=3)
-    ap.add_argument("--systems", default="foil,amie,neural-lp")
+    ap.add_argument("--systems", default="foil,amie,neural-lp,ntp")
     ap.add_argument("--category", default="rdg")
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
