@@ -138,3 +138,37 @@ def test_json_is_strict_and_2pl_warns(tmp_path, capsys):
     assert _run(["irt", "fit", "--responses", str(f), "--json"]) == 0
     data = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
     assert data["b_sd"] is None
+
+
+def test_standard_errors_match_the_spread_over_replications():
+    """The SE of b is calibrated: over 30 simulated replications of the same items, the SD of
+    b̂ matches the mean reported SE (1PL and 2PL)."""
+    rng = np.random.default_rng(7)
+    b = rng.normal(0, 1, 25)
+    for model, J in (("1pl", 300), ("2pl", 800)):
+        a = np.ones(25) if model == "1pl" else rng.lognormal(0, 0.3, 25)
+        est, ses = [], []
+        for r in range(30):
+            g = np.random.default_rng(100 + r)
+            th = g.normal(0, 1, J)
+            U = (g.random((J, 25)) < 1 / (1 + np.exp(-a * (th[:, None] - b)))).astype(float)
+            f = fit_irt(U, model)
+            est.append(f.b_raw)
+            ses.append(f.se_b)
+        ratio = np.nanstd(est, axis=0, ddof=1) / np.nanmean(ses, axis=0)
+        assert 0.8 <= np.median(ratio) <= 1.25, (model, np.median(ratio))
+
+
+def test_infit_flags_items_steeper_or_flatter_than_the_model():
+    rng = np.random.default_rng(3)
+    J, I = 600, 40
+    th = rng.normal(0, 1, J)
+    b = rng.normal(0, 1, I)
+    a = np.ones(I)
+    a[0], a[1] = 4.0, 0.0                      # far steeper than the model; unrelated to θ
+    U = (rng.random((J, I)) < 1 / (1 + np.exp(-a * (th[:, None] - b)))).astype(float)
+    f = fit_irt(U, "1pl")
+    assert f.infit[0] < 0.8 and f.infit[1] > 1.2
+    assert 0.9 < np.median(f.infit[2:]) < 1.1 and 0.9 < np.median(f.outfit[2:]) < 1.1
+    flagged = f.misfit(0.8, 1.2)
+    assert flagged[0] and flagged[1] and flagged[2:].mean() < 0.1

@@ -111,7 +111,8 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
 @click.option("--outlier", type=click.FloatRange(0, min_open=True), default=6.0,
               show_default=True, help="drop items with |b| above this")
 @click.option("--out", type=click.Path(dir_okay=False),
-              help="with --responses: write b, a, theta, kept to this .npz")
+              help="with --responses: write b, a, theta, kept, se_b, se_a, infit, outfit to "
+                   "this .npz")
 @click.option("--json", "as_json", is_flag=True)
 def fit_cmd(study, responses, irt_model, bins, outlier, out, as_json):
     """Fit 1PL/2PL IRT (Bock–Aitkin EM) to each data set's responses: difficulties, bins,
@@ -134,14 +135,16 @@ def fit_cmd(study, responses, irt_model, bins, outlier, out, as_json):
             raise exc.where(file=responses)
         if out:
             np.savez_compressed(out, b=fit.b, b_raw=fit.b_raw, a=fit.a, theta=fit.theta,
-                                kept=fit.kept)
+                                kept=fit.kept, se_b=fit.se_b, se_a=fit.se_a, infit=fit.infit,
+                                outfit=fit.outfit)
         s = fit.summary()
         _warn_2pl(fit)
         click.echo(dumps(s) if as_json else
                    f"{responses}: {irt_model.upper()} on {s['respondents']} × {s['items']}: "
                    f"b {s['b_mean']:.3f} ± {s['b_sd']:.3f}, {s['kept']} kept, "
                    f"{s['all_right']} all right, {s['all_wrong']} all wrong, {s['outliers']} "
-                   f"|b| > {outlier:g}, {s['negative_a']} negative a; {s['iterations']} EM "
+                   f"|b| > {outlier:g}, {s['negative_a']} negative a, {s['misfit']} infit outside "
+                   f"0.7-1.3; {s['iterations']} EM "
                    f"cycles, {s['seconds']:.2f} s", nl=not as_json)
         return
     summ = _fit(study, irt_model, bins, outlier)

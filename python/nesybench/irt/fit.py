@@ -62,6 +62,18 @@ class IRTFit:
     seconds: float
     n_quad: int
     history: list = field(default_factory=list)
+    #: standard error of b and of a (NaN when excluded; a's is NaN for 1PL)
+    se_b: np.ndarray | None = None
+    se_a: np.ndarray | None = None
+    #: information-weighted (infit) and unweighted (outfit) mean-square residuals per item
+    #: (≈ 1 when the item fits; < 1 steeper, > 1 flatter or noisier than the model)
+    infit: np.ndarray | None = None
+    outfit: np.ndarray | None = None
+
+    def misfit(self, low: float = 0.7, high: float = 1.3) -> np.ndarray:
+        """Items whose infit mean square is outside [low, high] (the usual Rasch screen)."""
+        f = np.nan_to_num(self.infit, nan=1.0)
+        return (f < low) | (f > high)
 
     def summary(self) -> dict:
         """JSON-able summary (counts and difficulty statistics of the kept items)."""
@@ -71,6 +83,7 @@ class IRTFit:
             "kept": int(self.kept.sum()), "all_right": int(self.all_right.size),
             "all_wrong": int(self.all_wrong.size), "outliers": int(self.outliers.size),
             "negative_a": int(self.negative_a.size),
+            "misfit": int(self.misfit().sum()) if self.infit is not None else 0,
             "b_mean": float(bk.mean()) if bk.size else float("nan"),
             "b_sd": float(bk.std(ddof=1)) if bk.size > 1 else float("nan"),
             "latent_sd": self.latent_sd, "loglik": self.loglik,
@@ -274,11 +287,53 @@ def fit_irt(U, model: str = "1pl", *, quad: str = "rect", n_quad: int | None = N
     kept = np.isfinite(b_raw) & (np.abs(np.nan_to_num(b_raw, nan=np.inf)) <= outlier)
     b = np.where(kept, b_raw, np.nan)
     negative_a = fit_items[a < 0] if model == "2pl" else np.array([], dtype=int)
+    se_b_fit, se_a_fit, infit_fit, outfit_fit = _errors_and_fit(X, M, post, _P, x, a, c, model)
+    full = lambda v: _spread(v, fit_items, I)  # noqa: E731
     return IRTFit(model=model, b=b, b_raw=b_raw, a=a_all, theta=theta, theta_sd=theta_sd,
                   kept=kept, all_right=all_right, all_wrong=all_wrong, outliers=outliers,
                   negative_a=negative_a, latent_sd=float(s), loglik=history[-1],
                   iterations=it, converged=converged, seconds=time.perf_counter() - t0,
-                  n_quad=n_quad, history=history)
+                  n_quad=n_quad, history=history, se_b=full(se_b_fit), se_a=full(se_a_fit),
+                  infit=full(infit_fit), outfit=full(outfit_fit))
+
+
+def _spread(values: np.ndarray, items: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(n, np.nan)
+    out[items] = values
+    return out
+
+
+def _errors_and_fit(X, M, post, P, x, a, c, model):
+    """Standard errors from the cross-product (empirical) information of each item's
+    parameters — Σ_j s_j s_jᵀ with s_j respondent j's score, mirt's ``SE.type =
+    "crossprod"``; item by item, so the covariance between items and with the latent SD is
+    left out — and the infit/outfit mean squares of the residuals U − E[P(θ_j)] under each
+    respondent's posterior. Returns per fitted item: se_b, se_a (NaN for 1PL), infit,
+    outfit."""
+    m = post @ x                                                   # E[x_j]   (J,)
+    EP = post @ P                                                  # E[P]     (J, I')
+    EPx = post @ (P * x[:, None])                                  # E[x·P]   (J, I')
+    obs = np.ones_like(X) if M is None else M
+    s_c = obs * (X - EP)
+    s_x = obs * (X * m[:, None] - EPx)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if model == "1pl":
+            var_c = 1.0 / (s_c ** 2).sum(axis=0)
+            se_b, se_a = np.sqrt(var_c), np.full(c.size, np.nan)
+        else:
+            i_aa, i_cc = (s_x ** 2).sum(axis=0), (s_c ** 2).sum(axis=0)
+            i_ac = (s_x * s_c).sum(axis=0)
+            det = i_aa * i_cc - i_ac ** 2
+            var_a, var_c, cov = i_cc / det, i_aa / det, -i_ac / det
+            # b = −c/a: the delta method
+            db_dc, db_da = -1.0 / a, c / a ** 2
+            var_b = db_dc ** 2 * var_c + db_da ** 2 * var_a + 2 * db_dc * db_da * cov
+            se_b, se_a = np.sqrt(np.maximum(var_b, 0.0)), np.sqrt(np.maximum(var_a, 0.0))
+        W = EP * (1.0 - EP)
+        R2 = obs * (X - EP) ** 2
+        infit = R2.sum(axis=0) / (obs * W).sum(axis=0)
+        outfit = (R2 / np.where(W > 1e-12, W, 1e-12)).sum(axis=0) / obs.sum(axis=0)
+    return se_b, se_a, infit, outfit
 
 
 def simulate(n_respondents: int, n_items: int, model: str = "1pl", seed: int = 0,

@@ -187,6 +187,7 @@ def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = 
         key = ds_key(d)
         _save_npz(study / "difficulty" / f"{key}.npz", b=fit.b, b_raw=fit.b_raw, a=fit.a,
                   kept=fit.kept, bins=bins, bin_means=means, theta=fit.theta,
+                  se_b=fit.se_b, se_a=fit.se_a, infit=fit.infit, outfit=fit.outfit,
                   models=r["models"])
         summ = fit.summary()
         if model == "2pl" and summ["respondents"] < 200:
