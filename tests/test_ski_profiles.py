@@ -149,3 +149,20 @@ def test_one_rule_graph_per_knowledge_and_setting():
     assert kn.unit_graph(6, 1, "towell") is kn.unit_graph(6.0, 1.0, "towell")
     assert kn.unit_graph(4.0, 1.0, "towell") is not kn.unit_graph(6.0, 1.0, "towell")
     assert b.knowledge is kn
+
+
+def test_bootstrap_of_R_equals_a_loop_over_resamples():
+    rng = np.random.default_rng(0)
+    levels = [0.0, 0.1, 0.2, 0.3]
+    psi = np.abs(rng.normal(1, 0.3, (4, 5)))
+    psi[0] = 0
+    ae, au = rng.uniform(0.6, 0.9, (4, 5)), rng.uniform(0.6, 0.9, (4, 5))
+    got = scores.gain_bootstrap(levels, psi, ae, au, n=3, seed=5)
+    idx = np.random.default_rng(5).integers(0, 5, size=(3, 4, 5))
+    for b in range(3):
+        pm = [psi[lv, idx[b, lv]].mean() for lv in range(4)]
+        em = [ae[lv, idx[b, lv]].mean() for lv in range(4)]
+        um = [au[lv, idx[b, lv]].mean() for lv in range(4)]
+        want = scores.gain(scores.rho(levels, pm, em), scores.rho(levels, pm, um))
+        assert got[b] == pytest.approx(want, rel=1e-12)
+    assert np.allclose(scores.gain_bootstrap(levels, psi, ae, ae, n=50), 1.0)

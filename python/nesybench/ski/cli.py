@@ -195,11 +195,13 @@ def _studies(study):
 @group.command(context_settings=CTX)
 @click.argument("study", type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
-def table(study, as_json):
+@click.option("--bootstrap", type=click.IntRange(0), default=0, show_default=True,
+              help="add R's 95% interval over this many paired resamples of the repetitions")
+def table(study, as_json, bootstrap):
     """Table 1: robustness gain R = ρ(educated)/ρ(uneducated) with Mann–Whitney p-values."""
     from .report import table1  # noqa: PLC0415
     try:
-        rows = [r for s in _studies(study) for r in table1(s)]
+        rows = [r for s in _studies(study) for r in table1(s, bootstrap=bootstrap)]
     except NesyError as exc:
         _fail(exc)
     if as_json:
@@ -224,6 +226,15 @@ def table(study, as_json):
     if signs:
         agree = sum(r["same_sign"] for r in signs)
         click.echo(f"{agree} of {len(signs)} cells on the same side of R = 1 as the paper")
+    if bootstrap:
+        click.echo("")
+        click.echo(f"R's 95% interval over {bootstrap} paired resamples of the repetitions")
+        for r in rows:
+            if "R_lo" in r:
+                side = "contains 1" if r["R_lo"] <= 1 <= r["R_hi"] else \
+                    ("above 1" if r["R_lo"] > 1 else "below 1")
+                click.echo(f"{r['dataset']:8} {r['degradation']:11} {r['injector']:8} "
+                           f"[{r['R_lo']:.4f}, {r['R_hi']:.4f}]  {side}")
     click.echo("")
     click.echo("beside rho (ours, not the paper's): R_auc = ratio of the areas under the mean "
                "accuracy curves; R_low/mid/high = R over each third of the levels")

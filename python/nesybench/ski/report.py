@@ -92,12 +92,14 @@ def profile_of(study_path) -> str:
     return params.get("profile") or "nesybench"
 
 
-def table1(study_path) -> list[dict]:
+def table1(study_path, bootstrap: int = 0, seed: int = 0) -> list[dict]:
     """One row per (data set, degradation, educated predictor): ρ, ρ_uneducated, R, the
     paper's R, and two Mann–Whitney p-values: ``p`` between the educated and uneducated
     accuracies of all repetitions at all levels the two share (pooled), ``p_levels``
     between their per-level mean accuracies (the mean curves). Beside ρ (ours, not the
-    paper's): ``R_auc`` and ``R_low``/``R_mid``/``R_high`` (:func:`_beside_rho`)."""
+    paper's): ``R_auc`` and ``R_low``/``R_mid``/``R_high`` (:func:`_beside_rho`).
+    ``bootstrap`` > 0 adds ``R_lo``/``R_hi``, the 95 % percentile interval of R over that many
+    paired resamples of the repetitions (:func:`scores.gain_bootstrap`)."""
     data = collect(study_path)
     profile = profile_of(study_path)
     rows = []
@@ -125,6 +127,15 @@ def table1(study_path) -> list[dict]:
                            [base[lv]["acc"] for lv in shared]),
                        acc_mean=float(np.mean(a)), acc_mean_uneducated=float(np.mean(b)))
             row.update(_beside_rho(shared, by_level, base))
+            if bootstrap and shared and shared[0] == 0:
+                reps = min(min(len(by_level[lv]["acc"]), len(base[lv]["acc"]),
+                               len(by_level[lv]["psi"])) for lv in shared)
+                grid = lambda d, k: np.array([d[lv][k][:reps] for lv in shared])  # noqa: E731
+                boot = scores.gain_bootstrap(shared, grid(by_level, "psi"),
+                                             grid(by_level, "acc"), grid(base, "acc"),
+                                             n=bootstrap, seed=seed)
+                row["R_lo"], row["R_hi"] = (float(v) for v in np.nanpercentile(boot,
+                                                                                [2.5, 97.5]))
             if row["paper_R"] is not None and row["R"] == row["R"]:
                 row["same_sign"] = bool((row["R"] - 1) * (row["paper_R"] - 1) > 0)
         rows.append(row)

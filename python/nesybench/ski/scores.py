@@ -70,3 +70,23 @@ def mann_whitney_levels(acc_by_level_a, acc_by_level_b) -> float:
     a = [float(np.mean(v)) for v in acc_by_level_a]
     b = [float(np.mean(v)) for v in acc_by_level_b]
     return mann_whitney(a, b)
+
+
+def gain_bootstrap(levels, psi, acc_educated, acc_uneducated, n: int = 1000,
+                   seed: int = 0) -> np.ndarray:
+    """R recomputed on ``n`` bootstrap resamples of the repetitions: ``psi``, ``acc_*`` are
+    [levels, reps] arrays; at every level the same repetitions are drawn for both
+    predictors (they trained on the same perturbed data sets: a paired design), and Ψ's
+    mean is taken over the drawn repetitions too. Returns the ``n`` values of R."""
+    psi = np.asarray(psi, dtype=float)
+    ae, au = np.asarray(acc_educated, dtype=float), np.asarray(acc_uneducated, dtype=float)
+    levels = np.asarray(levels, dtype=float)
+    L, R = ae.shape
+    idx = np.random.default_rng(seed).integers(0, R, size=(n, L, R))
+    pick = lambda m: np.take_along_axis(np.broadcast_to(m, (n, L, R)), idx, axis=2).mean(2)  # noqa: E731
+    p, e, u = pick(psi), pick(ae), pick(au)
+    nz = levels > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho_e = (p[:, nz] * e[:, nz] / e[:, :1]).mean(1)
+        rho_u = (p[:, nz] * u[:, nz] / u[:, :1]).mean(1)
+        return rho_e / rho_u
