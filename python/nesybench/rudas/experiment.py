@@ -383,7 +383,7 @@ def choose_thresholds(exp: dict, recs: list[dict]) -> dict:
     grid = exp["thresholds"]["grid"]
     metric = exp["thresholds"]["metric"]
     out = {}
-    for name in exp["learners"]:
+    for name in exp.get("systems") or exp["learners"]:
         rs = [r for r in recs if r["system"] == name]
         means = [_mean([r["by_threshold"].get(k, {}).get(metric) for r in rs])
                  for k in range(len(grid))]
@@ -407,7 +407,7 @@ def _at(rec, k, metric):
 
 def build_tables(exp: dict, recs: list[dict], thresholds: dict, fails: list[dict]) -> dict:
     """Tables 2-5 as {name: {"title", "header", "rows", "paper"}} (rows: lists of cells)."""
-    systems = list(exp["learners"])
+    systems = exp.get("systems") or list(exp["learners"])
     labels = {s: _label(s) for s in systems}
     failed = {}
     for f in fails:
@@ -597,7 +597,7 @@ def run_experiment(spec: dict, out, *, workers: int = 1, overwrite: bool = False
         shutil.rmtree(out)
     items = dataset_items(spec)
     record = {"experiment": spec["experiment"], "seed": spec["seed"],
-              "learners": spec["learners"], "thresholds": spec["thresholds"],
+              "systems": list(spec["learners"]), "learners": spec["learners"], "thresholds": spec["thresholds"],
               "evaluation": spec["evaluation"], "timeout": spec["timeout"],
               "datasets": items}
     if marker.is_file():
