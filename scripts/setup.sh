@@ -98,8 +98,9 @@ else
   pip install "${torch_wheel:-torch==2.13.0}"
   pip install --no-cache-dir --no-binary janus-swi janus-swi
   # ray: the distributed sweep executor (an extra for users; installed here so its tests run);
-  # docs: MkDocs for `make docs`; hub: datasets/pyarrow/mlcroissant for `nesybench export`
-  pip install -e ".[test,ray,docs,hub]"
+  # docs: MkDocs for `make docs`; hub: datasets/pyarrow/mlcroissant for `nesybench export`;
+  # clip: transformers for CLIP concepts (`nesy train --concept-source clip:...`)
+  pip install -e ".[test,ray,docs,hub,clip]"
   echo "$want" > "$stamp"
   log "ready: $venv"
 fi

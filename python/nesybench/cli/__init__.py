@@ -62,8 +62,8 @@ def cli():
     rudas   RuDaS rule-learning datasets (generate, suite, learn, evaluate, chase, table,
             experiment)
     rs      reasoning shortcuts (generate, count, severity, metrics)
-    nesy    neuro-symbolic learning: ProbLog inference, DPL, fuzzy, CBM, NN on the RS tasks
-            (infer, train, eval, sweep, report)
+    nesy    neuro-symbolic learning: ProbLog inference, DPL, fuzzy, CBM, NN, CLIP concepts on
+            the RS tasks (infer, train, eval, probe, sweep, report)
     ski     knowledge-injection robustness: KBANN/KINS/KILL under degradation (run, table, plot)
     irt     IRT robustness of classifier families (families, study, population, fit,
             robustness, taxonomy)

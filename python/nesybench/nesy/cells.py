@@ -3,7 +3,7 @@
 Registered as ``nesy.train`` in :mod:`nesybench.runs.registry`. ``params``: ``task`` (YAML
 path) and ``data`` (a generated data set folder, shared by every cell) are required; the
 other keys are :class:`~nesybench.nesy.train.RunConfig` fields (``model``, ``concept_sup``,
-``epochs`` ...). The cell's seed seeds the networks and the batch order. Per-epoch curves go
+``epochs``, ``concept_source`` ...). The cell's seed seeds the networks and the batch order. Per-epoch curves go
 to ``ctx.log``; the test (and OOD) figures are the final metrics (``test_label_accuracy``,
 ``test_concept_accuracy``, ``test_is_shortcut`` ...); ``metrics.json`` is kept as an artifact.
 """
@@ -40,5 +40,6 @@ nesy_train_cell.params_schema = {
     "concept_vars": (list, type(None)), "concept_weight": (int, float), "tnorm": str,
     "epochs": int, "batch": int, "lr": (int, float), "device": str, "splits": list,
     "mnist": (str, type(None)), "data_seed": int, "samples": (dict, type(None)),
+    "concept_source": (str, type(None)),
 }
 nesy_train_cell.params_required = ("task", "data")

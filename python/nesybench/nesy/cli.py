@@ -9,12 +9,13 @@ import click
 from ..errors import NesyError
 from ..io import atomic_output_dir, dumps
 
-MODELS = ("dpl", "fuzzy", "cbm", "nn")
+MODELS = ("dpl", "fuzzy", "cbm", "nn", "clip-logic")
 
 
 @click.group(name="nesy")
 def group():
-    """Neuro-symbolic learning: DPL, fuzzy (LTN-style), CBM and plain NN on the RS tasks."""
+    """Neuro-symbolic learning: DPL, fuzzy (LTN-style), CBM, plain NN (+ concept probes) and
+    CLIP concepts on the RS tasks."""
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -43,9 +44,17 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def _short(summary: dict) -> str:
-    lines = [f"{summary['task']} / {summary['model']}: {summary['n_train']} training examples, "
-             f"{summary['supervised_entries']} supervised concept entries, best epoch "
-             f"{summary['fit']['best_epoch']} ({summary['fit']['seconds']:.1f} s)"]
+    if summary["model"] == "clip-logic":
+        lines = [f"{summary['task']} / clip-logic: zero-shot CLIP concepts + the task's "
+                 f"knowledge, no training ({summary['fit']['seconds']:.1f} s)"]
+    else:
+        lines = [f"{summary['task']} / {summary['model']}: {summary['n_train']} training "
+                 f"examples, {summary['supervised_entries']} supervised concept entries, best "
+                 f"epoch {summary['fit']['best_epoch']} ({summary['fit']['seconds']:.1f} s)"]
+    src = summary.get("concept_source")
+    if src:
+        lines.append(f"  concepts from {src['source']}: training-split concept accuracy "
+                     f"{src['train_concept_accuracy']:.3f}")
     for split, res in summary["results"].items():
         m = res["metrics"]
         txt = f"  {split:5s} label acc {m['label_accuracy']:.3f}  F1 {m['label_macro_f1']:.3f}"
@@ -95,7 +104,7 @@ def budget_options(f):
 def _common(f):
     opts = [
         click.option("--model", "-m", default="dpl", show_default=True,
-                     help="dpl | fuzzy | cbm | nn"),
+                     help="dpl | fuzzy | cbm | nn | clip-logic"),
         click.option("--semantics", default="worlds", show_default=True,
                      help="label semantics of dpl: worlds (exact enumeration) | circuit "
                           "(compiled SDD engine)"),
@@ -112,6 +121,11 @@ def _common(f):
         click.option("--concept-vars", default=None,
                      help="comma-separated variables with concept labels, e.g. 'd(1)'"),
         click.option("--concept-weight", default=1.0, show_default=True, type=float),
+        click.option("--concept-source", default=None,
+                     help="clip:PATH_OR_NAME: zero-shot CLIP concept probabilities are the "
+                          "targets of the --concept-sup entries (and the concepts of "
+                          "clip-logic); a local folder or the local Hugging Face cache, never "
+                          "downloaded"),
         click.option("--tnorm", default="product", show_default=True,
                      help="fuzzy model: product (T = ab, S = a + b - ab) | godel (min, max)"),
         click.option("--epochs", default=40, show_default=True, type=int),
@@ -137,8 +151,8 @@ def _common(f):
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_sup, concept_vars,
-              concept_weight, tnorm, epochs, batch, lr, device, threads, seed, out, overwrite,
-              as_json, quiet, budget):
+              concept_weight, concept_source, tnorm, epochs, batch, lr, device, threads, seed, out,
+              overwrite, as_json, quiet, budget):
     """Train a model on TASK (a curricula/rs/*.yaml file) and evaluate it on val/test/OOD.
 
     Writes OUT/config.json, best.pt/last.pt checkpoints, history in metrics.json,
@@ -158,7 +172,13 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
                     samples=_samples(samples), data_seed=data_seed, concept_sup=concept_sup,
                     concept_vars=_names(concept_vars), concept_weight=concept_weight, tnorm=tnorm,
                     epochs=epochs, batch=batch, lr=lr, seed=seed, device=device,
-                    budget=budget.to_json())
+                    budget=budget.to_json(), concept_source=concept_source)
+    if concept_source is not None:
+        from .clip import parse_source  # noqa: PLC0415
+        parse_source(concept_source)
+    elif model == "clip-logic":
+        raise NesyError("the clip-logic model needs --concept-source clip:PATH_OR_NAME",
+                        field="concept_source")
     if not Path(task).is_file():
         raise NesyError("task file not found", file=str(task))
     out = out or f"out/nesy/{Path(task).stem}-{model}-s{seed}"
@@ -228,36 +248,13 @@ def infer_cmd(program, queries, as_json, quiet, budget):
 @click.option("--json", "as_json", is_flag=True)
 def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
     """Evaluate a trained RUN folder (from `nesy train`) on splits of its data set."""
-    from ..shortcuts.task import load_task  # noqa: PLC0415
     from .data import NesyData  # noqa: PLC0415
     from .detect import ShortcutReport  # noqa: PLC0415
-    from .models import build_model  # noqa: PLC0415
-    from .nets import layout_of  # noqa: PLC0415
-    from .engines import build_semantics  # noqa: PLC0415
-    from .train import evaluate, load_checkpoint, set_threads, summary_row  # noqa: PLC0415
+    from .train import evaluate, load_run, set_threads, summary_row  # noqa: PLC0415
     set_threads(threads)
 
     run = Path(run)
-    cfg_path = run / "config.json"
-    if not cfg_path.is_file():
-        raise NesyError("not a run folder (no config.json)", file=str(run))
-    try:
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise NesyError(f"config.json is not JSON: {exc}", file=str(cfg_path)) from None
-    task = load_task(cfg["task"])
-    label_domains = cfg["label_domains"]
-    sem = None
-    if cfg["model"] == "dpl":
-        sem = build_semantics(cfg.get("semantics", "worlds"), task)
-    elif cfg["model"] == "fuzzy":
-        sem = build_semantics("worlds", task)
-    root = data or cfg["data"]
-    first = NesyData.from_folder(root, "val", task, label_domains)
-    model = build_model(cfg["model"], task, layout=layout_of(first.render, first.input_shape),
-                        input_shape=first.input_shape, semantics=sem, label_domains=label_domains,
-                        tnorm=cfg.get("tnorm", "product"))
-    epoch = load_checkpoint(model, run / checkpoint)
+    cfg, task, label_domains, root, model, epoch = load_run(run, checkpoint, data, device)
     out = {"run": str(run), "checkpoint": checkpoint, "epoch": epoch, "results": {}}
     for split in [s.strip() for s in splits.split(",") if s.strip()]:
         p = Path(root) / split / "labels.csv"
@@ -277,6 +274,97 @@ def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
         click.echo(dumps(out))
 
 
+@group.command("probe")
+@click.argument("run", type=click.Path())
+@click.option("--layers", default=None,
+              help="comma-separated layer names (default: every hidden layer; the names are "
+                   "listed in the output)")
+@click.option("--split", default="test", show_default=True,
+              help="the split the probes are scored and TCAV is computed on")
+@click.option("--fit-split", default="train", show_default=True,
+              help="the split the probes and concept activation vectors are fitted on")
+@click.option("--cv", default=3, show_default=True, type=click.IntRange(min=2),
+              help="cross-validation folds that choose each probe's regularisation")
+@click.option("--tcav-runs", default=10, show_default=True, type=int,
+              help="CAVs per concept value and random CAVs for the t-test (0: no TCAV)")
+@click.option("--alpha", default=0.05, show_default=True, type=float,
+              help="significance level of the TCAV t-test")
+@click.option("--data", type=click.Path(), default=None,
+              help="another data set of the same task (default: the run's)")
+@click.option("--checkpoint", default="best.pt", show_default=True)
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--threads", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="seeds the cross-validation folds and the TCAV random sets")
+@click.option("--out", "-o", type=click.Path(), default=None,
+              help="folder for probe.json (default RUN/probe)")
+@click.option("--overwrite", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+@click.option("--quiet", "-q", is_flag=True, help="no progress output")
+def probe_cmd(run, layers, split, fit_split, cv, tcav_runs, alpha, data, checkpoint, device,
+              threads, seed, out, overwrite, as_json, quiet):
+    """Read the concepts of a trained RUN (any model, e.g. the plain nn) post hoc.
+
+    Freezes the model, fits a linear probe per concept variable on each layer's activations
+    (multinomial logistic regression, regularisation chosen by cross-validation), scores the
+    probed concepts with the same metrics as the NeSy models, classifies the probed concept
+    map against the counted reasoning shortcuts, and computes TCAV scores of every concept
+    value for every label value with their random-direction t-test. Writes OUT/probe.json.
+    """
+    from ..io import write_json  # noqa: PLC0415
+    from .data import NesyData  # noqa: PLC0415
+    from .detect import ShortcutReport  # noqa: PLC0415
+    from .probe import probe_layers  # noqa: PLC0415
+    from .train import load_run, set_threads  # noqa: PLC0415
+    set_threads(threads)
+    if tcav_runs == 1 or tcav_runs < 0:
+        raise NesyError("--tcav-runs must be 0 (no TCAV) or at least 2", field="tcav_runs")
+    if not 0 < alpha < 1:
+        raise NesyError(f"--alpha must be in (0, 1), not {alpha}", field="alpha")
+    run = Path(run)
+    cfg, task, label_domains, root, model, epoch = load_run(run, checkpoint, data, device)
+    if cfg["model"] == "clip-logic":
+        raise NesyError("a clip-logic run has no network to probe", file=str(run))
+    fit_ds = NesyData.from_folder(root, fit_split, task, label_domains)
+    ev_ds = NesyData.from_folder(root, split, task, label_domains)
+    names = _names(layers)
+    out = Path(out) if out else run / "probe"
+    say = (lambda n: click.echo(f"probed {n}", err=True)) if not (quiet or as_json) else None
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        reports = probe_layers(model, task, fit_ds, ev_ds, names, cv=cv, seed=seed,
+                               tcav_runs=tcav_runs, alpha=alpha, device=device, progress=say)
+        result = {"run": str(run), "task": task.name, "model": cfg["model"],
+                  "checkpoint": checkpoint, "epoch": epoch, "fit_split": fit_split,
+                  "split": split, "n_fit": len(fit_ds), "n_eval": len(ev_ds), "cv": cv,
+                  "tcav_runs": tcav_runs, "alpha": alpha, "seed": seed,
+                  "layers": [r.to_json() for r in reports]}
+        write_json(tmp / "probe.json", result)
+    if as_json:
+        click.echo(dumps(result))
+        return
+    click.echo(f"{task.name} / {cfg['model']}: linear probes fitted on {fit_split} "
+               f"({len(fit_ds)}), scored on {split} ({len(ev_ds)})")
+    width = max(len(r.layer) for r in reports)
+    click.echo(f"  {'layer':{width}s}  {'dim':>5s}  {'concept acc':>11s}  {'F1':>5s}  "
+               f"{'collapse':>8s}  {'map':11s}  TCAV significant")
+    for r in reports:
+        m = r.metrics
+        sig = sum(t["significant"] for t in r.tcav)
+        tc = f"{sig}/{len(r.tcav)}" if r.tcav else "-"
+        verdict = r.shortcut["verdict"] if r.shortcut else "-"
+        click.echo(f"  {r.layer:{width}s}  {r.dim:5d}  {m['concept_accuracy']:11.3f}  "
+                   f"{m['concept_macro_f1']:5.3f}  {m['collapse_hard']:8.2f}  {verdict:11s}  {tc}")
+    best = max(reports, key=lambda r: r.metrics["concept_accuracy"])
+    if best.shortcut:
+        click.echo(f"  best layer {best.layer}: " + ShortcutReport(**best.shortcut).summary())
+    top = sorted((t for t in best.tcav if t["significant"]),
+                 key=lambda t: -abs(t["score"] - t["random_score"]))[:3]
+    for t in top:
+        click.echo(f"  TCAV {t['concept']}={t['value']} -> {t['label']}={t['label_value']}: "
+                   f"{t['score']:.2f} (random {t['random_score']:.2f}, p {t['p']:.2g})")
+    click.echo(f"wrote {out}")
+
+
 @group.command("sweep")
 @click.argument("task", type=click.Path())
 @click.option("--models", default="dpl,cbm,nn", show_default=True)
@@ -291,6 +379,8 @@ def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
 @click.option("--batch", default=32, show_default=True, type=int)
 @click.option("--lr", default=3e-3, show_default=True, type=float)
 @click.option("--semantics", default="worlds", show_default=True)
+@click.option("--concept-source", default=None,
+              help="clip:PATH_OR_NAME: CLIP concepts as the supervision (see nesy train)")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--executor", default="local", show_default=True, help="local | ray | inline")
 @click.option("--workers", "-j", default=None, type=int,
@@ -301,7 +391,7 @@ def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
 def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr, semantics,
-              device, executor, workers, seed, out, as_json, quiet):
+              concept_source, device, executor, workers, seed, out, as_json, quiet):
     """Seeds x models x concept supervision on TASK through the sweep runner (nesybench.runs).
 
     Results go to the study's SQLite store (read them with `nesybench runs table`).
@@ -321,6 +411,15 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
     if not sup_values or any(not 0.0 <= v <= 1.0 for v in sup_values):
         raise NesyError(f"--concept-sup takes fractions in [0, 1], not {sups!r}",
                         field="concept_sup")
+    if concept_source is not None:
+        from .clip import parse_source  # noqa: PLC0415
+        parse_source(concept_source)
+    elif "clip-logic" in ms:
+        raise NesyError("the clip-logic model needs --concept-source clip:PATH_OR_NAME",
+                        field="concept_source")
+    if concept_source is not None and "nn" in ms:
+        raise NesyError("--concept-source supervises concepts and the nn model has none",
+                        field="concept_source")
     t = load_task(task)
     out = Path(out or f"out/nesy-sweep/{t.name}")
     if data is None:
@@ -335,7 +434,8 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
     spec = GridSpec(study=f"nesy-{t.name}", function="nesy.train",
                     params={"task": str(Path(task).resolve()), "data": str(Path(data).resolve()),
                             "epochs": epochs, "batch": batch, "lr": lr, "semantics": semantics,
-                            "device": device},
+                            "device": device,
+                            **({"concept_source": concept_source} if concept_source else {})},
                     axes={"model": ms, "concept_sup": sup_values},
                     repetitions=seeds, seed=seed)
     res = run_grid(spec, out, executor=executor, workers=workers,
@@ -345,12 +445,12 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
         click.echo(dumps({"study": str(out), "rows": rows}))
         return
     keys = ["test_label_accuracy", "test_concept_accuracy", "test_is_shortcut"]
-    click.echo(f"{'model':6s} {'sup':>5s} {'rep':>3s} {'status':8s} " +
+    click.echo(f"{'model':10s} {'sup':>5s} {'rep':>3s} {'status':8s} " +
                " ".join(f"{k:>22s}" for k in keys))
     for r in rows:
         vals = " ".join(f"{r.get(k, float('nan')):22.3f}" if isinstance(r.get(k), (int, float))
                         else f"{'-':>22s}" for k in keys)
-        click.echo(f"{r.get('model', ''):6s} {r.get('concept_sup', 0):5.2f} {r.get('rep', 0):3d} "
+        click.echo(f"{r.get('model', ''):10s} {r.get('concept_sup', 0):5.2f} {r.get('rep', 0):3d} "
                    f"{r.get('status', ''):8s} {vals}")
     click.echo(f"study: {out}")
 

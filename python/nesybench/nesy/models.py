@@ -19,11 +19,17 @@ has concepts, per-variable concept logits — and has a loss on a batch
   probabilities (concatenated) → MLP label head (one hidden layer of 64) → label logits;
   loss: cross-entropy of the labels.
 * **nn**: the same input encoders with a 16-dimensional embedding per concept slot instead
-  of concept logits, concatenated → MLP head → label logits (no concepts).
+  of concept logits, concatenated → MLP head → label logits (no concepts); its concepts are
+  read post hoc by linear probes (:mod:`nesybench.nesy.probe`).
+* **clip-logic**: no training; zero-shot CLIP concept probabilities
+  (:mod:`nesybench.nesy.clip`) pushed through the task's knowledge with the exact label
+  semantics of dpl.
 
 Concept supervision adds the cross-entropy of the supervised (example, variable) concept
 labels, weighted by ``concept_weight`` and averaged over the supervised entries (dpl, fuzzy,
-cbm; the plain NN has no concepts).
+cbm; the plain NN has no concepts). The targets are value indices (the data set's concept
+annotations) or, with a foundation-model concept source, a list of (B, k_i) probability
+tensors (soft cross-entropy −Σ_u q_u log p_u).
 """
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ from ..errors import NesyError
 from .nets import MLP, ConceptExtractor
 from .semantics import LabelSemantics, WorldEnumeration
 
-MODELS = ("dpl", "fuzzy", "cbm", "nn")
+MODELS = ("dpl", "fuzzy", "cbm", "nn", "clip-logic")
 NN_EMBED = 16
 
 
@@ -85,8 +91,12 @@ class NesyModel(nn.Module):
         """total + w · mean cross-entropy over the supervised (example, variable) entries."""
         if mask is None or concepts is None or not bool(mask.any()):
             return total, parts
-        ce = torch.stack([F.cross_entropy(z, concepts[:, i], reduction="none")
-                          for i, z in enumerate(logits)], dim=1)                 # (B, n)
+        if isinstance(concepts, (list, tuple)):     # soft targets (foundation-model concepts)
+            ce = torch.stack([-(q * F.log_softmax(z, dim=1)).sum(dim=1)
+                              for q, z in zip(concepts, logits)], dim=1)
+        else:
+            ce = torch.stack([F.cross_entropy(z, concepts[:, i], reduction="none")
+                              for i, z in enumerate(logits)], dim=1)             # (B, n)
         m = mask.to(ce.dtype)
         con = (ce * m).sum() / m.sum()
         parts["concept"] = float(con.detach())
@@ -228,12 +238,61 @@ class PlainNN(NesyModel):
         return Output([F.log_softmax(t, dim=1) for t in z], None)
 
 
+class ClipLogic(nn.Module):
+    """CLIP's zero-shot concepts + the task's knowledge (exact semantics); nothing to train.
+
+    ``prepare(data)`` computes a split's concept probabilities at once (through the on-disk
+    embedding cache) and remembers them by image content; ``forward`` looks rows up there and
+    computes the others."""
+
+    kind = "clip-logic"
+
+    def __init__(self, clip, semantics: LabelSemantics):
+        super().__init__()
+        self.clip = clip
+        self.semantics = semantics
+        self.label_domains = [list(d) for d in semantics.label_domains]
+        self.concept_domains = [len(v.domain) for v in clip.task.variables]
+        self.render: str | None = None
+        self._memo: dict[bytes, list[Tensor]] = {}
+
+    def prepare(self, data) -> None:
+        from .clip import row_key  # noqa: PLC0415
+        self.render = data.render
+        probs = self.clip.concept_probs(data)
+        for r in range(len(data)):
+            self._memo[row_key(data.x[r])] = [p[r] for p in probs]
+
+    def concept_probs_of(self, x: Tensor) -> list[Tensor]:
+        from .clip import row_key  # noqa: PLC0415
+        keys = [row_key(r) for r in x]
+        miss = [i for i, k in enumerate(keys) if k not in self._memo]
+        if miss:
+            got = self.clip.probs(x[miss].cpu(), self.render)
+            for a, i in enumerate(miss):
+                self._memo[keys[i]] = [p[a] for p in got]
+        return [torch.stack([self._memo[k][i] for k in keys]).to(x.device)
+                for i in range(len(self.concept_domains))]
+
+    def forward(self, x: Tensor) -> Output:
+        probs = self.concept_probs_of(x)
+        marg = self.semantics.label_marginals(probs)
+        return Output([torch.log(m.clamp_min(1e-30)) for m in marg],
+                      [torch.log(p.clamp_min(1e-30)) for p in probs])
+
+
 def build_model(kind: str, task, *, layout: str, input_shape, semantics: LabelSemantics | None,
                 label_domains: list[list], tnorm: str = "product",
-                concept_weight: float = 1.0) -> NesyModel:
+                concept_weight: float = 1.0, clip=None) -> NesyModel:
     """A model of ``kind`` for ``task``. ``semantics`` is needed by dpl (any LabelSemantics)
-    and fuzzy (a :class:`WorldEnumeration`)."""
+    and fuzzy (a :class:`WorldEnumeration`); ``clip`` (a
+    :class:`~nesybench.nesy.clip.ClipConcepts`) and ``semantics`` by clip-logic."""
     v = task.variables
+    if kind == "clip-logic":
+        if clip is None or semantics is None:
+            raise NesyError("the clip-logic model needs --concept-source clip:PATH_OR_NAME",
+                            field="concept_source")
+        return ClipLogic(clip, semantics)
     if kind == "dpl":
         if semantics is None:
             raise NesyError("the dpl model needs a label semantics")

@@ -20,7 +20,7 @@ def summarise(study) -> tuple[list[dict], list[dict]]:
     groups: dict[tuple, list[dict]] = {}
     for r in res.rows():
         groups.setdefault((r.get("model"), float(r.get("concept_sup", 0.0))), []).append(r)
-    order = {m: i for i, m in enumerate(("dpl", "fuzzy", "cbm", "nn"))}
+    order = {m: i for i, m in enumerate(("dpl", "fuzzy", "cbm", "nn", "clip-logic"))}
     rows, maps = [], []
     for (model, sup), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9),
                                                                    kv[0][1])):

@@ -94,10 +94,12 @@ def _accuracies(model, data, device, batch=256) -> tuple[float, float | None]:
 def fit(model, train: NesyData, val: NesyData | None = None, *, epochs: int = 10,
         batch: int = 64, lr: float = 1e-3, seed: int = 0, device: str = "cpu",
         concept_mask: torch.Tensor | None = None, out: str | Path | None = None,
-        progress: bool = True, log=None) -> FitResult:
+        progress: bool = True, log=None, concept_targets: list | None = None) -> FitResult:
     """Train ``model`` on ``train`` (see module docstring). ``concept_mask``: (N, n_vars) bool
     of supervised concept entries (:func:`nesybench.nesy.data.concept_mask`); ``log``: optional
-    ``log(name, value, step)`` callback (the sweep runner's ``ctx.log``)."""
+    ``log(name, value, step)`` callback (the sweep runner's ``ctx.log``);
+    ``concept_targets``: per variable (N, k_i) probabilities that replace the data set's
+    concept annotations as the supervision targets (a foundation model's concepts)."""
     if epochs < 1 or batch < 1 or lr <= 0:
         raise NesyError("epochs and batch must be >= 1 and lr > 0")
     dev = _device(device)
@@ -128,8 +130,10 @@ def fit(model, train: NesyData, val: NesyData | None = None, *, epochs: int = 10
         sums = {"loss": 0.0, "label": 0.0, "concept": 0.0}
         for s in range(0, n, batch):
             ix = perm[s:s + batch]
+            con = ([t[ix].to(dev) for t in concept_targets] if concept_targets is not None
+                   else train.concepts[ix].to(dev))
             loss, parts = model.loss(train.x[ix].to(dev), train.labels[ix].to(dev),
-                                     train.concepts[ix].to(dev), mask[ix].to(dev))
+                                     con, mask[ix].to(dev))
             if not torch.isfinite(loss):
                 raise NesyError(f"the {model.kind} loss is not finite at epoch {epoch} "
                                 "(a label the concepts cannot produce?)")
@@ -266,6 +270,9 @@ class RunConfig:
                   concept_sup is 0); default: the task's ``supervised:``
     budget        limits for grounding and compiling the circuit semantics (the fields of
                   :class:`~nesybench.nesy.budget.Budget`; None: its defaults)
+    concept_source  None (the data set's concept annotations supervise) or
+                  ``clip:PATH_OR_NAME``: zero-shot CLIP concept probabilities are the targets
+                  of the supervised entries (dpl, fuzzy, cbm) and the concepts of clip-logic
     """
 
     task: str
@@ -286,6 +293,7 @@ class RunConfig:
     device: str = "cpu"
     splits: list[str] = field(default_factory=lambda: ["test", "ood"])
     budget: dict | None = None      # Budget fields for grounding/compiling the circuit
+    concept_source: str | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -303,8 +311,18 @@ def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: boo
         raise NesyError(f"unknown model {cfg.model!r} (choose from {', '.join(MODELS)})",
                         field="model")
     task = load_task(cfg.task)
+    if cfg.concept_source is not None:
+        from .clip import parse_source  # noqa: PLC0415
+        parse_source(cfg.concept_source)
+        if cfg.model == "nn":
+            raise NesyError("--concept-source supervises concepts and the nn model has none "
+                            "(probe it afterwards with `nesybench nesy probe`)",
+                            field="concept_source")
+    elif cfg.model == "clip-logic":
+        raise NesyError("the clip-logic model needs --concept-source clip:PATH_OR_NAME",
+                        field="concept_source")
     sem = None
-    if cfg.model == "dpl":
+    if cfg.model in ("dpl", "clip-logic"):
         sem = build_semantics(cfg.semantics, task, progress=progress, budget=cfg.budget)
     elif cfg.model == "fuzzy":
         sem = build_semantics("worlds", task, progress=progress)
@@ -364,23 +382,41 @@ def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: b
     train = NesyData.from_folder(data, "train", task, label_domains)
     val = NesyData.from_folder(data, "val", task, label_domains)
     torch.manual_seed(cfg.seed)
+    clip, targets, source_info = None, None, None
+    if cfg.concept_source is not None:
+        from .clip import ClipConcepts  # noqa: PLC0415
+        clip = ClipConcepts(cfg.concept_source, task, device=cfg.device)
+        targets = clip.concept_probs(train)
+        hard = torch.stack([t.argmax(dim=1) for t in targets], dim=1)
+        source_info = {"source": cfg.concept_source, "fingerprint": clip.fingerprint,
+                       "train_concept_accuracy": float((hard == train.concepts).float().mean())}
     model = build_model(cfg.model, task, layout=layout_of(train.render, train.input_shape),
                         input_shape=train.input_shape, semantics=sem, label_domains=label_domains,
-                        tnorm=cfg.tnorm, concept_weight=cfg.concept_weight)
+                        tnorm=cfg.tnorm, concept_weight=cfg.concept_weight, clip=clip)
     sup_vars = cfg.concept_vars if cfg.concept_vars is not None else task.supervised
     mask = concept_mask(len(train), len(task.variables), fraction=cfg.concept_sup,
                         variables=[task.var_index(v) for v in sup_vars] or None, seed=cfg.seed)
+    if cfg.model == "clip-logic":
+        mask = torch.zeros_like(mask)
     if out is not None:
         write_json(out / "config.json", {**cfg.to_json(), "data": str(data),
                                          "label_domains": label_domains})
-    fr = fit(model, train, val, epochs=cfg.epochs, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed,
-             device=cfg.device, concept_mask=mask, out=out, progress=progress, log=log)
+    if cfg.model == "clip-logic":        # nothing to train: score CLIP's concepts + the logic
+        t0 = time.perf_counter()
+        model.prepare(val)
+        fr = FitResult([], 0, time.perf_counter() - t0)
+    else:
+        fr = fit(model, train, val, epochs=cfg.epochs, batch=cfg.batch, lr=cfg.lr,
+                 seed=cfg.seed, device=cfg.device, concept_mask=mask, out=out,
+                 progress=progress, log=log, concept_targets=targets)
     results = {}
     for split in ["val", *cfg.splits]:
         p = Path(data) / split / "labels.csv"
         if split != "val" and (not p.is_file() or sum(1 for _ in open(p)) <= 1):
             continue
         ds = val if split == "val" else NesyData.from_folder(data, split, task, label_domains)
+        if cfg.model == "clip-logic":
+            model.prepare(ds)
         pred = out / f"predictions_{split}.csv" if (out is not None and write_predictions) else None
         ev = evaluate(model.cpu() if cfg.device == "cpu" else model, ds, task, label_domains,
                       device=cfg.device, predictions=pred, shortcut=(split != "ood"))
@@ -391,10 +427,54 @@ def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: b
     summary = {"task": task.name, "model": cfg.model, "config": cfg.to_json(),
                "n_train": len(train), "supervised_entries": int(mask.sum()),
                "fit": fr.to_json(), "results": results}
+    if source_info is not None:
+        summary["concept_source"] = source_info
     if out is not None:
         write_json(out / "metrics.json", summary)
-        _plot_history(fr.history, out / "plots" / "training.png")
+        if fr.history:
+            _plot_history(fr.history, out / "plots" / "training.png")
     return summary
+
+
+def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
+    """A trained run folder (from ``nesy train``) back in memory: ``(config dict, task,
+    label_domains, data root, model with the checkpoint's weights, epoch)``."""
+    import json  # noqa: PLC0415
+
+    from ..shortcuts.task import load_task  # noqa: PLC0415
+    from .engines import build_semantics  # noqa: PLC0415
+    from .models import build_model  # noqa: PLC0415
+    from .nets import layout_of  # noqa: PLC0415
+
+    run = Path(run)
+    cfg_path = run / "config.json"
+    if not cfg_path.is_file():
+        raise NesyError("not a run folder (no config.json)", file=str(run))
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise NesyError(f"config.json is not JSON: {exc}", file=str(cfg_path)) from None
+    if not isinstance(cfg, dict) or not {"task", "model", "data", "label_domains"} <= set(cfg):
+        raise NesyError("config.json lacks task, model, data or label_domains",
+                        file=str(cfg_path))
+    task = load_task(cfg["task"])
+    label_domains = cfg["label_domains"]
+    sem = None
+    if cfg["model"] in ("dpl", "clip-logic"):
+        sem = build_semantics(cfg.get("semantics", "worlds"), task)
+    elif cfg["model"] == "fuzzy":
+        sem = build_semantics("worlds", task)
+    root = data or cfg["data"]
+    first = NesyData.from_folder(root, "val", task, label_domains)
+    clip = None
+    if cfg["model"] == "clip-logic":
+        from .clip import ClipConcepts  # noqa: PLC0415
+        clip = ClipConcepts(cfg.get("concept_source") or "", task, device=device)
+    model = build_model(cfg["model"], task, layout=layout_of(first.render, first.input_shape),
+                        input_shape=first.input_shape, semantics=sem, label_domains=label_domains,
+                        tnorm=cfg.get("tnorm", "product"), clip=clip)
+    epoch = 0 if clip is not None else load_checkpoint(model, run / checkpoint)
+    return cfg, task, label_domains, root, model, epoch
 
 
 def _plot_history(history: list[dict], path: Path) -> None:

@@ -14,6 +14,8 @@ A task YAML (``curricula/rs/*.yaml``)::
     support: all                   # | [[0, 1, 1], ...] | {prop_in_dist: 0.5, seed: 0}
                                    # | {sample: 300, seed: 0} | {file: x.csv}
     supervised: []                 # concept supervision on these variables
+    # a concept may add prompts: "a photo of the digit {value}" (or a list of templates):
+    # the zero-shot CLIP prompts of its values (nesybench.nesy.clip)
     depends: {stop: [red_light, ...]}   # optional: which variables each label reads (decomposition)
 
 Concept values are ints or lowercase atoms; a *world* is a tuple with one value per variable.
@@ -297,7 +299,7 @@ def read_support(task: Task, path, *, distinct: bool = True) -> list[tuple]:
 #: every key a task YAML may hold (a typo such as ``mpas:`` is an error, not a silent default)
 TASK_KEYS = {"name", "concepts", "knowledge", "formula", "coef", "maps", "support",
              "supervised", "depends", "labels", "facts", "generate"}
-CONCEPT_KEYS = {"name", "count", "domain", "map"}
+CONCEPT_KEYS = {"name", "count", "domain", "map", "prompts"}
 GENERATE_KEYS = {"samples", "render"}
 SPLIT_NAMES = ("train", "val", "test", "ood")
 #: the largest number of values a ``{range: [lo, hi]}`` domain may have
@@ -339,6 +341,12 @@ def validate_task_data(data, source: str | None = None) -> None:
             raise bad("each concept needs a lowercase 'name'", f"{where}.name")
         if "map" in c and (not isinstance(c["map"], str) or not _ATOM.match(c["map"])):
             raise bad("map must be a lowercase identifier", f"{where}.map")
+        if "prompts" in c:
+            ps = [c["prompts"]] if isinstance(c["prompts"], str) else c["prompts"]
+            if not isinstance(ps, list) or not ps or not all(
+                    isinstance(t, str) and "{value}" in t for t in ps):
+                raise bad("prompts must be a text template with {value}, or a list of them",
+                          f"{where}.prompts")
         count = c.get("count")
         counts = [count] if not isinstance(count, list) else count
         if count is not None and (not counts or not all(
