@@ -181,3 +181,49 @@ def test_builtin_sets_match_the_paper_sizes():
         assert ds.X.shape == (n, p) and len(ds.classes) == k
     sub = data.load("letter", subsample=520, seed=1)
     assert sub.n == 520 and np.all(np.bincount(sub.y) >= 18)
+
+
+def test_paper_population_is_separate_runs_without_the_tested_models():
+    pop = population(50, families=["NB", "LDA", "C5.0"], kind="paper")
+    names = [s.name for s in pop]
+    assert len(set(names)) == 50 and all("@" in n for n in names)
+    assert not {"NB#0", "LDA#0", "C5.0#0"} & set(names)           # tested models held out
+    assert spec_of("LDA#3@2").resample == 2 and spec_of("LDA#3@2").name == "LDA#3@2"
+    assert {s.resample for s in pop} == {1, 2, 3, 4} or max(s.resample for s in pop) >= 2
+    with pytest.raises(NesyError):
+        population(6000, kind="paper")
+    with pytest.raises(NesyError):
+        spec_of("LDA#0@x")
+
+
+def test_resampled_run_differs_from_the_plain_run_and_is_seeded(tmp_path):
+    from nesybench.irt.cells import population_cell
+    from nesybench.runs import CellContext
+
+    p = _csv(tmp_path)
+    preds = {}
+    for model in ("C5.0", "C5.0#0@1", "C5.0#0@1", "C5.0#0@2"):
+        art = tmp_path / f"art{len(preds)}-{model}"
+        art.mkdir()
+        ctx = CellContext("c", {}, 0, art)
+        population_cell({"dataset": str(p), "target": "label", "nominal": ["colour"],
+                         "model": model}, 0, ctx)
+        preds.setdefault(model, []).append(np.load(art / "pred.npy"))
+    assert np.array_equal(*preds["C5.0#0@1"])                         # same run, same bytes
+    assert not np.array_equal(preds["C5.0"][0], preds["C5.0#0@1"][0])  # a resample differs
+    assert not np.array_equal(preds["C5.0#0@1"][0], preds["C5.0#0@2"][0])
+
+
+def test_cli_study_with_the_paper_population(tmp_path, capsys):
+    p = _csv(tmp_path, n=90)
+    out = tmp_path / "study"
+    rc = main(["irt", "study", "--out", str(out), "--datasets", str(p), "--target", "label",
+               "--nominal", "colour", "--families", "NB,LDA,C5.0", "--models", "9",
+               "--population", "paper", "--executor", "inline", "--json"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    models = set(np.load(out / "responses" / "toy.npz")["models"].tolist())
+    assert len(models) == 9 and not models & {"NB#0", "LDA#0", "C5.0#0"}
+    rows = list(__import__("csv").DictReader(open(out / "kappa.csv")))
+    assert {r["model"] for r in rows} == {"NB#0", "LDA#0", "C5.0#0"}    # tested, held out
+    assert summary["fit"][str(p)]["respondents"] == 9

@@ -81,7 +81,7 @@ def population_cell(params: dict, seed: int, ctx) -> dict:
 
 population_cell.params_schema = {"dataset": str, "model": str, "folds": int, "data_seed": int,
                                  "target": (str, type(None)), "nominal": list,
-                                 "population": str}
+                                 "population": str, "respondents": str}
 population_cell.params_required = ("dataset", "model")
 
 
@@ -142,6 +142,6 @@ def robustness_cell(params: dict, seed: int, ctx) -> dict:
 
 robustness_cell.params_schema = {"dataset": str, "model": str, "folds": int, "data_seed": int,
                                  "target": (str, type(None)), "nominal": list, "bins": list,
-                                 "population": str,
+                                 "population": str, "respondents": str,
                                  "deltas": list, "n_bins": int, "nu": (int, float)}
 robustness_cell.params_required = ("dataset", "model", "bins")

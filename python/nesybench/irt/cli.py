@@ -39,14 +39,14 @@ def group():
 
 
 def _population(out, datasets, models, families, folds, data_seed, target, nominal, executor,
-                workers, progress, force_new=False):
+                workers, progress, force_new=False, kind="nesybench"):
     from .study import run_population  # noqa: PLC0415
 
     return run_population(out, _csv_list(datasets), n_models=models,
                           families=_csv_list(families) or None, folds=folds,
                           data_seed=data_seed, target=target, nominal=_csv_list(nominal),
                           executor=executor, workers=workers, progress=progress,
-                          force_new=force_new)
+                          force_new=force_new, kind=kind)
 
 
 _pop_options = [
@@ -67,6 +67,11 @@ _pop_options = [
     click.option("--nominal", default="", help="comma-separated nominal columns of CSV files"),
     click.option("--force-new", is_flag=True, help="replace a population sweep made with other "
                                                    "folds, seed or family definitions"),
+    click.option("--population", "kind", type=click.Choice(["nesybench", "paper"]),
+                 default="nesybench", show_default=True,
+                 help="respondents: hyper-parameter variants on the folds (the tested models "
+                      "among them), or the paper's: separate runs on bootstrap resamples, the "
+                      "tested models held out (up to 5,000)"),
 ]
 
 
@@ -83,11 +88,11 @@ def _apply(options):
 @_executor_opts
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def population_cmd(out, datasets, models, families, folds, data_seed, target, nominal,
-                   force_new, executor, workers, quiet, as_json):
+                   force_new, kind, executor, workers, quiet, as_json):
     """Train the population under stratified k-fold CV through the sweep runner (cached:
     finished cells are never re-run) and write each data set's response matrix U."""
     res = _population(out, datasets, models, families, folds, data_seed, target, nominal,
-                      executor, workers, not (as_json or quiet), force_new)
+                      executor, workers, not (as_json or quiet), force_new, kind)
     if as_json:
         click.echo(dumps(res.__dict__), nl=False)
         return
@@ -283,14 +288,14 @@ def _print_taxonomy(info):
 @_executor_opts
 @click.option("--json", "as_json", is_flag=True)
 def study_cmd(out, datasets, models, families, folds, data_seed, target, nominal, force_new,
-              irt_model, bins, nu, deltas, clusters, executor, workers, quiet, as_json):
+              kind, irt_model, bins, nu, deltas, clusters, executor, workers, quiet, as_json):
     """The whole study into one folder: population → IRT fit → robustness → taxonomy, with
     the three figures, difficulty.csv, kappa.csv, taxonomy.json and summary.json."""
     from ..io import write_json  # noqa: PLC0415
 
     progress = not (as_json or quiet)
     pop = _population(out, datasets, models, families, folds, data_seed, target, nominal,
-                      executor, workers, progress, force_new)
+                      executor, workers, progress, force_new, kind)
     fit = _fit(out, irt_model, bins, 6.0)
     rob = _robustness(out, "", nu, deltas, executor, workers, progress)
     tax = _taxonomy(out, clusters)

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import NesyError
+from ..io import derive_seed
 
 
 @dataclass(frozen=True)
@@ -65,15 +66,18 @@ class Family:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One respondent: ``family`` with its ``variant``-th parameter setting."""
+    """One respondent: ``family`` with its ``variant``-th parameter setting, trained on the
+    folds as they are (``resample`` 0) or on the ``resample``-th bootstrap resample of each
+    training fold (a separate run, as the paper's OpenML runs are)."""
 
     family: str
     variant: int
     params: dict = field(default_factory=dict, hash=False, compare=False)
+    resample: int = 0
 
     @property
     def name(self) -> str:
-        return f"{self.family}#{self.variant}"
+        return f"{self.family}#{self.variant}" + (f"@{self.resample}" if self.resample else "")
 
 
 def _grid(**axes) -> tuple:
@@ -159,8 +163,25 @@ def definition_hash() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def population(n_models: int = DEFAULT_MODELS, families=None) -> list[ModelSpec]:
-    """``n_models`` specs, round-robin over ``families`` (all by default), variant 0 first."""
+#: how the respondents are drawn (``irt population --population``)
+POPULATIONS = ("nesybench", "paper")
+#: the most respondents ``--population paper`` draws (the paper: up to 2,000 runs)
+MAX_PAPER_RESPONDENTS = 5000
+
+
+def population(n_models: int = DEFAULT_MODELS, families=None,
+               kind: str = "nesybench") -> list[ModelSpec]:
+    """``n_models`` specs, round-robin over ``families`` (all by default), variant 0 first.
+
+    ``kind="paper"``: the respondents are separate runs, as the paper's OpenML runs — every
+    variant of every family on bootstrap resample 1, then resample 2, ... — and the tested
+    models (variant 0 on the plain folds, :func:`spec_of` ``"FAMILY"``) are not among them:
+    a model is never a respondent of the difficulty it is then scored against."""
+    if kind not in POPULATIONS:
+        raise NesyError(f"unknown population {kind!r} (known: {', '.join(POPULATIONS)})",
+                        field="population")
+    if kind == "paper":
+        return _paper_population(n_models, families)
     fams = list(families) if families else list(FAMILIES)
     for f in fams:
         if f not in FAMILIES:
@@ -181,8 +202,31 @@ def population(n_models: int = DEFAULT_MODELS, families=None) -> list[ModelSpec]
                     return out
 
 
+def _paper_population(n_models: int, families) -> list[ModelSpec]:
+    fams = list(families) if families else list(FAMILIES)
+    for f in fams:
+        if f not in FAMILIES:
+            raise NesyError(f"unknown model family {f!r} (known: {', '.join(FAMILIES)})",
+                            field="families")
+    if not 1 <= n_models <= MAX_PAPER_RESPONDENTS:
+        raise NesyError(f"the paper population has 1 to {MAX_PAPER_RESPONDENTS} respondents, "
+                        f"not {n_models}", field="models")
+    out: list[ModelSpec] = []
+    for r in itertools.count(1):
+        for v in range(max(len(FAMILIES[f].variants) for f in fams)):
+            for f in fams:
+                if v < len(FAMILIES[f].variants):
+                    out.append(ModelSpec(f, v, FAMILIES[f].variants[v], r))
+                    if len(out) == n_models:
+                        return out
+    return out  # pragma: no cover - the loop returns
+
+
 def spec_of(name: str) -> ModelSpec:
-    """Parse ``FAMILY#VARIANT`` (or a bare family = variant 0)."""
+    """Parse ``FAMILY#VARIANT`` or ``FAMILY#VARIANT@RESAMPLE`` (a bare family = variant 0)."""
+    name, _, resample = name.partition("@")
+    if resample and not resample.isdigit():
+        raise NesyError(f"resample must be a whole number, not {resample!r}", field="model")
     fam, _, var = name.partition("#")
     if fam not in FAMILIES:
         raise NesyError(f"unknown model family {fam!r} (known: {', '.join(FAMILIES)})",
@@ -191,7 +235,7 @@ def spec_of(name: str) -> ModelSpec:
     if not 0 <= v < len(FAMILIES[fam].variants):
         raise NesyError(f"{fam} has variants 0..{len(FAMILIES[fam].variants) - 1}, not {v}",
                         field="model")
-    return ModelSpec(fam, v, FAMILIES[fam].variants[v])
+    return ModelSpec(fam, v, FAMILIES[fam].variants[v], int(resample or 0))
 
 
 # --- estimators sklearn lacks ---------------------------------------------------------------
@@ -480,6 +524,15 @@ def stratified_folds(y: np.ndarray, k: int, seed: int) -> np.ndarray:
     return fold
 
 
+def _bootstrap(y: np.ndarray, rows: np.ndarray, seed: int) -> np.ndarray:
+    """A stratified bootstrap resample of ``rows`` (same size per class, drawn with
+    replacement), so every class of the fold stays present."""
+    rng = np.random.default_rng(seed)
+    out = [rng.choice(rows[y[rows] == k], size=int(np.sum(y[rows] == k)), replace=True)
+           for k in np.unique(y[rows])]
+    return np.sort(np.concatenate(out))
+
+
 def cross_val_predict(spec: ModelSpec, ds, folds: np.ndarray, seed: int,
                       on_fold=None) -> np.ndarray:
     """Held-out predictions (class codes, shape (n,)) of ``spec`` under the fold assignment;
@@ -487,7 +540,9 @@ def cross_val_predict(spec: ModelSpec, ds, folds: np.ndarray, seed: int,
     pred = np.empty(ds.n, dtype=np.int64)
     with one_thread():
         for f in range(int(folds.max()) + 1):
-            tr, te = folds != f, folds == f
+            tr, te = np.flatnonzero(folds != f), folds == f
+            if spec.resample:
+                tr = _bootstrap(ds.y, tr, derive_seed("irt.resample", seed, spec.resample, f))
             m = Model(spec, ds.nominal, ds.categories, seed).fit(ds.X[tr], ds.y[tr])
             pred[te] = m.predict(ds.X[te])
             if on_fold is not None:

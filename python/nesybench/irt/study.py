@@ -81,19 +81,24 @@ class PopulationResult:
 def run_population(study, datasets, *, n_models: int = DEFAULT_MODELS, families=None,
                    folds: int = 5, data_seed: int = 0, target=None, nominal=(),
                    executor: str = "local", workers: int | None = None,
-                   progress: bool = True, force_new: bool = False) -> PopulationResult:
+                   progress: bool = True, force_new: bool = False,
+                   kind: str = "nesybench") -> PopulationResult:
     """Train the population under k-fold CV (one sweep cell per data set × model) and write
     each data set's response matrix to ``responses/<ds>.npz``.
 
     The sweep's fixed parameters hold the folds, the data seed and the digest of the family
     definitions; a folder holding a population with other ones is refused unless
-    ``force_new`` (then it is replaced)."""
+    ``force_new`` (then it is replaced). ``kind``: ``nesybench`` (hyper-parameter variants
+    on the folds; the tested models are respondents too) or ``paper`` (separate runs on
+    bootstrap resamples; the tested models are held out, :func:`population`)."""
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
 
     study = Path(study)
-    specs = population(n_models, families)
+    specs = population(n_models, families, kind)
     base = _data_params(target, nominal, folds, data_seed)
     base["population"] = definition_hash()
+    if kind != "nesybench":                 # the default keeps earlier studies' specs
+        base["respondents"] = kind
     for d in datasets:                       # bad data fails here, before anything runs
         ds = load_dataset({"dataset": d, **base})
         folds_of({"dataset": d, **base}, ds)
