@@ -250,7 +250,7 @@ def collect(model: nn.Module, data, layers: list[str], *, gradients: bool = Fals
     grads: dict[str, list] = {n: [[] for _ in model.label_domains] for n in layers}
     rows: dict[str, int] = {}
     try:
-        for s in range(0, len(data), batch):
+        for s in range(0, len(data.x), batch):
             x = data.x[s:s + batch].to(dev)
             b = x.shape[0]
             store.clear()
