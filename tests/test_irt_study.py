@@ -227,3 +227,20 @@ def test_cli_study_with_the_paper_population(tmp_path, capsys):
     rows = list(__import__("csv").DictReader(open(out / "kappa.csv")))
     assert {r["model"] for r in rows} == {"NB#0", "LDA#0", "C5.0#0"}    # tested, held out
     assert summary["fit"][str(p)]["respondents"] == 9
+
+
+def test_same_file_in_another_folder_gives_the_same_responses(tmp_path):
+    """Seeds derive from a data file's name and bytes, never its path: the same study in
+    another folder (or machine) gives the same folds, models and response matrix."""
+    outs = []
+    for sub in ("a", "b/deeper"):
+        d = tmp_path / sub
+        d.mkdir(parents=True)
+        p = _csv(d, n=90)
+        out = d / "study"
+        assert main(["irt", "population", "--out", str(out), "--datasets", f"{p}@60",
+                     "--target", "label", "--nominal", "colour", "--families", "NB,C5.0",
+                     "--models", "4", "--executor", "inline", "-q"]) == 0
+        outs.append(np.load(out / "responses" / "toy@60.npz"))
+    assert np.array_equal(outs[0]["U"], outs[1]["U"])
+    assert np.array_equal(outs[0]["pred"], outs[1]["pred"])

@@ -9,6 +9,9 @@ robustness cells — see the same folds and the same fitted models.
 """
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 from functools import lru_cache
 
 import numpy as np
@@ -35,7 +38,7 @@ def parse_data_spec(spec: str) -> tuple[str, int]:
 def _load_cached(spec: str, target, nominal: tuple, data_seed: int):
     name, n = parse_data_spec(spec)
     ds = data_mod.load(name, target=target, nominal=nominal, subsample=n,
-                       seed=derive_seed("irt.subsample", name, n, data_seed))
+                       seed=derive_seed("irt.subsample", data_key(name), n, data_seed))
     if n:
         ds.name = spec
     return ds
@@ -47,14 +50,27 @@ def load_dataset(params: dict):
                         tuple(params.get("nominal") or ()), int(params.get("data_seed", 0)))
 
 
+@lru_cache(maxsize=64)
+def data_key(spec: str) -> str:
+    """What the seeds of a data spec derive from: a built-in name as it is; a file by its
+    name and the SHA-256 of its bytes, never its path — the same file gives the same folds
+    and models in any folder, on any machine."""
+    name, n = parse_data_spec(spec)
+    path = Path(name)
+    if path.is_file():
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        name = f"{path.name}:{digest}"
+    return f"{name}@{n}" if n else name
+
+
 def folds_of(params: dict, ds) -> np.ndarray:
     k = int(params.get("folds", 5))
-    return stratified_folds(ds.y, k, derive_seed("irt.folds", params["dataset"],
+    return stratified_folds(ds.y, k, derive_seed("irt.folds", data_key(params["dataset"]),
                                                  int(params.get("data_seed", 0))))
 
 
 def model_seed(params: dict) -> int:
-    return derive_seed("irt.model", params["model"], params["dataset"],
+    return derive_seed("irt.model", params["model"], data_key(params["dataset"]),
                        int(params.get("data_seed", 0)))
 
 

@@ -153,8 +153,8 @@ def auto_nodes(n_items: int, limit: float = 6.0) -> int:
 
 
 def fit_irt(U, model: str = "1pl", *, quad: str = "rect", n_quad: int | None = None,
-            max_iter: int = 500, tol: float = 1e-4, outlier: float = 6.0,
-            bound: float = 30.0) -> IRTFit:
+            max_iter: int = 500, tol: float = 1e-4, ll_tol: float = 0.0,
+            outlier: float = 6.0, bound: float = 30.0) -> IRTFit:
     """Fit a 1PL or 2PL model to ``U`` (J respondents × I items; 0, 1, or NaN for a
     response not administered) by Bock–Aitkin EM.
 
@@ -169,8 +169,12 @@ def fit_irt(U, model: str = "1pl", *, quad: str = "rect", n_quad: int | None = N
     O(J·I + Q·I + J·Q) for a complete matrix, so fine grids cost little; with missing
     responses the node sums run over each respondent's own items (O(J·I·Q)).
 
-    ``tol`` stops the EM when no item parameter (and the latent SD) moves by more than it in
-    a cycle; ``bound`` clips intercepts/difficulties (|b| <= bound) and 2PL slopes
+    The EM stops when no item parameter (and the latent SD) moves by more than ``tol`` in a
+    cycle, or (``ll_tol`` > 0) when a cycle raises the marginal log-likelihood by less than
+    ``ll_tol`` times its size. On a fine grid the parameter rule can take hundreds of cycles
+    of tiny likelihood gains; a relative ``ll_tol`` of 1e-7 stops far earlier but, on some
+    draws, before the difficulties' spread has settled (measured: spread 1.12 instead of 1.08
+    of the truth at 200 × 1,000), so the default keeps the parameter rule alone. ``bound`` clips intercepts/difficulties (|b| <= bound) and 2PL slopes
     (|a| <= 10) so nearly perfect items cannot diverge. Raises :class:`NesyError` when the
     matrix is not 0/1/NaN, or when no item varies (every item answered all right or all
     wrong by those who answered it).
@@ -267,7 +271,8 @@ def fit_irt(U, model: str = "1pl", *, quad: str = "rect", n_quad: int | None = N
             c_new = np.clip(c + dc / step, -bound * 10, bound * 10)
             delta = max(float(np.abs(a_new - a).max()), float(np.abs(c_new - c).max()))
             a, c = a_new, c_new
-        if delta < tol:
+        gain = history[-1] - history[-2] if len(history) > 1 else np.inf
+        if delta < tol or 0.0 <= gain < ll_tol * abs(history[-1]):
             converged = True
             break
     # EAP abilities under the final parameters (1PL: on the logit scale, θ = s·x)

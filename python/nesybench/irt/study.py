@@ -16,6 +16,8 @@ re-run) and a re-fit that changes the bins replaces the robustness cells of that
 """
 from __future__ import annotations
 
+import warnings
+
 import csv
 import os
 import re
@@ -345,8 +347,17 @@ def build_taxonomy(study, *, k: int = 3):
 
     study = Path(study)
     dsets, models, deltas, K, _, _ = kappa_cube(study)
-    complete = [j for j in range(len(models)) if np.all(np.isfinite(K[:, j]))]
-    P = K[:, complete].mean(axis=0).reshape(len(complete), -1)
+    # a data set whose ties filled a whole bin has fewer bins: average each (δ, bin) over
+    # the data sets that have it, and keep the (δ, bin) cells every model has
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)       # all-NaN slices
+        M = np.nanmean(K, axis=0).reshape(len(models), -1)
+    cols = np.flatnonzero(np.isfinite(M).sum(axis=0) >= max(2, 0.5 * len(models)))
+    complete = [j for j in range(len(models)) if np.all(np.isfinite(M[j, cols]))]
+    if len(complete) < 2 or cols.size == 0:
+        raise NesyError("fewer than two models have a complete kappa profile; run "
+                        "`nesybench irt robustness` for more models", field="models")
+    P = M[np.ix_(complete, cols)]
     labels = [spec_of(models[j]).family for j in complete]
     tax = cluster_profiles(P, labels, k=k)
     info = {"datasets": dsets, "deltas": deltas, "k": tax.k, "groups": tax.groups(),
