@@ -159,3 +159,17 @@ def test_ties_kept_together_property():
             sizes = np.bincount(bins)
             assert sizes.size == k and sizes.max() - sizes.min() <= 1
     check()
+
+
+def test_taxonomy_agreement_with_the_paper_by_hand():
+    from nesybench.irt.taxonomy import PAPER_TAXONOMY, agreement
+    same = agreement(PAPER_TAXONOMY)
+    assert same["families"] == 18 and same["pairs"] == 153
+    assert same["pairs_alike"] == 153 and same["adjusted_rand"] == pytest.approx(1.0)
+    # move NB from the first cluster to the second: its 3 old partners and 7 new ones differ
+    moved = [tuple(m for m in PAPER_TAXONOMY[0] if m != "NB"), PAPER_TAXONOMY[1] + ("NB",),
+             PAPER_TAXONOMY[2]]
+    a = agreement(moved)
+    assert a["pairs_alike"] == 153 - 3 - 7 and a["adjusted_rand"] < 1.0
+    # families the paper does not have are ignored
+    assert agreement([("LDA", "SVMRBF"), ("NB",), ("C5.0",)])["families"] == 2

@@ -275,6 +275,11 @@ def _print_taxonomy(info):
     click.echo(f"  {info['k']} clusters over {', '.join(info['datasets'])}:")
     for i, g in enumerate(info["groups"], 1):
         click.echo(f"    {i}. " + ", ".join(f"{m} ({info['mean_kappa'][m]:.2f})" for m in g))
+    a = info.get("paper_agreement")
+    if a and a["pairs"]:
+        click.echo(f"  agreement with the paper's three clusters over {a['families']} shared "
+                   f"families: {a['pairs_alike']} of {a['pairs']} pairs alike, adjusted Rand "
+                   f"{a['adjusted_rand']:.2f}")
 
 
 @group.command("study")

@@ -343,7 +343,7 @@ def kappa_cube(study):
 def build_taxonomy(study, *, k: int = 3):
     """Cluster the models' kappa profiles (bins × δ, averaged over data sets); writes
     taxonomy.json. Returns the :class:`~nesybench.irt.taxonomy.Taxonomy`."""
-    from .taxonomy import cluster_profiles  # noqa: PLC0415
+    from .taxonomy import agreement, cluster_profiles  # noqa: PLC0415
 
     study = Path(study)
     dsets, models, deltas, K, _, _ = kappa_cube(study)
@@ -365,7 +365,8 @@ def build_taxonomy(study, *, k: int = 3):
             "clusters": {labels[i]: int(tax.clusters[i]) for i in range(len(labels))},
             "linkage": np.round(tax.linkage, 6).tolist(),
             "mean_kappa": {labels[i]: round(float(P[i].mean()), 4)
-                           for i in range(len(labels))}}
+                           for i in range(len(labels))},
+            "paper_agreement": agreement(tax.groups())}
     _atomic_write(study / "taxonomy.json", lambda t: write_json(t, info))
     return tax, info
 

@@ -66,3 +66,29 @@ def cluster_profiles(profiles: np.ndarray, labels: list, k: int = 3) -> Taxonomy
     clusters = fcluster(Z, t=k, criterion="maxclust")
     return Taxonomy(labels=list(labels), linkage=Z, clusters=clusters,
                     order=[int(i) for i in leaves_list(Z)], k=k)
+
+
+#: the paper's three clusters of Figure 5 (its 18 families)
+PAPER_TAXONOMY = (("CI_T", "JRip", "C5.0", "NB"),
+                  ("GBM", "RF", "MLR", "MLP", "FDA", "RPART", "RFRules"),
+                  ("PART", "PLS", "LVQ", "RDA", "RBF", "3NN", "SVM"))
+
+
+def agreement(groups, reference=PAPER_TAXONOMY) -> dict:
+    """How far a partition of model families agrees with ``reference`` (the paper's) over
+    the families both contain: pairs placed alike (together in both or apart in both) of all
+    pairs, and the adjusted Rand index (1 = the same partition, ≈ 0 = chance)."""
+    from sklearn.metrics import adjusted_rand_score  # noqa: PLC0415
+
+    ours = {m: i for i, g in enumerate(groups) for m in g}
+    ref = {m: i for i, g in enumerate(reference) for m in g}
+    shared = sorted(set(ours) & set(ref))
+    if len(shared) < 2:
+        return {"families": len(shared), "pairs": 0, "pairs_alike": 0,
+                "adjusted_rand": float("nan")}
+    alike = sum((ours[a] == ours[b]) == (ref[a] == ref[b])
+                for i, a in enumerate(shared) for b in shared[i + 1:])
+    n_pairs = len(shared) * (len(shared) - 1) // 2
+    return {"families": len(shared), "pairs": n_pairs, "pairs_alike": int(alike),
+            "adjusted_rand": float(adjusted_rand_score([ref[m] for m in shared],
+                                                       [ours[m] for m in shared]))}
