@@ -787,3 +787,55 @@ def test_strategy_axis_in_the_sweep(tiny, tmp_path, capsys):
     assert "continual settings" in capsys.readouterr().err
     assert cli_main(base + ["--setting", "task-incremental", "--strategy", "si",
                             "--out", str(tmp_path / "k")]) == 2
+
+
+# ----------------------------------------------------------------------------- Aleph settings
+
+def test_aleph_set_and_timeout_reach_aleph_and_the_results(tiny, tmp_path, capsys):
+    """--aleph-set KEY=VALUE values are typed, written into the task's .b file over the
+    supplementary's defaults and recorded with --timeout in the results; an unknown key or a
+    bad value is one line and exit 2, before anything runs."""
+    fake = tmp_path / "aleph.pl"      # reads the task's .b and prints the settings it got
+    fake.write_text(":- dynamic setting/2.\nset(K, V) :- retractall(setting(K, _)), "
+                    "assertz(setting(K, V)).\nmodeh(_, _).\nmodeb(_, _).\n"
+                    "determination(_, _).\nread_all(S) :- atom_concat(S, '.b', B), "
+                    "consult(B).\ninduce :- forall(setting(K, V), (write(set(K, V)), nl)).\n"
+                    "write_rules(_) :- fail.\n")
+    study = tmp_path / "s"
+    argv = ["kandy", "ilp-run", str(tiny), "--aleph", str(fake), "--tasks", "0",
+            "--timeout", "42", "--aleph-set", "clauselength=8", "--aleph-set", "minacc=0.75",
+            "--aleph-set", "evalfn=coverage", "--aleph-set", "newvars=inf",
+            "--out", str(study), "--workers", "0", "-q"]
+    assert cli_main(argv + ["--json"]) == 0
+    data = _strict_json(capsys.readouterr().out)
+    (row,) = data["table"]
+    assert row["timeout"] == 42.0
+    assert row["settings"]["clauselength"] == 8 and row["settings"]["minacc"] == 0.75
+    assert row["settings"]["nodes"] == 20000             # the supplementary's default kept
+    assert data["tasks"][0]["timeout"] == 42.0
+    (theory,) = list((study / "artifacts").rglob("theory.json"))
+    rec = json.loads(theory.read_text())
+    assert rec["timeout"] == 42.0 and rec["settings"]["evalfn"] == "coverage"
+    got = set(rec["log_tail"].split())                   # what Aleph was told, as it read it
+    assert {"set(clauselength,8)", "set(minacc,0.75)", "set(evalfn,coverage)",
+            "set(newvars,inf)", "set(nodes,20000)"} <= got
+    assert "set(clauselength,6)" not in got
+    assert cli_main(["kandy", "table", str(study)]) == 0
+    assert "timeout 42 s per task; Aleph settings: clauselength=8, minacc=0.75" \
+        in capsys.readouterr().out
+    for bad, msg in [("colour=red", "unknown Aleph setting 'colour'"),
+                     ("clauselength=eight", "clauselength takes an integer in 1..1000"),
+                     ("clauselength=0", "clauselength takes an integer"),
+                     ("minacc=1.5", "minacc takes a finite number in [0.0, 1.0]"),
+                     ("evalfn=magic", "evalfn takes one of coverage, compression"),
+                     ("nodes", "takes KEY=VALUE"),
+                     ("recordfile=/tmp/x", "unknown Aleph setting 'recordfile'")]:
+        out = tmp_path / f"bad-{bad.split('=')[0]}"
+        rc = cli_main(["kandy", "ilp-run", str(tiny), "--aleph", str(fake), "--tasks", "0",
+                       "--aleph-set", bad, "--out", str(out), "--workers", "0", "-q"])
+        err = capsys.readouterr().err
+        assert rc == 2 and msg in err, (bad, err)
+        assert len(err.strip().splitlines()) == 1 and not out.exists()
+    rc = cli_main(["kandy", "ilp-run", str(tiny), "--aleph", str(fake), "--timeout", "0",
+                   "--out", str(tmp_path / "t0"), "-q"])
+    assert rc == 2 and "--timeout must be" in capsys.readouterr().err

@@ -477,6 +477,10 @@ def plot_cmd(study, out):
 @click.option("--bk", default="mid", show_default=True, help="min, mid or min,mid.")
 @click.option("--timeout", type=float, default=1800, show_default=True,
               help="Seconds per task (the paper: 1800 Easy, 3600 Hard); Aleph is killed then.")
+@click.option("--aleph-set", "aleph_set", multiple=True, metavar="KEY=VALUE",
+              help="An Aleph setting for every task, e.g. clauselength=8 (repeatable; "
+                   "allowed: clauselength, nodes, minacc, noise, i, depth, minpos, newvars, "
+                   "evalfn, search, searchtime, ... see the KANDY guide).")
 @click.option("--tasks", "tasks", default=None, help="Only these task indices, e.g. 0-4.")
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Study folder (default studies/kandy-<dataset>-aleph).")
@@ -486,15 +490,18 @@ def plot_cmd(study, out):
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True)
 @click.pass_context
-def ilp_run_cmd(ctx, dataset, aleph, encoding, bk, timeout, tasks, out, workers, keep_going,
-                force_new, no_verify, as_json, quiet):
+def ilp_run_cmd(ctx, dataset, aleph, encoding, bk, timeout, aleph_set, tasks, out, workers,
+                keep_going, force_new, no_verify, as_json, quiet):
     """Run Aleph on every task of DATASET (one swipl process per task, hard time limit),
     score each theory on the test split and print Table 2."""
     from ..runs import GridSpec
-    from .learn.aleph import BKS, ENCODINGS, check_aleph, find_swipl
+    from .learn.aleph import BKS, ENCODINGS, check_aleph, find_swipl, parse_aleph_settings
     from .learn.data import read_manifest, select_tasks, verify_dataset
 
     root = Path(dataset).resolve()
+    settings = parse_aleph_settings(aleph_set)
+    if not timeout > 0 or timeout == float("inf"):
+        raise NesyError("--timeout must be a finite number of seconds > 0", field="timeout")
     aleph_path = check_aleph(aleph)
     find_swipl()
     man = read_manifest(root, images=False)
@@ -510,11 +517,11 @@ def ilp_run_cmd(ctx, dataset, aleph, encoding, bk, timeout, tasks, out, workers,
     for b in bks:
         if b not in BKS:
             raise NesyError(f"unknown background knowledge {b!r} (min or mid)", field="bk")
-    if not timeout > 0:
-        raise NesyError("--timeout must be > 0", field="timeout")
+    params = {"dataset": str(root), "aleph": str(aleph_path), "timeout": float(timeout)}
+    if settings:
+        params["settings"] = settings
     spec = GridSpec(study=f"kandy-aleph-{root.name}", function="kandy.aleph",
-                    params={"dataset": str(root), "aleph": str(aleph_path),
-                            "timeout": float(timeout)},
+                    params=params,
                     axes={"encoding": encs, "bk": bks, "task": ids}, repetitions=1, seed=0)
     out = out or str(Path("studies") / f"kandy-{root.name}-aleph")
     if workers < 0:

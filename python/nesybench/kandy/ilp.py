@@ -384,7 +384,8 @@ def _fmt_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
-        return repr(v)
+        r = repr(v)                 # Prolog floats need a dot: 1e-05 -> 1.0e-05
+        return r.replace("e", ".0e", 1) if "e" in r and "." not in r else r
     return str(v)
 
 

@@ -39,6 +39,108 @@ BKS = {"min": "minimal", "mid": "mid", "minimal": "minimal"}
 ALEPH_SETTINGS = {"i": 5, "minacc": 0.5, "noise": 5, "minpos": 2, "depth": 15,
                   "nodes": 20000, "clauselength": 6}
 
+_INF = float("inf")
+#: Aleph 5 settings ``ilp-run --aleph-set KEY=VALUE`` may change, with the type of their
+#: value (Aleph manual, "Setting Aleph's parameters"): ``("int", lo, hi)``, ``("float", lo,
+#: hi)`` (inclusive bounds), ``("int_inf", lo)`` (an integer or ``inf``), ``("bool",)`` or
+#: ``("atom", choices)``. Settings that name files or run Prolog goals are not on the list.
+ALEPH_SET_ALLOWED: dict[str, tuple] = {
+    "caching": ("bool",),
+    "check_redundant": ("bool",),
+    "check_useless": ("bool",),
+    "clauselength": ("int", 1, 1000),
+    "clauses": ("int", 1, 1000),
+    "construct_bottom": ("atom", ("saturation", "reduction", "false")),
+    "depth": ("int", 1, 10_000_000),
+    "evalfn": ("atom", ("coverage", "compression", "posonly", "pbayes", "accuracy", "laplace",
+                        "auto_m", "mestimate", "entropy", "gini", "wracc")),
+    "explore": ("bool",),
+    "i": ("int", 1, 100),
+    "language": ("int_inf", 1),
+    "lookahead": ("int", 1, 100),
+    "m": ("float", 0.0, _INF),
+    "minacc": ("float", 0.0, 1.0),
+    "mingain": ("float", -_INF, _INF),
+    "minpos": ("int", 1, 10_000_000),
+    "minposfrac": ("float", 0.0, 1.0),
+    "minscore": ("float", -_INF, _INF),
+    "newvars": ("int_inf", 0),
+    "nodes": ("int", 1, 1_000_000_000),
+    "noise": ("int", 0, 10_000_000),
+    "openlist": ("int_inf", 1),
+    "optimise_clauses": ("bool",),
+    "proof_strategy": ("atom", ("restricted_sld", "sld")),
+    "prune_defs": ("bool",),
+    "samplesize": ("int", 0, 10_000_000),
+    "search": ("atom", ("bf", "df", "heuristic", "ibs", "ils", "rls", "scs", "id", "ic",
+                        "ar")),
+    "searchtime": ("float", 0.0, _INF),
+    "splitvars": ("bool",),
+    "verbosity": ("int", 0, 10),
+}
+
+
+def _set_value(key: str, text: str, kind: tuple):
+    """The typed value of ``KEY=TEXT`` (see :data:`ALEPH_SET_ALLOWED`); NesyError if bad."""
+    t = text.strip()
+    if kind[0] == "bool":
+        what = "true or false"
+    elif kind[0] == "atom":
+        what = "one of " + ", ".join(kind[1])
+    elif kind[0] == "int":
+        what = f"an integer in {kind[1]}..{kind[2]}"
+    elif kind[0] == "int_inf":
+        what = f"an integer >= {kind[1]} or inf"
+    else:
+        what = "a finite number" + (f" in [{kind[1]}, {kind[2]}]" if kind[2] != _INF
+                                    else f" >= {kind[1]}" if kind[1] != -_INF else "")
+    bad = NesyError(f"--aleph-set {key}={text}: {key} takes {what}", field="aleph-set")
+    if kind[0] == "bool":
+        if t not in ("true", "false"):
+            raise bad
+        return t == "true"
+    if kind[0] == "atom":
+        if t not in kind[1]:
+            raise bad
+        return t
+    if kind[0] == "int_inf" and t == "inf":
+        return "inf"
+    if kind[0] in ("int", "int_inf"):
+        try:
+            v = int(t)
+        except ValueError:
+            raise bad from None
+        hi = kind[2] if kind[0] == "int" else None
+        if v < kind[1] or (hi is not None and v > hi):
+            raise bad
+        return v
+    try:
+        v = float(t)
+    except ValueError:
+        raise bad from None
+    if v != v or not kind[1] <= v <= kind[2] or v in (_INF, -_INF):
+        raise bad
+    return v
+
+
+def parse_aleph_settings(items) -> dict:
+    """``["clauselength=8", "evalfn=coverage"]`` → ``{"clauselength": 8, "evalfn":
+    "coverage"}``, each key checked against :data:`ALEPH_SET_ALLOWED` and its value typed.
+    An unknown key, a missing ``=``, a bad value or a key given twice is a NesyError."""
+    out: dict = {}
+    for item in items or ():
+        if "=" not in item:
+            raise NesyError(f"--aleph-set takes KEY=VALUE (e.g. clauselength=8), got {item!r}",
+                            field="aleph-set")
+        key, text = (x.strip() for x in item.split("=", 1))
+        if key not in ALEPH_SET_ALLOWED:
+            raise NesyError(f"--aleph-set: unknown Aleph setting {key!r} (allowed: "
+                            f"{', '.join(ALEPH_SET_ALLOWED)})", field="aleph-set")
+        if key in out:
+            raise NesyError(f"--aleph-set: {key} given twice", field="aleph-set")
+        out[key] = _set_value(key, text, ALEPH_SET_ALLOWED[key])
+    return out
+
 
 def find_swipl() -> Path:
     """The ``swipl`` executable: the project's ``.deps/swipl/bin/swipl``, then PATH."""
@@ -133,7 +235,11 @@ def run_aleph_task(dataset, task: int, aleph, *, encoding: str = "nat", bk: str 
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="nesybench-aleph-"))
     work.mkdir(parents=True, exist_ok=True)
     sett = dict(ALEPH_SETTINGS)
-    sett.update(settings or {})
+    for k, v in (settings or {}).items():
+        if k not in ALEPH_SET_ALLOWED:
+            raise NesyError(f"unknown Aleph setting {k!r}", field="settings")
+        sett[k] = _set_value(k, "inf" if v == "inf" else (str(v).lower() if isinstance(v, bool)
+                                                             else str(v)), ALEPH_SET_ALLOWED[k])
     stem = export_task(dataset, task, work / f"export-t{task:02d}", encoding=enc, kb=kb,
                        settings=sett, overwrite=True)
     theory = work / f"t{task:02d}_theory.pl"
@@ -167,6 +273,7 @@ def run_aleph_task(dataset, task: int, aleph, *, encoding: str = "nat", bk: str 
         theory.write_text("", encoding="utf-8")     # scored as the empty theory
     score = evaluate_theory(dataset, task, theory, enc, split="test", kb=kb)
     row = {"task": task, "encoding": encoding, "bk": bk, "seconds": seconds,
+           "timeout": float(timeout), "settings": sett,
            "timed_out": timed_out, "crashed": crashed, "empty_theory": empty,
            "returncode": rc,
            "log_tail": log.read_text(encoding="utf-8", errors="replace")[-2000:]}

@@ -112,13 +112,29 @@ def table2(study) -> list[dict]:
                "crashed": int(sum(r.get("crashed", 0) for r in rows))}
         for k in ("balanced_accuracy", "precision", "recall", "c_ratio", "l_ratio"):
             row[k] = _ms([r.get(k) for r in rows])[0]
+        row.update(aleph_config(study))
         out.append(row)
     return out
 
 
+def aleph_config(study) -> dict:
+    """The run's Aleph configuration: ``timeout`` (seconds per task) and ``settings`` (the
+    ``--aleph-set`` values over the supplementary's defaults, all of them)."""
+    from .aleph import ALEPH_SETTINGS  # noqa: PLC0415
+
+    try:
+        params = study.spec().get("params") or {}
+    except Exception:  # noqa: BLE001 - an old or damaged study: no configuration to show
+        params = {}
+    sett = dict(ALEPH_SETTINGS)
+    sett.update(params.get("settings") or {})
+    return {"timeout": params.get("timeout"), "settings": sett,
+            "settings_given": dict(params.get("settings") or {})}
+
+
 def aleph_task_rows(study) -> list[dict]:
     keys = ("task", "encoding", "bk", "balanced_accuracy", "precision", "recall", "c_ratio",
-            "l_ratio", "correct", "timed_out", "crashed", "seconds")
+            "l_ratio", "correct", "timed_out", "crashed", "seconds", "timeout")
     rows = [{k: r.get(k) for k in keys} for r in study.rows()]
     return sorted(rows, key=lambda r: (str(r["encoding"]), str(r["bk"]), r["task"] or 0))
 
@@ -160,6 +176,13 @@ def format_table2(rows: list[dict], per_task: list[dict] | None = None) -> str:
                      f"{_f(r['balanced_accuracy']):>7}  {_f(r['precision']):>9}  "
                      f"{_f(r['recall']):>6}  {_f(r['c_ratio']):>7}  {_f(r['l_ratio']):>7}  "
                      f"{r['timed_out']:>8}  {r['crashed']:>7}")
+    if rows:
+        given = rows[0].get("settings_given") or {}
+        t = rows[0].get("timeout")
+        lines.append(f"timeout {_f(t, digits=0) if t is not None else '-'} s per task; Aleph "
+                     f"settings: " + (", ".join(f"{k}={v}" for k, v in given.items())
+                                      + " (others as the supplementary)" if given
+                                      else "the supplementary's"))
     if per_task:
         lines += ["", f"{'task':>4} {'encoding':<9} {'bk':<4} {'acc':>5} {'prec':>5} "
                       f"{'rec':>5} {'C':>5} {'L':>5} {'ok':>3} {'time s':>7}"]
