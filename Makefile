@@ -3,7 +3,7 @@ PY := .venv/bin/python
 NB := .venv/bin/nesybench
 WORKERS ?= 2
 
-.PHONY: setup demo test docs bench fuzz clean
+.PHONY: setup demo test docs bench fuzz planted mutate clean
 
 setup:            ## SWI-Prolog >= 9.1.12 (cached build if needed) + .venv with every dependency
 	@bash scripts/setup.sh
@@ -31,6 +31,9 @@ fuzz: setup       ## the long fuzz run of every parser and CLI entry point (benc
 
 planted: setup    ## plant ten one-line bugs in a copy of the sources; each must fail a test
 	$(PY) benchmarks/planted_bugs.py
+
+mutate: setup     ## mutation testing of the modules behind the papers' figures (long; MUTATE_ARGS="--sample 40")
+	$(PY) benchmarks/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf out site .pytest_cache
