@@ -172,3 +172,17 @@ def test_infit_flags_items_steeper_or_flatter_than_the_model():
     assert 0.9 < np.median(f.infit[2:]) < 1.1 and 0.9 < np.median(f.outfit[2:]) < 1.1
     flagged = f.misfit(0.8, 1.2)
     assert flagged[0] and flagged[1] and flagged[2:].mean() < 0.1
+
+
+def test_fit_as_dataframes():
+    U, *_ = simulate(60, 30, "1pl", seed=4)
+    U[:, 0] = 1                                   # an item everyone gets right
+    f = fit_irt(U, "1pl")
+    items = f.to_pandas()
+    assert len(items) == 30 and items.loc[0, "excluded"] == "all right"
+    assert np.isnan(items.loc[0, "b"]) and items["kept"].sum() == f.kept.sum()
+    assert np.allclose(items["se_b"].to_numpy()[1:], f.se_b[1:])
+    people = f.to_pandas("respondents")
+    assert np.array_equal(people["theta"].to_numpy(), f.theta)
+    with pytest.raises(NesyError):
+        f.to_pandas("cells")

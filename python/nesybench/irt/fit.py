@@ -70,6 +70,30 @@ class IRTFit:
     infit: np.ndarray | None = None
     outfit: np.ndarray | None = None
 
+    def to_pandas(self, what: str = "items"):
+        """``items``: one row per item (b, b_raw, a, se_b, se_a, infit, outfit, kept, the
+        exclusion reason); ``respondents``: one row per respondent (theta, theta_sd)."""
+        import pandas as pd  # noqa: PLC0415
+
+        if what == "respondents":
+            return pd.DataFrame({"respondent": np.arange(self.theta.size), "theta": self.theta,
+                                 "theta_sd": self.theta_sd})
+        if what != "items":
+            raise NesyError(f"to_pandas: 'items' or 'respondents', not {what!r}", field="what")
+        n = self.b.size
+        reason = np.full(n, "", dtype=object)
+        reason[self.all_right] = "all right"
+        reason[self.all_wrong] = "all wrong"
+        reason[self.outliers] = "outlier"
+        nan = np.full(n, np.nan)
+        return pd.DataFrame({"item": np.arange(n), "b": self.b, "b_raw": self.b_raw,
+                             "a": self.a,
+                             "se_b": nan if self.se_b is None else self.se_b,
+                             "se_a": nan if self.se_a is None else self.se_a,
+                             "infit": nan if self.infit is None else self.infit,
+                             "outfit": nan if self.outfit is None else self.outfit,
+                             "kept": self.kept, "excluded": reason})
+
     def misfit(self, low: float = 0.7, high: float = 1.3) -> np.ndarray:
         """Items whose infit mean square is outside [low, high] (the usual Rasch screen)."""
         f = np.nan_to_num(self.infit, nan=1.0)
