@@ -4,13 +4,13 @@ Generates KANDY-Easy (small: 20 tasks × 100 samples, 224×224 PNGs) into a temp
 (or uses --dataset), then prints
 
 * decoding: PNGs decoded + resized per second (done once; tensors stay in memory),
-* per model (MLP, the paper's CNN; --resnet adds ResNet-50) and device (cpu, and cuda when
+* per model (MLP, the paper's CNN; --resnet adds ResNet-50, --vit the small ViT-16) and device (cpu, and cuda when
   torch sees one): training samples/s (forward + backward + optimiser step: Adam as the
   trainers make it, fused where torch has it; batch --batch) and evaluation samples/s
   (inference, batch 256), with --threads torch threads.
 
     .venv/bin/python benchmarks/kandy_train.py [--size 64] [--batch 16] [--steps 30]
-        [--threads 1] [--dataset DIR] [--resnet]
+        [--threads 1] [--dataset DIR] [--resnet] [--vit]
 
 Training throughput counts samples through the model (a class-balanced JOINT epoch's
 mini-batches), excluding the first --warmup steps. Numbers depend on the machine's load.
@@ -36,6 +36,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--resnet", action="store_true", help="also time ResNet-50")
+    ap.add_argument("--vit", action="store_true", help="also time the small ViT-16 (vit)")
     args = ap.parse_args()
 
     import torch
@@ -63,7 +64,8 @@ def main() -> None:
     split = data.splits["train"]
     test = data.splits["test"]
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    models = ["mlp", "cnn"] + (["resnet50"] if args.resnet else [])
+    models = (["mlp", "cnn"] + (["resnet50"] if args.resnet else [])
+              + (["vit"] if args.vit else []))
     print(f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, Adam")
     print(f"{'model':<9} {'device':<6} {'train samples/s':>16} {'eval samples/s':>15} "
           f"{'batch fetch ms':>15}")

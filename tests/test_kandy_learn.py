@@ -275,13 +275,13 @@ def test_bad_input(tiny, tmp_path, capsys):
     with pytest.raises(NesyError, match="unknown setting"):
         resolve_config("cnn", "semi_supervised")
     with pytest.raises(NesyError, match="unknown model"):
-        resolve_config("vit", "joint")
+        resolve_config("vgg16", "joint")
     cases = [
         ["kandy", "train", str(tmp_path), "--out", str(tmp_path / "s1")],
         ["kandy", "train", str(old), "--out", str(tmp_path / "s2")],
         ["kandy", "train", str(tiny), "--tasks", "0,7", "--out", str(tmp_path / "s3")],
         ["kandy", "train", str(tiny), "--setting", "nope", "--out", str(tmp_path / "s4")],
-        ["kandy", "train", str(tiny), "--model", "vit", "--out", str(tmp_path / "s5")],
+        ["kandy", "train", str(tiny), "--model", "vgg16", "--out", str(tmp_path / "s5")],
         ["kandy", "train", str(tiny), "--model", "resnet50_h", "--weights",
          str(tmp_path / "missing.pt"), "--out", str(tmp_path / "s6")],
         ["kandy", "ilp-run", str(tiny), "--aleph", str(tmp_path / "no_aleph.pl")],
@@ -839,3 +839,104 @@ def test_aleph_set_and_timeout_reach_aleph_and_the_results(tiny, tmp_path, capsy
     rc = cli_main(["kandy", "ilp-run", str(tiny), "--aleph", str(fake), "--timeout", "0",
                    "--out", str(tmp_path / "t0"), "-q"])
     assert rc == 2 and "--timeout must be" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- ViT-16
+
+@pytest.fixture
+def one_thread():
+    """One torch thread (as the sweep runner gives each cell): a transformer's many small
+    matrix products are slower, not faster, on threads a loaded CPU cannot give."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_vit_shapes_parameters_and_determinism(one_thread):
+    """The ViT-16 trunks: 16×16 patches + class token, ViT-B/16's 85.8 M trunk parameters,
+    the same outputs for the same seed on the CPU, different ones for another seed."""
+    from nesybench.kandy.learn.models import VIT_CONFIGS, ViT
+
+    x = torch.rand(3, 3, 64, 64)
+    torch.manual_seed(1)
+    a = build_model("vit", size=64, heads=5).eval()
+    assert a.trunk.conv_proj.kernel_size == (16, 16) and a.trunk.conv_proj.stride == (16, 16)
+    assert a.trunk.encoder.pos_embedding.shape == (1, 4 * 4 + 1, 192)   # 16 patches + class
+    assert a.trunk.class_token.shape == (1, 1, 192)
+    assert len(a.trunk.encoder.layers) == 6
+    out = a(x)
+    assert out.shape == (3, 5) and torch.isfinite(out).all()
+    torch.manual_seed(1)
+    b = build_model("vit", size=64, heads=5).eval()
+    assert torch.equal(b(x), out)
+    torch.manual_seed(2)
+    assert not torch.equal(build_model("vit", size=64, heads=5).eval()(x), out)
+    # pre-norm: a block's LayerNorms come before attention and MLP, the residual is kept
+    blk = a.trunk.encoder.layers.encoder_layer_0
+    h = torch.rand(2, 17, 192)
+    with torch.no_grad():
+        y = blk.ln_1(h)
+        y = h + blk.self_attention(y, y, y, need_weights=False)[0]
+        assert torch.allclose(blk(h), y + blk.mlp(blk.ln_2(y)), atol=1e-6)
+    # ViT-B/16 at 224×224: 14×14 patches, width 768, 12 blocks
+    dim, depth, heads, mlp = VIT_CONFIGS["vit_b16"]
+    assert (dim, depth, heads, mlp) == (768, 12, 12, 3072)
+    big = ViT(224, 1, dim, depth, heads, mlp)
+    assert big.trunk.encoder.pos_embedding.shape == (1, 197, 768)
+    assert sum(p.numel() for p in big.trunk.parameters()) == 85_798_656
+    with pytest.raises(NesyError, match="at least 16"):
+        build_model("vit", size=8, heads=1)
+
+
+def test_vit_trains_on_a_tiny_batch(one_thread):
+    """A few Adam steps on 8 fixed pictures lower the loss well below its start."""
+    torch.manual_seed(0)
+    model = build_model("vit", size=32, heads=1)
+    x = torch.rand(8, 3, 32, 32)
+    y = torch.tensor([0, 1] * 4, dtype=torch.float32)
+    x[y == 1, 0] += 0.5                                  # positives are redder
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    losses = []
+    for _ in range(15):
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x)[:, 0], y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    assert losses[-1] < 0.1 * losses[0], losses
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_vit_in_every_setting_and_vit_h_weights(tiny, tmp_path, one_thread):
+    """--model vit runs through train() like the other backbones (same seed, same numbers);
+    vit_h loads a ViT-B/16 checkpoint (position embeddings resized from 224 to the input),
+    freezes it, and refuses a wrong one."""
+    d = load_data(tiny, size=32)
+    cfg = dict(optim="adam", lr=1e-3, epochs=1, batch=6)
+    a = train(d, _quick("vit", "task_incremental", **cfg), seed=3)
+    b = train(d, _quick("vit", "task_incremental", **cfg), seed=3)
+    assert a.A.shape == (2, 2) and np.array_equal(a.A, b.A) and a.losses == b.losses
+    assert resolve_config("vit", "joint").lr == resolve_config("resnet50", "joint").lr
+    from nesybench.kandy.learn.models import ViT, VIT_CONFIGS
+
+    ref = ViT(224, 1, *VIT_CONFIGS["vit_b16"]).trunk.state_dict()
+    sd = {k: torch.full((), 0.5, dtype=v.dtype).expand(v.shape) for k, v in ref.items()}
+    sd = {k.replace(".mlp.0.", ".mlp.linear_1."): v for k, v in sd.items()}   # older names
+    sd["heads.head.weight"] = torch.zeros(1000, 768)     # an ImageNet classifier is ignored
+    good = tmp_path / "vit.pt"
+    torch.save(sd, good)
+    h = build_model("vit_h", size=32, heads=2, weights=str(good))
+    assert h.trunk.encoder.pos_embedding.shape == (1, 5, 768)
+    assert torch.allclose(h.trunk.encoder.pos_embedding, torch.tensor(0.5))
+    assert all(not p.requires_grad for p in h.trunk.parameters())
+    assert h(torch.rand(2, 3, 32, 32)).shape == (2, 2)
+    sd["conv_proj.weight"] = torch.zeros(768, 3, 14, 14)
+    bad = tmp_path / "bad.pt"
+    torch.save(sd, bad)
+    with pytest.raises(NesyError, match="conv_proj.weight.*shape"):
+        build_model("vit_h", size=32, heads=2, weights=str(bad))
+    with pytest.raises(NesyError, match="vit_h needs a weights file"):
+        build_model("vit_h", size=32, heads=2)
+    with pytest.raises(NesyError, match="only used by resnet50_h and vit_h"):
+        build_model("vit", size=32, heads=2, weights=str(good))

@@ -335,13 +335,16 @@ def _study_options(f):
 @group.command("train")
 @click.argument("dataset", type=click.Path(file_okay=False))
 @click.option("--model", default="cnn", show_default=True,
-              help="Model(s), comma-separated: mlp, cnn, resnet50, resnet50_h.")
+              help="Model(s), comma-separated: mlp, cnn, resnet50, resnet50_h, vit (small "
+                   "ViT-16), vit_b16 (ViT-B/16 from scratch), vit_h (ViT-B/16, frozen, "
+                   "--weights).")
 @click.option("--setting", default="joint", show_default=True,
               help="Setting(s), comma-separated: independent, joint, task-incremental, "
                    "continual-online.")
-@click.option("--hparams", type=click.Choice(["easy", "hard"]), default="easy",
-              show_default=True, help="The supplementary's optimal hyper-parameter table "
-                                       "(per model and setting) used for options not given.")
+@click.option("--hparams", type=click.Choice(["easy", "hard", "hard-large"]), default="easy",
+              show_default=True, help="The column of the supplementary's optimal "
+                                       "hyper-parameter table (per model and setting) used "
+                                       "for options not given.")
 @click.option("--epochs", type=int, default=None, help="Epochs (per task where the setting "
               "says so). Default: the paper's table.")
 @click.option("--batch", type=int, default=None, help="Mini-batch size b.")
@@ -367,7 +370,8 @@ def _study_options(f):
 @click.option("--tasks", "tasks", default=None, help="Only these task indices, e.g. 0-4.")
 @click.option("--device", default="cpu", show_default=True, help="cpu or cuda.")
 @click.option("--weights", type=click.Path(dir_okay=False), default=None,
-              help="ResNet-50 state_dict for resnet50_h (never downloaded).")
+              help="ResNet-50 state_dict for resnet50_h, ViT-B/16 state_dict for vit_h "
+                   "(never downloaded).")
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Study folder (default studies/kandy-<dataset>); re-running resumes it.")
 @click.option("--workers", "-j", type=int, default=1, show_default=True,
@@ -383,8 +387,8 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
     settings × seeds through the sweep runner) and print Table 1's rows."""
     from ..runs import GridSpec
     from .learn.data import read_manifest, select_tasks, verify_dataset
-    from .learn.models import build_model
-    from .learn.settings import normalise_setting, resolve_config
+    from .learn.models import PRETRAINED, build_model
+    from .learn.settings import normalise_hparams, normalise_setting, resolve_config
 
     root = Path(dataset).resolve()
     man = read_manifest(root)
@@ -400,9 +404,11 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
         for s in settings:
             resolve_config(m, s, hparams=hparams, epochs=epochs, batch=batch, lr=lr,
                            optim=optim, buffer=buffer, replay_weight=replay_weight,
-                           device=device, weights=weights if m == "resnet50_h" else None)
-    if "resnet50_h" in models:
-        build_model("resnet50_h", size=size or 64, heads=len(entries), weights=weights)
+                           device=device, weights=weights if m in PRETRAINED else None)
+    for m in models:
+        if m in PRETRAINED:          # check the weights file before any run starts
+            build_model(m, size=size or 224, heads=len(entries), weights=weights)
+    hparams = normalise_hparams(hparams)
     params = {"dataset": str(root), "size": size or None, "hparams": hparams,
               "thresholds": thresholds,
               "tasks": task_list, "device": device, "progress": (workers == 0 and not quiet)}

@@ -46,8 +46,10 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
                                        "thresholds", "shuffle", "strategy", "ewc_lambda",
                                        "fisher_samples", "lwf_lambda", "lwf_temperature",
                                        "der_alpha", "der_beta")}
-    if params["model"] != "resnet50_h":
-        opts["weights"] = None       # one sweep's --weights is for its resnet50_h runs only
+    from .models import PRETRAINED  # noqa: PLC0415
+
+    if params["model"] not in PRETRAINED:
+        opts["weights"] = None       # one sweep's --weights is for its resnet50_h/vit_h runs
     cfg = resolve_config(params["model"], params["setting"],
                          hparams=params.get("hparams", "easy"), **opts)
     res = train(data, cfg, seed, progress=bool(params.get("progress", False)), log=ctx.log)

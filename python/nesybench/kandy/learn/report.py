@@ -24,7 +24,7 @@ from ...errors import NesyError
 TRAIN_FUNCS = ("kandy.train", "nesybench.kandy.learn.cells:train_cell")
 ALEPH_FUNCS = ("kandy.aleph", "nesybench.kandy.learn.cells:aleph_cell")
 SETTING_ORDER = ("independent", "joint", "task_incremental", "continual_online")
-MODEL_ORDER = ("mlp", "cnn", "resnet50", "resnet50_h")
+MODEL_ORDER = ("mlp", "cnn", "resnet50", "resnet50_h", "vit", "vit_b16", "vit_h")
 
 
 def open_study(path):
