@@ -940,3 +940,71 @@ def test_vit_in_every_setting_and_vit_h_weights(tiny, tmp_path, one_thread):
         build_model("vit_h", size=32, heads=2)
     with pytest.raises(NesyError, match="only used by resnet50_h and vit_h"):
         build_model("vit", size=32, heads=2, weights=str(good))
+
+
+# ----------------------------------------------------------------------------- augmentation
+
+def test_augment_operations_are_seeded_and_do_what_they_say():
+    from nesybench.kandy.learn.augment import augment, parse_augment
+
+    assert parse_augment(None) == "" and parse_augment("all") == "crop,flip,jitter"
+    assert parse_augment("jitter,crop,crop") == "crop,jitter"
+    with pytest.raises(NesyError, match="unknown augmentation 'rotate'"):
+        parse_augment("rotate")
+    x = torch.rand(16, 3, 24, 24)
+    g = lambda s: torch.Generator().manual_seed(s)  # noqa: E731
+    assert augment(x, "", g(0)) is x                        # off: the batch itself
+    flip = augment(x, "flip", g(0))
+    mirrored = [bool(torch.equal(flip[i], x[i].flip(-1))) for i in range(16)]
+    same = [bool(torch.equal(flip[i], x[i])) for i in range(16)]
+    assert all(m or s for m, s in zip(mirrored, same)) and 0 < sum(mirrored) < 16
+    crop = augment(x, "crop", g(0))
+    assert crop.shape == x.shape
+    # a crop is a shift of at most 24 // 8 = 3 px: the picture's centre 18×18 is inside it
+    for i in range(16):
+        hits = [(dy, dx) for dy in range(-3, 4) for dx in range(-3, 4)
+                if torch.equal(crop[i, :, 3:21, 3:21], x[i, :, 3 + dy:21 + dy, 3 + dx:21 + dx])]
+        assert hits, i
+    assert not torch.equal(crop, x)
+    jit = augment(x, "jitter", g(0))
+    assert jit.min() >= 0 and jit.max() <= 1 and not torch.allclose(jit, x)
+    assert (jit - x).abs().max() < 0.5                     # factors within 1 ± 0.1
+    both = augment(x, "crop,flip,jitter", g(5))
+    assert torch.equal(both, augment(x, "crop,flip,jitter", g(5)))
+    assert not torch.equal(both, augment(x, "crop,flip,jitter", g(6)))
+
+
+def test_augment_in_training_is_seeded_and_off_by_default(tiny, tmp_path, capsys):
+    d = load_data(tiny, size=16)
+    plain = train(d, _quick("mlp", "joint"), seed=4)
+    assert plain.config["augment"] == ""
+    a = train(d, _quick("mlp", "joint", augment="all"), seed=4)
+    b = train(d, _quick("mlp", "joint", augment="crop,flip,jitter"), seed=4)
+    assert a.config["augment"] == "crop,flip,jitter"
+    assert a.losses == b.losses and np.array_equal(a.A, b.A)
+    assert a.losses != plain.losses
+    study = tmp_path / "s"
+    base = ["kandy", "train", str(tiny), "--model", "mlp", "--setting", "joint", "--epochs",
+            "1", "--batch", "4", "--seeds", "1", "--size", "16", "--workers", "0", "-q"]
+    assert cli_main(base + ["--out", str(study), "--augment"]) == 0
+    (res,) = list((study / "artifacts").rglob("result.json"))
+    assert json.loads(res.read_text())["config"]["augment"] == "crop,flip,jitter"
+    capsys.readouterr()
+    assert cli_main(base + ["--out", str(tmp_path / "b"), "--augment", "blur"]) == 2
+    assert "unknown augmentation 'blur'" in capsys.readouterr().err
+
+
+def test_hard_large_and_vit_h_hyper_parameters_are_the_papers():
+    """Spot checks against the supplementary's Table 4 (Hard-Large column, VIT (H) rows)."""
+    c = resolve_config("cnn", "task-incremental", hparams="hard-large")
+    assert (c.lr, c.optim, c.batch, c.epochs, c.buffer) == (1e-2, "sgd", 16, 10, 200)
+    c = resolve_config("mlp", "continual_online", hparams="hard_large")
+    assert (c.lr, c.optim, c.batch, c.epochs, c.buffer) == (1e-4, "adam", 16, 1, 0)
+    c = resolve_config("vit_h", "independent", hparams="hard-large", weights="w.pt")
+    assert (c.lr, c.optim, c.batch, c.epochs, c.buffer) == (1e-2, "sgd", 1, 10, 0)
+    c = resolve_config("vit_h", "continual-online", hparams="hard", weights="w.pt")
+    assert (c.lr, c.optim, c.batch, c.epochs, c.buffer) == (1e-2, "sgd", 1, 1, 0)
+    c = resolve_config("mlp", "joint", hparams="hard-large")
+    assert (c.lr, c.optim, c.batch, c.epochs) == (1e-4, "adam", 1, 10)
+    with pytest.raises(NesyError, match="easy, hard or hard-large"):
+        resolve_config("mlp", "joint", hparams="medium")

@@ -363,6 +363,11 @@ def _study_options(f):
 @click.option("--shuffle", is_flag=True,
               help="CONTINUAL-ONLINE: stream each task's samples in random order (default: "
                    "the order of annotations.csv, as the reference implementation).")
+@click.option("--augment", default=None, is_flag=False, flag_value="all",
+              metavar="[all|crop,flip,jitter]",
+              help="Augment training batches (random crops, horizontal flips, colour "
+                   "jitter; seeded). --augment alone = all three; off by default, as in the "
+                   "paper.")
 @click.option("--seeds", type=int, default=3, show_default=True, help="Runs per cell.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the sweep.")
 @click.option("--size", type=int, default=64, show_default=True,
@@ -381,7 +386,7 @@ def _study_options(f):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.pass_context
 def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
-              replay_weight, thresholds, strategy, shuffle, seeds, seed, size, tasks, device, weights, out, workers,
+              replay_weight, thresholds, strategy, shuffle, augment, seeds, seed, size, tasks, device, weights, out, workers,
               keep_going, force_new, no_verify, as_json, quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
     settings × seeds through the sweep runner) and print Table 1's rows."""
@@ -416,6 +421,12 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
         params["verify"] = False
     if shuffle:
         params["shuffle"] = True
+    if augment is not None:
+        from .learn.augment import parse_augment
+
+        aug = parse_augment(augment)
+        if aug:
+            params["augment"] = aug
     for k, v in (("epochs", epochs), ("batch", batch), ("lr", lr), ("optim", optim),
                  ("buffer", buffer), ("replay_weight", replay_weight),
                  ("weights", str(Path(weights).resolve()) if weights else None)):

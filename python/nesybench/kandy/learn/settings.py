@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from ...errors import NesyError
+from .augment import augment, parse_augment
 from .data import KandyData, SplitTensors, balanced_order
 from .metrics import balanced_accuracy, over_time, plain_accuracy, tune_threshold
 from .models import MODELS, build_model
@@ -167,7 +168,9 @@ class TrainConfig:
     τ_j of every task at every time step on its validation split (as the reference code does,
     which is what gives forward transfer a meaning), ``seen`` only those of tasks trained so
     far (0.5 for the others: no peeking at future tasks' labels); shuffle: CONTINUAL-ONLINE
-    streams each task's samples in file order unless true (then in random order).
+    streams each task's samples in file order unless true (then in random order); augment:
+    ``""`` (none, the default) or a comma list of ``crop``, ``flip``, ``jitter``
+    (:mod:`.augment`, applied to each training batch of the current task).
     """
 
     model: str = "cnn"
@@ -192,6 +195,7 @@ class TrainConfig:
     lwf_temperature: float = STRATEGY_HPARAMS["lwf_temperature"]
     der_alpha: float = STRATEGY_HPARAMS["der_alpha"]
     der_beta: float = STRATEGY_HPARAMS["der_beta"]
+    augment: str = ""
 
     def validate(self) -> "TrainConfig":
         if self.model not in MODELS:
@@ -216,6 +220,7 @@ class TrainConfig:
                 or not self.lwf_temperature > 0 or int(self.fisher_samples) < 1):
             raise NesyError("strategy weights must be >= 0, lwf_temperature > 0 and "
                             "fisher_samples >= 1", field="strategy")
+        self.augment = parse_augment(self.augment)
         if self.setting == "continual_online":
             self.epochs = 1
         if self.setting not in CONTINUAL:
@@ -352,6 +357,8 @@ class _Trainer:
         self.data, self.cfg, self.seed = data, cfg, seed
         self.log = _Logger(log)
         self.gen = torch.Generator().manual_seed(seed % (2 ** 63))
+        # augmentation draws from its own stream: runs without it are unchanged
+        self.aug_gen = torch.Generator().manual_seed((seed + 0x5EED) % (2 ** 63))
         self.train_split = data.splits["train"]
         self.tasks = data.task_ids
         self.n = len(self.tasks)
@@ -418,6 +425,8 @@ class _Trainer:
         for k in range(0, len(order), cfg.batch):
             idx = order[k:k + cfg.batch]
             x = split.batch(idx, dev)
+            if cfg.augment:
+                x = augment(x, cfg.augment, self.aug_gen)
             out = model(x)
             heads = torch.tensor([head_of[int(t)] for t in split.tasks[idx]], device=dev)
             y = split.labels[idx].to(device=dev, dtype=torch.float32)
