@@ -42,7 +42,8 @@ def done(tmp_path_factory):
     counter = tmp / "runs.txt"
     spec = _spec(tmp, counter)
     out = tmp / "out"
-    rc = main(["rudas", "experiment", str(spec), "--out", str(out), "-j", "0", "-q"])
+    rc = main(["rudas", "experiment", str(spec), "--out", str(out), "-j", "0", "-q",
+               "--allow-commands"])
     return {"tmp": tmp, "spec": spec, "out": out, "rc": rc, "counter": counter}
 
 
@@ -80,7 +81,7 @@ def test_rerun_resumes_without_recomputing(done, capsys):
     assert runs_before == 2                   # the shell learner ran once per dataset
     capsys.readouterr()
     rc = main(["rudas", "experiment", str(done["spec"]), "--out", str(done["out"]), "-j", "0",
-               "--json"])
+               "--json", "--allow-commands"])
     assert rc == 0
     info = json.loads(capsys.readouterr().out)
     assert info["ran"] == 0 and info["skipped"] == 4 and info["failed"] == 0
@@ -92,7 +93,7 @@ def test_other_configuration_is_refused_then_replaced(done, tmp_path, capsys):
     import shutil
     shutil.copytree(done["out"], out)
     assert main(["rudas", "experiment", str(done["spec"]), "--out", str(out), "-q",
-                 "--seed", "7"]) == 2
+                 "--seed", "7", "--allow-commands"]) == 2
     assert "--force-new" in capsys.readouterr().err
 
 
@@ -100,7 +101,8 @@ def test_failing_learner_cell_exit_1_and_reported(tmp_path, capsys):
     counter = tmp_path / "runs.txt"
     spec = _spec(tmp_path, counter, fail=True)
     out = tmp_path / "out"
-    rc = main(["rudas", "experiment", str(spec), "--out", str(out), "-j", "0", "-q"])
+    rc = main(["rudas", "experiment", str(spec), "--out", str(out), "-j", "0", "-q",
+               "--allow-commands"])
     err = capsys.readouterr().err
     assert rc == 1
     assert "2 of 4 cells failed: dataset=CHAIN-XS-2-000, system=shell" in err
@@ -109,7 +111,8 @@ def test_failing_learner_cell_exit_1_and_reported(tmp_path, capsys):
     rows = {r[0]: r[1:] for r in csv.reader((out / "tables" / "table2.csv").open())}
     assert rows["Cells failed"] == ["0", "2"] and rows["Datasets evaluated"] == ["2", "0"]
     # a rerun tries the failed cells again (only those)
-    rc = main(["rudas", "experiment", str(spec), "--out", str(out), "-j", "0", "--json"])
+    rc = main(["rudas", "experiment", str(spec), "--out", str(out), "-j", "0", "--json",
+               "--allow-commands"])
     info = json.loads(capsys.readouterr().out)
     assert rc == 1 and info["ran"] == 2 and info["skipped"] == 2
 
@@ -126,7 +129,7 @@ def test_local_workers_and_cell_timeout(tmp_path, capsys):
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump(spec))
     rc = main(["rudas", "experiment", str(p), "--out", str(tmp_path / "o"), "-j", "2", "-q",
-               "--cell-timeout", "3"])
+               "--cell-timeout", "3", "--allow-commands"])
     err = capsys.readouterr().err
     assert rc == 1 and "timed out after 3" in err and "1 of 1 cells failed" in err
 
@@ -159,3 +162,20 @@ def test_bad_spec_is_one_error(tmp_path, capsys, text, msg):
     p.write_text(text)
     assert main(["rudas", "experiment", str(p), "--out", str(tmp_path / "o")]) == 2
     assert msg in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_shell_commands_in_a_spec_need_consent(tmp_path, capsys):
+    """A spec from someone else must not run code: a `command:` system is refused (exit 2,
+    nothing written, the command never runs) unless --allow-commands is given."""
+    marker = tmp_path / "ran"
+    spec = {"experiment": "x", "systems": [{"name": "sh", "system": "cmd",
+                                            "command": f"touch {marker}"}],
+            "datasets": {"overall": {"categories": ["rdg"], "sizes": ["xs"], "depths": [2],
+                                     "per_cell": 1}}}
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "o"
+    assert main(["rudas", "experiment", str(p), "--out", str(out), "-j", "0", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "--allow-commands" in err and "systems[0].command" in err
+    assert not marker.exists() and not out.exists()

@@ -309,11 +309,14 @@ def learn(dataset, system, out, command, aleph, targets, max_body, options, time
 @click.option("--force-new", is_flag=True,
               help="replace an experiment of another configuration in --out (default: refuse; "
                    "the same configuration resumes)")
+@click.option("--allow-commands", is_flag=True,
+              help="run the shell commands of the spec's `command:` systems (refused "
+                   "otherwise: a spec from someone else would run code)")
 @click.option("--json", "as_json", is_flag=True, help="print the tables and thresholds as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars and no tables")
 @click.pass_context
 def experiment(ctx, spec, out, small, systems, workers, seed, cell_timeout, overwrite,
-               force_new, as_json, quiet):
+               force_new, allow_commands, as_json, quiet):
     """Run the paper's Section 6: generate the SPEC's RuDaS-v0-like datasets, run every
     learner on each through the sweep runner (per-cell time limit, resumable), evaluate,
     choose each system's confidence threshold by grid search over the datasets, and write
@@ -323,7 +326,8 @@ def experiment(ctx, spec, out, small, systems, workers, seed, cell_timeout, over
     if workers < 0:
         raise NesyError(f"--workers must be >= 0, got {workers}", field="workers")
     names = [s.strip() for s in systems.split(",") if s.strip()] if systems else None
-    sp = load_experiment(spec, small=small, seed=seed, systems=names)
+    sp = load_experiment(spec, small=small, seed=seed, systems=names,
+                         allow_commands=allow_commands)
     report, summary, fails, total = run_experiment(
         sp, out, workers=workers, overwrite=overwrite, force_new=force_new,
         progress=not (quiet or as_json), cell_timeout=cell_timeout)

@@ -80,10 +80,14 @@ def _merge(base: dict, over: dict) -> dict:
 
 
 def load_experiment(path, *, small: bool = False, seed: int | None = None,
-                    systems: list[str] | None = None) -> dict:
+                    systems: list[str] | None = None, allow_commands: bool = False) -> dict:
     """Read and check an experiment spec; ``small`` applies its ``small:`` overrides,
     ``seed`` and ``systems`` (names of the spec's systems) override. One :class:`NesyError`
-    naming the field on bad input."""
+    naming the field on bad input.
+
+    A system with a ``command`` runs that shell command: a spec from someone else would be
+    code. Such a spec is refused unless ``allow_commands`` (``--allow-commands``) says the
+    user has read it."""
     p = Path(path)
     if not p.is_file():
         raise NesyError("experiment spec not found", file=str(p))
@@ -127,6 +131,10 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
         entry = {"system": s.get("system", s["name"]),
                  "options": {str(k): str(v) for k, v in (s.get("options") or {}).items()}}
         if s.get("command") is not None:
+            if not allow_commands:
+                raise err(f"system {s['name']!r} runs the shell command {str(s['command'])!r}; "
+                          "pass --allow-commands to run the shell commands of this spec",
+                          f"systems[{i}].command")
             entry["options"]["command"] = str(s["command"])
         if s["name"] in learners:
             raise err(f"system {s['name']!r} listed twice", f"systems[{i}]")
