@@ -198,3 +198,25 @@ def test_a_folder_that_is_not_a_checkpoint(root, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(NesyError, match="not a readable CLIP checkpoint"):
         nclip.ClipConcepts(f"clip:{tmp_path / 'empty'}", load_task(root / "curricula/rs/xor.yaml"))
+
+
+def test_pickled_weights_are_not_loaded(tmp_path):
+    """Only safetensors: a checkpoint whose weights are a pickle (which could run code when
+    unpickled) is refused with one error, and the pickle is never opened."""
+    import shutil
+
+    from nesybench.errors import NesyError
+    from nesybench.nesy import clip
+
+    src = tmp_path / "tiny"
+    clip.write_tiny_clip(src)
+    bad = tmp_path / "pickled"
+    shutil.copytree(src, bad)
+    for f in bad.glob("*.safetensors"):
+        f.unlink()
+    marker = tmp_path / "opened"
+    (bad / "pytorch_model.bin").write_bytes(
+        b"\x80\x04\x95" + b"cos\nsystem\n" + f"(V touch {marker}\ntR.".encode())
+    with pytest.raises(NesyError, match="safetensors"):
+        clip.load_clip(str(bad))
+    assert not marker.exists()

@@ -101,13 +101,18 @@ def load_clip(name: str, device: str = "cpu"):
     ref = str(path) if path.is_dir() else name
     try:
         with _offline():
-            model = transformers.CLIPModel.from_pretrained(ref, local_files_only=True)
-            tok = transformers.CLIPTokenizer.from_pretrained(ref, local_files_only=True)
+            # safetensors only: a pickled weights file from someone else could run code
+            model = transformers.CLIPModel.from_pretrained(ref, local_files_only=True,
+                                                           use_safetensors=True,
+                                                           trust_remote_code=False)
+            tok = transformers.CLIPTokenizer.from_pretrained(ref, local_files_only=True,
+                                                             trust_remote_code=False)
     except (OSError, ValueError, EnvironmentError) as exc:
         if path.is_dir():
             msg = " ".join(str(exc).split())[:200]
-            raise NesyError(f"not a readable CLIP checkpoint (config.json, weights and tokenizer "
-                            f"files in the Hugging Face format): {msg}", file=str(path),
+            raise NesyError(f"not a readable CLIP checkpoint (config.json, model.safetensors "
+                            f"and tokenizer files in the Hugging Face format; pickled weights "
+                            f"are not loaded): {msg}", file=str(path),
                             field="concept_source") from None
         raise NesyError(f"CLIP model {name!r} is not in the local Hugging Face cache and "
                         f"nesybench downloads nothing at run time: fetch it once with "
