@@ -249,6 +249,30 @@ def ilp_eval_cmd(dataset, task, theory, encoding, split, kb, fresh, as_json):
             click.echo(f"{k:>22s}: {v}")
 
 
+@group.command("import-reference")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
+              help="Data set folder to create (written atomically).")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest's tasks as JSON.")
+def import_reference_cmd(folder, out, overwrite, as_json):
+    """Convert a data set written by the reference KANDY generator (FOLDER with
+    samples/sets/{train,val,test}/annotations.csv and the PNGs) into a nesybench KANDY data
+    set with a manifest: train, ilp-export and the other commands then read it."""
+    from .reference import import_reference, main_summary
+
+    man = import_reference(folder, out, overwrite=overwrite)
+    if as_json:
+        click.echo(_json({"out": str(Path(out).resolve()), "tasks": man["tasks"]}))
+        return
+    for t in man["tasks"]:
+        sp = t["splits"]
+        click.echo(f"task {t['id']:2d} {t['name'][:40]:40s} train {sp['train']}, val "
+                   f"{sp['val']}, test {sp['test']} (+{t['stats']['positives']}/"
+                   f"-{t['stats']['negatives']})")
+    click.echo(f"{main_summary(man)} into {Path(out).resolve()}")
+
+
 # --------------------------------------------------------------------------- learning
 
 def _names(value: str, what: str, choices) -> list[str]:
