@@ -121,3 +121,26 @@ def test_bad_degradations():
         degrade.check("blur")
     with pytest.raises(NesyError):
         degrade.drop(np.zeros(3, dtype=int), 1.0, np.random.default_rng(0))
+
+
+def test_score_edge_cases():
+    """The undefined cases of ρ, R, the Mann–Whitney test and the AUC, each pinned."""
+    import math
+    with pytest.raises(ValueError):
+        scores.rho([], [], [])
+    with pytest.raises(ValueError):
+        scores.rho([0.1, 0.2], [1.0, 2.0], [0.9, 0.8])        # no level 0 first
+    assert math.isnan(scores.rho([0.0], [0.0], [0.9]))         # no perturbed level
+    assert math.isnan(scores.rho([0.0, 0.5], [0.0, 2.0], [0.0, 0.5]))   # base accuracy 0
+    # a negative base accuracy cannot occur, and 1 level > 0 gives ψ·acc/base exactly
+    assert scores.rho([0.0, 0.5], [0.0, 2.0], [0.8, 0.4]) == pytest.approx(1.0)
+    assert scores.rho([0.0, 0.5, 1.0], [0.0, 2.0, 4.0], [0.8, 0.4, 0.2]) == pytest.approx(1.0)
+    assert math.isnan(scores.gain(1.0, 0.0)) and scores.gain(3.0, 2.0) == 1.5
+    assert math.isnan(scores.mann_whitney([], [1.0])) and math.isnan(scores.mann_whitney([1.0], []))
+    assert scores.mann_whitney([0.5, 0.5], [0.5, 0.5, 0.5]) == 1.0
+    assert scores.mann_whitney([0.5, 0.5], [0.7, 0.7]) < 1.0
+    assert math.isnan(scores.auc([0.0], [1.0])) and math.isnan(scores.auc([0.3, 0.3], [1, 0]))
+    assert scores.auc([0.0, 1.0], [1.0, 0.0]) == pytest.approx(0.5)
+    assert scores.auc([0.5, 1.0], [1.0, 1.0]) == pytest.approx(1.0)   # divided by the range
+    assert scores.level_thirds([0.0, 0.5]) == [[1], [], []]
+    assert scores.level_thirds([0.0]) == [[], [], []]
