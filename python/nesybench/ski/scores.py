@@ -72,8 +72,8 @@ def mann_whitney_levels(acc_by_level_a, acc_by_level_b) -> float:
     return mann_whitney(a, b)
 
 
-def gain_bootstrap(levels, psi, acc_educated, acc_uneducated, n: int = 1000,
-                   seed: int = 0) -> np.ndarray:
+def gain_bootstrap(levels, psi, acc_educated, acc_uneducated,  # defaults: no mutate
+                   n: int = 1000, seed: int = 0) -> np.ndarray:  # no mutate
     """R recomputed on ``n`` bootstrap resamples of the repetitions: ``psi``, ``acc_*`` are
     [levels, reps] arrays; at every level the same repetitions are drawn for both
     predictors (they trained on the same perturbed data sets: a paired design), and Ψ's
