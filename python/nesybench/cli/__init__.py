@@ -58,7 +58,7 @@ def cli():
 
     \b
     kandy   KANDY curricula of Kandinsky-pattern tasks (generate, validate, check, show, browse,
-            ilp-export, ilp-eval, ilp-run, train, table, plot)
+            import-reference, ilp-export, ilp-eval, ilp-run, train, table, plot)
     rudas   RuDaS rule-learning datasets (generate, suite, learn, evaluate, chase, table,
             experiment)
     rs      reasoning shortcuts (generate, count, severity, metrics)
