@@ -25,12 +25,17 @@ from pathlib import Path
 
 import torch
 
-from ..errors import NesyError
+from ..errors import BudgetExceeded, NesyError
 from . import cache as _cache
 
 from .semantics import LabelSemantics
 
 SEMIRINGS = ("log", "real")
+#: appended to a compilation budget error: the way past the exact limit
+APPROX_HINT = ("; exact inference does not fit this budget: raise the limit, or use approximate "
+               "inference (--inference sample:S on nesy train/infer; from Python "
+               "nesybench.nesy.approx.SampledProgram.from_program(..., samples=S)), which "
+               "samples S worlds per example instead of compiling")
 
 
 def _jsonable(v):
@@ -178,7 +183,11 @@ class CompiledProgram(LabelSemantics):
         gp = ground(text if source is None else Path(source), qs, networks=networks,
                     concept_order=concept_order, concept_decls=concept_decls, clock=clock)
         t_ground = time.perf_counter() - t0
-        comp = compile_program(gp, vtree=vtree, clock=clock, progress=progress)
+        try:
+            comp = compile_program(gp, vtree=vtree, clock=clock, progress=progress)
+        except BudgetExceeded as exc:
+            raise BudgetExceeded(exc.message + APPROX_HINT, file=exc.file or source,
+                                 field=exc.field) from None
         meta = {
             "source": source,
             "queries": [lab.query for lab in gp.labels],

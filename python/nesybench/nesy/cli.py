@@ -144,6 +144,10 @@ def _common(f):
 @click.argument("task", type=click.Path())
 @_common
 @budget_options
+@click.option("--inference", default="exact", show_default=True,
+              help="exact (compiled circuit / world table) | sample:S (Monte Carlo: S worlds "
+                   "sampled per example from the ProbLog program, no compilation; for programs "
+                   "past the exact budget)")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--out", "-o", type=click.Path(), default=None,
               help="run folder (default out/nesy/TASK-MODEL-sSEED)")
@@ -152,7 +156,7 @@ def _common(f):
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_sup, concept_vars,
               concept_weight, concept_source, tnorm, epochs, batch, lr, device, threads, seed, out,
-              overwrite, as_json, quiet, budget):
+              overwrite, as_json, quiet, budget, inference):
     """Train a model on TASK (a curricula/rs/*.yaml file) and evaluate it on val/test/OOD.
 
     Writes OUT/config.json, best.pt/last.pt checkpoints, history in metrics.json,
@@ -172,7 +176,10 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
                     samples=_samples(samples), data_seed=data_seed, concept_sup=concept_sup,
                     concept_vars=_names(concept_vars), concept_weight=concept_weight, tnorm=tnorm,
                     epochs=epochs, batch=batch, lr=lr, seed=seed, device=device,
-                    budget=budget.to_json(), concept_source=concept_source)
+                    budget=budget.to_json(), concept_source=concept_source,
+                    inference=inference)
+    from .approx import parse_inference  # noqa: PLC0415
+    parse_inference(inference)
     if concept_source is not None:
         from .clip import parse_source  # noqa: PLC0415
         parse_source(concept_source)
@@ -206,26 +213,44 @@ def _fix_data_path(tmp: Path, final: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the probabilities as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
 @budget_options
-def infer_cmd(program, queries, as_json, quiet, budget):
-    """Exact probabilities of the queries of a ProbLog PROGRAM (conditioned on its evidence).
+@click.option("--inference", default="exact", show_default=True,
+              help="exact (compiled circuit) | sample:S (Monte Carlo: S worlds "
+                   "sampled per example from the ProbLog program, no compilation; for programs "
+                   "past the exact budget)")
+@click.option("--seed", default=0, show_default=True, type=int, help="the sampler's seed")
+def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
+    """Probabilities of the queries of a ProbLog PROGRAM (conditioned on its evidence): exact,
+    or estimated by sampling (--inference sample:S; printed with their standard errors).
 
     The program is checked against the allow-list first (see the safety guide); networks are
     not available here, so neural predicates are refused: use `nesy train` for those.
     """
     from .circuit import CompiledProgram  # noqa: PLC0415
+    from .approx import SampledProgram, parse_inference  # noqa: PLC0415
 
+    method, n_samples = parse_inference(inference)
     if not Path(program).is_file():
         raise NesyError("program file not found", file=str(program))
-    prog = CompiledProgram.from_program(Path(program), list(queries) or None, networks=[],
-                                        budget=budget, progress=not (quiet or as_json))
-    margs = prog.label_marginals([])
+    if method == "sample":
+        prog = SampledProgram.from_program(Path(program), list(queries) or None, networks=[],
+                                           budget=budget, samples=n_samples, seed=seed)
+        margs, errs = prog.estimate([])
+    else:
+        prog = CompiledProgram.from_program(Path(program), list(queries) or None, networks=[],
+                                            budget=budget, progress=not (quiet or as_json))
+        margs = prog.label_marginals([])
+        errs = [None] * len(margs)
     rows = []
-    for query, dom, m in zip(prog.label_queries, prog.label_domains, margs):
+    for query, dom, m, e in zip(prog.label_queries, prog.label_domains, margs, errs):
         boolean = dom in ([0, 1], [0], [1])
-        for v, pr in zip(dom, m[0].tolist()):
+        ses = e[0].tolist() if e is not None else [None] * len(dom)
+        for v, pr, se in zip(dom, m[0].tolist(), ses):
             if boolean and v != 1:
                 continue
-            rows.append({"query": query, "value": None if boolean else v, "p": pr})
+            row = {"query": query, "value": None if boolean else v, "p": pr}
+            if se is not None:
+                row["stderr"] = se
+            rows.append(row)
         if boolean and 1 not in dom:
             rows.append({"query": query, "value": None, "p": 0.0})
     if as_json:
@@ -234,7 +259,9 @@ def infer_cmd(program, queries, as_json, quiet, budget):
         return
     for r in rows:
         what = r["query"] if r["value"] is None else f"{r['query']} = {r['value']}"
-        click.echo(f"{what}: {r['p']:.10g}")
+        se = f" ± {r['stderr']:.2g} (standard error, {n_samples} samples)" \
+            if "stderr" in r else ""
+        click.echo(f"{what}: {r['p']:.10g}{se}")
 
 
 @group.command("eval")

@@ -2,13 +2,16 @@
 
 ``worlds`` enumerates the task's worlds (:class:`~nesybench.nesy.semantics.WorldEnumeration`);
 ``circuit`` compiles the task's ProbLog program
-(:class:`~nesybench.nesy.circuit.CompiledProgram`). Both implement
+(:class:`~nesybench.nesy.circuit.CompiledProgram`); an approximate ``inference``
+(``sample:S``) grounds the same program and samples it instead of compiling
+(:class:`~nesybench.nesy.approx.SampledProgram`). All implement
 :class:`~nesybench.nesy.semantics.LabelSemantics`; keeping the choice here lets the engines
 import only downwards (program → compile → circuit, semantics → circuit's base class).
 """
 from __future__ import annotations
 
 from ..errors import NesyError
+from .approx import SampledProgram, parse_inference
 from .budget import Budget
 from .circuit import CompiledProgram
 from .semantics import LabelSemantics, WorldEnumeration
@@ -16,14 +19,23 @@ from .semantics import LabelSemantics, WorldEnumeration
 SEMANTICS = ("worlds", "circuit")
 
 
-def build_semantics(kind: str, task, *, budget=None, **kw) -> LabelSemantics:
+def build_semantics(kind: str, task, *, budget=None, inference: str = "exact",
+                    seed: int | None = None, **kw) -> LabelSemantics:
     """The label semantics ``kind`` of ``task``; ``budget`` (a
     :class:`~nesybench.nesy.budget.Budget` or its fields as a dict) bounds the circuit's
-    grounding and compilation; ``kw`` go to :class:`WorldEnumeration`."""
+    grounding and compilation; ``inference``: ``exact`` or ``sample:S`` (Monte Carlo over the
+    task's ProbLog program, whatever ``kind``: sampling needs the program, not the world
+    table); ``seed``: the sampler's seed (default: torch's global generator); ``kw`` go to
+    :class:`WorldEnumeration`."""
+    method, samples = parse_inference(inference)
+    if kind not in SEMANTICS:
+        raise NesyError(f"unknown semantics {kind!r} ({', '.join(SEMANTICS)})", field="semantics")
+    if isinstance(budget, dict):
+        budget = Budget(**budget)
+    if method == "sample":
+        return SampledProgram.from_task(task, samples=samples, seed=seed, budget=budget)
     if kind == "worlds":
         return WorldEnumeration(task, **kw)
     if kind == "circuit":
-        if isinstance(budget, dict):
-            budget = Budget(**budget)
         return CompiledProgram.from_task(task, budget=budget)
     raise NesyError(f"unknown semantics {kind!r} ({', '.join(SEMANTICS)})", field="semantics")

@@ -268,6 +268,9 @@ class RunConfig:
     concept_sup   fraction of training examples with concept labels (0: none)
     concept_vars  variables with concept labels (on the chosen examples, or all if
                   concept_sup is 0); default: the task's ``supervised:``
+    inference     exact | sample:S (dpl's label semantics estimated from S sampled worlds
+                  per example over the task's ProbLog program, :mod:`nesybench.nesy.approx`;
+                  for programs whose exact circuit exceeds the budget)
     budget        limits for grounding and compiling the circuit semantics (the fields of
                   :class:`~nesybench.nesy.budget.Budget`; None: its defaults)
     concept_source  None (the data set's concept annotations supervise) or
@@ -294,6 +297,7 @@ class RunConfig:
     splits: list[str] = field(default_factory=lambda: ["test", "ood"])
     budget: dict | None = None      # Budget fields for grounding/compiling the circuit
     concept_source: str | None = None
+    inference: str = "exact"
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -323,7 +327,8 @@ def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: boo
                         field="concept_source")
     sem = None
     if cfg.model in ("dpl", "clip-logic"):
-        sem = build_semantics(cfg.semantics, task, progress=progress, budget=cfg.budget)
+        sem = build_semantics(cfg.semantics, task, progress=progress, budget=cfg.budget,
+                              inference=cfg.inference)
     elif cfg.model == "fuzzy":
         sem = build_semantics("worlds", task, progress=progress)
     # dpl/fuzzy: every value the knowledge can produce; cbm/nn: the values in the data set
@@ -461,7 +466,8 @@ def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
     label_domains = cfg["label_domains"]
     sem = None
     if cfg["model"] in ("dpl", "clip-logic"):
-        sem = build_semantics(cfg.get("semantics", "worlds"), task)
+        sem = build_semantics(cfg.get("semantics", "worlds"), task,
+                              inference=cfg.get("inference", "exact"))
     elif cfg["model"] == "fuzzy":
         sem = build_semantics("worlds", task)
     root = data or cfg["data"]
