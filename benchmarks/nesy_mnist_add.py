@@ -12,11 +12,16 @@ Data: ``--mnist PATH`` (an MNIST IDX folder) or, by default, scikit-learn's bund
 DeepProbLog (``--reference``) is scored with the same test examples and metric.
 Examples are drawn with a seeded RNG from the train/test image pools (disjoint images).
 
-``--reference`` also trains DeepProbLog 2.1.0 (exact engine, its ``addition/3`` program for
-N=1 and ``multi_addition/3`` for N>1) on the same examples, network, optimiser and batch size
-in a subprocess (``--reference-python``, default this interpreter, with ``--reference-path``
-prepended to its ``sys.path``; install it with
-``pip install --no-deps --target DIR deepproblog==2.1.0``) and prints the per-example ratio.
+``--reference`` also trains DeepProbLog 2.1.0 like for like: as its own MNIST examples use it
+(queries over placeholder terms bound by a substitution, so its exact engine's circuit cache
+holds one circuit per distinct sum; ``cache=True``), in a worker process
+(``--reference-python``, default this interpreter, with ``--reference-path`` prepended to its
+``sys.path``; install with ``pip install --no-deps --target DIR deepproblog==2.1.0``); same
+examples, network, optimiser, batch size and thread count. Compile time is reported apart for
+both (our circuit; DeepProbLog's cache fill by ``model.ground_dataset``); then one warm-up round
+each and ``--rounds`` interleaved rounds of ``--round-examples`` examples (which engine goes
+first alternates); per-example medians with min-max and the ratio per round. DPNL is not run:
+with ``--n 4 --batch 2`` the script prints its *published* figure next to ours, labelled so.
 
     python benchmarks/nesy_mnist_add.py --n 1 2 4 15 --train-examples 2000 --epochs 1
     python benchmarks/nesy_mnist_add.py --n 1 --reference --reference-path /tmp/dpl
@@ -174,17 +179,31 @@ def run_engine(n: int, args, data) -> dict:
     return out
 
 
-# -- DeepProbLog reference (runs in a subprocess) ----------------------------------------
+# -- DeepProbLog reference: a worker process, driven round by round ----------------------
+DPL_PROGRAM = """nn(mnist_net,[X],Y,[0,1,2,3,4,5,6,7,8,9]) :: digit(X,Y).
+number([],Result,Result).
+number([H|T],Acc,Result) :- digit(H,Nr), Acc2 is Nr+10*Acc,number(T,Acc2,Result).
+number(X,Y) :- number(X,0,Y).
+multi_addition(X,Y,Z) :- number(X,X2),number(Y,Y2), Z is X2+Y2.
+addition(X,Y,Z) :- digit(X,X2), digit(Y,Y2), Z is X2+Y2.
+"""
+
+
 def dpl_worker(spec_path: str) -> None:
-    """Train DeepProbLog on the examples in ``spec_path`` (a torch file) and print JSON."""
+    """DeepProbLog as its own MNIST examples use it: queries over *placeholder* terms with a
+    substitution that binds them to the tensors (``MNISTOperator.to_query``), so the exact
+    engine's circuit cache (``cache=True``) holds one circuit per distinct sum. Reads JSON
+    commands on stdin (``{"train": [[i, ...], ...]}`` batches of example indices,
+    ``{"eval": true}``, ``{"quit": true}``), answers one JSON line each; the first line is the
+    compile figure: ``model.ground_dataset`` over one query per distinct sum (cache fill)."""
     spec = torch.load(spec_path, weights_only=True)
     from problog.logic import Constant, Term, list2term
-    from deepproblog.dataset import DataLoader, Dataset
+    from deepproblog.dataset import Dataset
     from deepproblog.engines import ExactEngine
     from deepproblog.model import Model
     from deepproblog.network import Network
     from deepproblog.query import Query
-    from deepproblog.train import train_model
+    from deepproblog.train import TrainObject
 
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(spec["seed"])
@@ -194,85 +213,217 @@ def dpl_worker(spec_path: str) -> None:
         def __getitem__(self, item):
             return x[int(item[0])]
 
-    class Add(Dataset):
+    def to_query(i):
+        idx = [int(v) for v in ex[i]]
+        # DeepProbLog numbers are most significant first; placeholders p{arg}_{digit}
+        groups = [list(reversed(idx[:n])), list(reversed(idx[n:]))]
+        subs, names = {}, []
+        for a, g in enumerate(groups):
+            inner = []
+            for j, im in enumerate(g):
+                t = Term(f"p{a}_{j}")
+                subs[t] = Term("tensor", Term("train", Constant(im)))
+                inner.append(t)
+            names.append(inner)
+        if n == 1:
+            return Query(Term("addition", names[0][0], names[1][0], Constant(int(sums[i]))), subs)
+        return Query(Term("multi_addition", list2term(names[0]), list2term(names[1]),
+                          Constant(int(sums[i]))), subs)
+
+    class Distinct(Dataset):          # one query per distinct sum: fills the circuit cache
+        def __init__(self):
+            seen = {}
+            for i in range(len(ex)):
+                seen.setdefault(int(sums[i]), i)
+            self.ix = list(seen.values())
+
         def __len__(self):
-            return len(ex)
+            return len(self.ix)
 
-        def to_query(self, i):
-            idx = [int(v) for v in ex[i]]
-            # DeepProbLog numbers are most significant first
-            a = [Term("tensor", Term("train", Constant(j))) for j in reversed(idx[:n])]
-            b = [Term("tensor", Term("train", Constant(j))) for j in reversed(idx[n:])]
-            if n == 1:
-                return Query(Term("addition", a[0], b[0], Constant(int(sums[i]))))
-            return Query(Term("multi_addition", list2term(a), list2term(b),
-                              Constant(int(sums[i]))))
+        def to_query(self, k):
+            return to_query(self.ix[k])
 
-    program = """nn(mnist_net,[X],Y,[0,1,2,3,4,5,6,7,8,9]) :: digit(X,Y).
-number([],Result,Result).
-number([H|T],Acc,Result) :- digit(H,Nr), Acc2 is Nr+10*Acc,number(T,Acc2,Result).
-number(X,Y) :- number(X,0,Y).
-multi_addition(X,Y,Z) :- number(X,X2),number(Y,Y2), Z is X2+Y2.
-addition(X,Y,Z) :- digit(X,X2), digit(Y,Y2), Z is X2+Y2.
-"""
     lenet = LeNet()
     net = Network(lenet, "mnist_net", batching=True)
     net.optimizer = torch.optim.Adam(lenet.parameters(), lr=spec["lr"])
     fd, path = tempfile.mkstemp(suffix=".pl")
     with os.fdopen(fd, "w") as fh:
-        fh.write(program)
+        fh.write(DPL_PROGRAM)
     model = Model(path, [net])
     model.set_engine(ExactEngine(model), cache=True)
     model.add_tensor_source("train", Images())
-    loader = DataLoader(Add(), spec["batch"], False)
-    t0 = time.perf_counter()
-    train_model(model, loader, 1, log_iter=10 ** 9, profile=0)
-    dt = time.perf_counter() - t0
     os.unlink(path)
-    # the same test metric as ours: argmax of the trained network per digit, summed
-    lenet.eval()
-    xte, tex, yte = spec["xte"], spec["tex"], spec["yte"]
-    with torch.no_grad():
-        pred = lenet(xte[tex].view(-1, 1, 28, 28)).view(len(tex), 2 * n, 10).argmax(-1)
-    true = yte[tex]
-    p10 = 10 ** torch.arange(n)
-    sp = (pred[:, :n] * p10).sum(1) + (pred[:, n:] * p10).sum(1)
-    st = (true[:, :n] * p10).sum(1) + (true[:, n:] * p10).sum(1)
-    print(json.dumps({"engine": "deepproblog-2.1.0", "n": n, "train_examples": len(ex),
-                      "train_s": round(dt, 3), "ms_per_example": round(1000 * dt / len(ex), 3),
-                      "sum_accuracy": round(float((sp == st).float().mean()), 4),
-                      "digit_accuracy": round(float((pred == true).float().mean()), 4)}))
+    t0 = time.perf_counter()
+    info = model.ground_dataset(Distinct())
+    compile_s = time.perf_counter() - t0
+    trainer = TrainObject(model)
+    loss_fn = model.solver.semiring.cross_entropy
+    print(json.dumps({"ready": True, "compile_s": round(compile_s, 3),
+                      "circuits": len(info["compile_times"])}), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd.get("quit"):
+            break
+        if "train" in cmd:
+            model.train()
+            seen, total = 0, 0.0
+            t0 = time.perf_counter()
+            for batch in cmd["train"]:
+                model.optimizer.zero_grad()
+                total += trainer.get_loss([to_query(i) for i in batch], loss_fn)
+                model.optimizer.step()
+                seen += len(batch)
+            dt = time.perf_counter() - t0
+            print(json.dumps({"seconds": dt, "examples": seen, "loss": total / max(seen, 1)}),
+                  flush=True)
+        elif cmd.get("eval"):
+            lenet.eval()
+            xte, tex, yte = spec["xte"], spec["tex"], spec["yte"]
+            with torch.no_grad():
+                pred = lenet(xte[tex].view(-1, 1, 28, 28)).view(len(tex), 2 * n, 10).argmax(-1)
+            true = yte[tex]
+            p10 = 10 ** torch.arange(n)
+            sp = (pred[:, :n] * p10).sum(1) + (pred[:, n:] * p10).sum(1)
+            st = (true[:, :n] * p10).sum(1) + (true[:, n:] * p10).sum(1)
+            print(json.dumps({"sum_accuracy": round(float((sp == st).float().mean()), 4),
+                              "digit_accuracy": round(float((pred == true).float().mean()), 4)}),
+                  flush=True)
 
 
-def run_reference(n: int, args, data) -> dict:
-    from nesybench.nesy.mnist_add import from_digits
-    xtr, ytr, xte, yte = data
-    k = args.reference_examples or args.train_examples
-    tex = make_examples(len(xte), args.test_examples, n, args.seed + 1)
-    ex = make_examples(len(xtr), k, n, args.seed)
-    d = ytr[ex]
-    sums = from_digits(d[:, :n]) + from_digits(d[:, n:])
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = os.path.join(tmp, "spec.pt")
-        torch.save({"n": n, "x": xtr, "ex": ex, "sums": sums, "batch": args.batch,
-                    "xte": xte, "yte": yte, "tex": tex,
-                    "lr": args.lr, "seed": args.seed, "threads": args.threads}, spec)
+class DplProcess:
+    """The DeepProbLog worker (:func:`dpl_worker`) in its own interpreter."""
+
+    def __init__(self, spec: dict, args):
+        self.tmp = tempfile.TemporaryDirectory()
+        path = os.path.join(self.tmp.name, "spec.pt")
+        torch.save(spec, path)
         env = dict(os.environ)
         paths = [p for p in [args.reference_path, os.path.dirname(os.path.abspath(__file__))] if p]
         env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
+        self.err = open(os.path.join(self.tmp.name, "stderr"), "w+")
+        self.proc = subprocess.Popen([args.reference_python, os.path.abspath(__file__),
+                                      "--dpl-worker", path], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
+        self.hello = self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        while line and not line.startswith("{"):      # DeepProbLog's own prints
+            line = self.proc.stdout.readline()
+        if not line:
+            self.err.seek(0)
+            lines = self.err.read().strip().splitlines() or ["failed"]
+            errs = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception)\b", ln)]
+            raise RuntimeError((errs or lines)[-1])
+        return json.loads(line)
+
+    def ask(self, cmd: dict) -> dict:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
         try:
-            r = subprocess.run([args.reference_python, os.path.abspath(__file__), "--dpl-worker",
-                                spec], capture_output=True, text=True, env=env,
-                               timeout=args.reference_timeout)
-        except subprocess.TimeoutExpired:
-            return {"engine": "deepproblog-2.1.0", "n": n,
-                    "error": f"timed out after {args.reference_timeout} s"}
-    if r.returncode != 0:
-        lines = r.stderr.strip().splitlines() or ["failed"]
-        # the exception line of the traceback, not the source line above it
-        errs = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception)\b", ln)]
-        return {"engine": "deepproblog-2.1.0", "n": n, "error": (errs or lines)[-1]}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+            self.proc.stdin.write(json.dumps({"quit": True}) + "\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+        self.err.close()
+        self.tmp.cleanup()
+
+
+def _spread(xs: list[float]) -> tuple[float, float, float]:
+    ys = sorted(xs)
+    return ys[len(ys) // 2] if len(ys) % 2 else (ys[len(ys) // 2 - 1] + ys[len(ys) // 2]) / 2, \
+        ys[0], ys[-1]
+
+
+def run_fair(n: int, args, data) -> dict:
+    """Like-for-like training speed: both engines on the same examples, batch, network,
+    optimiser and thread count; compile (our circuit; DeepProbLog's cache fill with
+    ``ground_dataset``) timed apart; one warm-up round each; then ``--rounds`` interleaved
+    rounds of ``--round-examples`` examples (order alternating), per-example medians with
+    min-max."""
+    from nesybench.nesy.mnist_add import compile_addition, from_digits, sum_labels
+
+    xtr, ytr, xte, yte = data
+    k = args.round_examples * (args.rounds + 1)
+    ex = make_examples(len(xtr), k, n, args.seed)
+    d = ytr[ex]
+    sums = from_digits(d[:, :n]) + from_digits(d[:, n:])
+    tex = make_examples(len(xte), args.test_examples, n, args.seed + 1)
+    # ours: compile (fresh, no cache) then warm-up and rounds
+    t0 = time.perf_counter()
+    prog = compile_addition(n, use_cache=False).to(args.device)
+    ours_compile = time.perf_counter() - t0
+    torch.manual_seed(args.seed)
+    net = LeNet().to(args.device)
+    opt = torch.optim.Adam(net.parameters(), lr=args.lr)
+    labels = sum_labels(from_digits(d[:, :n]), from_digits(d[:, n:]), n, prog).to(args.device)
+
+    def ours_round(rows: list[list[int]]) -> float:
+        t1 = time.perf_counter()
+        for idx in rows:
+            imgs = xtr[ex[idx]].to(args.device)
+            B = imgs.shape[0]
+            probs = net(imgs.view(-1, 1, 28, 28)).view(B, 2 * n, 10)
+            loss = -prog([probs[:, i] for i in range(2 * n)], labels[idx]).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return time.perf_counter() - t1
+
+    spec = {"n": n, "x": xtr, "ex": ex, "sums": sums, "xte": xte, "yte": yte, "tex": tex,
+            "lr": args.lr, "seed": args.seed, "threads": args.threads}
+    t0 = time.perf_counter()
+    try:
+        dpl = DplProcess(spec, args)
+    except RuntimeError as exc:
+        return {"n": n, "error": f"DeepProbLog did not start: {exc}"}
+    dpl_start = time.perf_counter() - t0
+    rounds = []
+    try:
+        for r in range(args.rounds + 1):          # round 0: warm-up, not counted
+            lo = r * args.round_examples
+            rows = [list(range(s, min(s + args.batch, lo + args.round_examples)))
+                    for s in range(lo, lo + args.round_examples, args.batch)]
+            first_ours = r % 2 == 0
+            if first_ours:
+                t_ours = ours_round(rows)
+            rep = dpl.ask({"train": rows})
+            if not first_ours:
+                t_ours = ours_round(rows)
+            if r:
+                rounds.append((1000 * t_ours / args.round_examples,
+                               1000 * rep["seconds"] / rep["examples"]))
+        acc = dpl.ask({"eval": True})
+    except RuntimeError as exc:
+        return {"n": n, "error": f"DeepProbLog stopped: {exc}"}
+    finally:
+        dpl.close()
+    net.eval()
+    with torch.no_grad():
+        pr = net(xte[tex].view(-1, 1, 28, 28).to(args.device)).view(len(tex), 2 * n, 10).cpu()
+    pred, true = pr.argmax(-1), yte[tex]
+    ours_acc = float(((from_digits(pred[:, :n]) + from_digits(pred[:, n:])) ==
+                      (from_digits(true[:, :n]) + from_digits(true[:, n:]))).float().mean())
+    o, dp = _spread([a for a, _ in rounds]), _spread([b for _, b in rounds])
+    ratios = _spread([b / a for a, b in rounds])
+    return {"n": n, "batch": args.batch, "threads": args.threads, "rounds": args.rounds,
+            "round_examples": args.round_examples,
+            "ours_compile_s": round(ours_compile, 3), "ours_sdd_size": prog.stats.get("sdd_size"),
+            "dpl_compile_s": dpl.hello["compile_s"], "dpl_circuits": dpl.hello["circuits"],
+            "dpl_start_s": round(dpl_start, 2),
+            "ours_ms_per_example": [round(v, 3) for v in o],
+            "dpl_ms_per_example": [round(v, 3) for v in dp],
+            "ratio": [round(v, 1) for v in ratios],
+            "ours_sum_accuracy": round(ours_acc, 4), "dpl_sum_accuracy": acc["sum_accuracy"],
+            "test_examples": len(tex)}
+
+
+#: DPNL's published figure (not a run): exact MNIST-Addition N = 4, batch 2
+DPNL_PUBLISHED_S_PER_ITERATION = 1.25
 
 
 def main(argv=None) -> int:
@@ -291,13 +442,15 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (both engines)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-cache", action="store_true", help="always recompile the circuits")
-    ap.add_argument("--reference", action="store_true", help="also run DeepProbLog 2.1.0")
+    ap.add_argument("--reference", action="store_true",
+                    help="also run DeepProbLog 2.1.0, like for like (interleaved rounds)")
     ap.add_argument("--reference-python", default=sys.executable)
     ap.add_argument("--reference-path", default=None,
                     help="directory holding the deepproblog package (pip --target)")
-    ap.add_argument("--reference-examples", type=int, default=None,
-                    help="examples for DeepProbLog (default: --train-examples)")
-    ap.add_argument("--reference-timeout", type=int, default=1800)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="timed interleaved rounds per engine (after one warm-up round)")
+    ap.add_argument("--round-examples", type=int, default=320,
+                    help="training examples per round (both engines, the same examples)")
     ap.add_argument("--json", action="store_true", help="print one JSON object per result")
     ap.add_argument("--dpl-worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -327,18 +480,28 @@ def main(argv=None) -> int:
                   f"{r['first_loss']} -> {r['last_loss']} | test sum acc {r['sum_accuracy']:.3f}"
                   f" digit acc {r['digit_accuracy']:.3f}", flush=True)
         if args.reference:
-            ref = run_reference(n, args, data)
-            if "ms_per_example" in ref:
-                ref["speedup"] = round(ref["ms_per_example"] / r["ms_per_example"], 1)
+            ref = run_fair(n, args, data)
             if args.json:
                 print(json.dumps(ref))
             elif "error" in ref:
                 print(f"      DeepProbLog: {ref['error']}")
             else:
-                print(f"      DeepProbLog 2.1.0: {ref['ms_per_example']} ms/example over "
-                      f"{ref['train_examples']} examples -> nesybench is {ref['speedup']}x "
-                      f"faster per example | test sum acc {ref['sum_accuracy']:.3f} digit acc "
-                      f"{ref['digit_accuracy']:.3f}", flush=True)
+                o, d, q = ref["ours_ms_per_example"], ref["dpl_ms_per_example"], ref["ratio"]
+                print(f"      like for like (batch {ref['batch']}, {ref['threads']} thread(s), "
+                      f"{ref['rounds']} interleaved rounds of {ref['round_examples']} examples, "
+                      f"median (min-max)): nesybench {o[0]} ({o[1]}-{o[2]}) ms/example, "
+                      f"DeepProbLog 2.1.0 {d[0]} ({d[1]}-{d[2]}) ms/example -> "
+                      f"{q[0]}x ({q[1]}-{q[2]}x)\n"
+                      f"      compile: nesybench {ref['ours_compile_s']} s (one circuit, SDD "
+                      f"{ref['ours_sdd_size']}), DeepProbLog {ref['dpl_compile_s']} s "
+                      f"({ref['dpl_circuits']} circuits, one per distinct sum) | test sum acc "
+                      f"{ref['ours_sum_accuracy']:.3f} vs {ref['dpl_sum_accuracy']:.3f} "
+                      f"({ref['test_examples']} examples)", flush=True)
+        if n == 4 and args.batch == 2 and not args.json:
+            it = 2 * r["ms_per_example"]
+            print(f"      DPNL (published figure, not a run; other hardware): "
+                  f"{DPNL_PUBLISHED_S_PER_ITERATION} s per iteration of batch 2 vs {it:.2f} ms "
+                  f"here -> {1000 * DPNL_PUBLISHED_S_PER_ITERATION / it:.0f}x")
     return 0
 
 
