@@ -13,7 +13,9 @@ figure is that configuration's own):
 
 Programs: ``carry`` (nesybench's MNIST-Addition program: the label is the N+1 sum digits, the
 circuit linear in N) and ``textbook`` (DeepProbLog's ``multi_addition/3`` over ``number/3``:
-one label, the sum, with up to 2·10^N - 1 values — exact compilation stops early here).
+one label, the sum, with up to 2·10^N - 1 values — grounding itself explodes) and ``sum`` (the
+sum of all 2N digits, one label of 18N + 1 values: a small ground program whose circuit grows
+fast — where compilation, not grounding, is the limit).
 Concept distributions are random softmaxes (temperature ``--temperature``), seeded.
 
     python benchmarks/nesy_boundary.py --program carry --n 1 2 4 8 15 30
@@ -37,8 +39,17 @@ multi_addition(X, Y, Z) :- number(X, 0, A), number(Y, 0, B), Z is A + B.
 """
 
 
+SUM = """nn(digit_net, [X], Y, [0,1,2,3,4,5,6,7,8,9]) :: digit(X, Y).
+total([], 0).
+total([H|T], S) :- total(T, S0), digit(H, D), S is S0 + D.
+"""
+
+
 def shape(program: str, n: int):
     """(text, queries, concept order)."""
+    if program == "sum":            # one label: the sum of 2N digits (9·2N + 1 values)
+        xs = [f"a{i}" for i in range(n)] + [f"b{i}" for i in range(n)]
+        return SUM, [f"total([{','.join(xs)}], S)"], xs
     if program == "carry":
         from nesybench.nesy.mnist_add import addition_program
         s = addition_program(n)
@@ -52,10 +63,23 @@ def shape(program: str, n: int):
 def labels_for(program: str, prog, digits, n):
     """Label indices (B, n_labels) of the sums of the sampled digit pairs."""
     import torch
-    from nesybench.nesy.mnist_add import from_digits, sum_labels
     if program == "carry":
-        # digits: (B, 2n) least significant first (a_0..a_{n-1}, b_0..b_{n-1})
-        return sum_labels(from_digits(digits[:, :n]), from_digits(digits[:, n:]), n, prog)
+        # digits: (B, 2n) least significant first (a_0..a_{n-1}, b_0..b_{n-1}); add digit by
+        # digit (the sums of N > 18 digits do not fit an int64)
+        carry, out = torch.zeros(len(digits), dtype=torch.long), []
+        for i in range(n):
+            t = digits[:, i] + digits[:, n + i] + carry
+            out.append(t % 10)
+            carry = t // 10
+        out.append(carry)
+        cols = []
+        for j, dom in enumerate(prog.label_domains):
+            lut = {int(v): k for k, v in enumerate(dom)}
+            cols.append(torch.tensor([lut[int(v)] for v in out[j]]))
+        return torch.stack(cols, 1)
+    if program == "sum":
+        dom = {int(v): i for i, v in enumerate(prog.label_domains[0])}
+        return torch.tensor([[dom[int(v)]] for v in digits.sum(1)])
     # textbook: a0 is the most significant digit
     p10 = 10 ** torch.arange(n - 1, -1, -1)
     s = (digits[:, :n] * p10).sum(1) + (digits[:, n:] * p10).sum(1)
@@ -165,7 +189,7 @@ def compare(ex: dict, sa: dict, S: int) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--program", choices=["carry", "textbook"], default="carry")
+    ap.add_argument("--program", choices=["carry", "textbook", "sum"], default="carry")
     ap.add_argument("--n", type=int, nargs="+", default=[1, 2, 4, 8, 15])
     ap.add_argument("--samples", type=int, nargs="+", default=[100, 1000, 10000])
     ap.add_argument("--batch", type=int, default=32)

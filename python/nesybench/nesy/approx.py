@@ -229,10 +229,13 @@ class SampledProgram(LabelSemantics):
                              persistent=False)
         self.register_buffer("lit_value", torch.tensor(lits_value, dtype=torch.long),
                              persistent=False)
-        by_level: dict[int, list[int]] = {}
+        # nodes of one level evaluated together, bucketed by kid count (powers of two) so a
+        # few wide disjunctions do not pad every node of their level to their width
+        by_level: dict[tuple, list[int]] = {}
         for m in range(1, n + 1):
             if nodes[m][0] != "lit":
-                by_level.setdefault(level[m], []).append(m)
+                width = max(1, len(nodes[m][1]))
+                by_level.setdefault((level[m], (width - 1).bit_length()), []).append(m)
         self.levels = []       # (rows, kid rows (r, K), negated (r, K), is_and (r, 1))
         for lv in sorted(by_level):
             ms = by_level[lv]
