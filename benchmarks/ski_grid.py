@@ -97,6 +97,9 @@ def main(argv=None) -> int:
                     help="also time the PyTorch trainer on the same cells and print the ratio")
     ap.add_argument("--target", metavar="CPU",
                     help="time the kernel built with -march=CPU (e.g. x86-64-v3: AVX2 + FMA)")
+    ap.add_argument("--profile", choices=["nesybench", "paper", "psyki"], default="nesybench",
+                    help="reading of the paper timed (`ski run --profile`; paper: early "
+                         "stopping, so fewer epochs than the limit)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.target:
@@ -105,6 +108,7 @@ def main(argv=None) -> int:
     datasets = args.datasets.split(",")
     load = os.getloadavg()[0]
     out = {"reps": args.reps, "epochs": args.epochs, "workers": args.workers,
+           "profile": args.profile,
            "kernel_flags": list(native.default_flags()),
            "levels_per_cell": args.levels_per_cell,
            "load_average_at_start": load, "cells": [], "compare": []}
@@ -115,7 +119,8 @@ def main(argv=None) -> int:
             K = max(args.levels_per_cell, 1)
             params = {"dataset": ds, "degradation": "flip", "injector": pred,
                       "reps": args.reps, "epochs": args.measure_epochs,
-                      "levels": degrade.LEVELS["flip"][:K], "engine": args.engine}
+                      "levels": degrade.LEVELS["flip"][:K], "engine": args.engine,
+                      "profile": args.profile}
             if args.full:
                 secs = 0.0
                 for deg in degrade.DEGRADATIONS:
