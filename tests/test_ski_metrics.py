@@ -142,5 +142,6 @@ def test_score_edge_cases():
     assert math.isnan(scores.auc([0.0], [1.0])) and math.isnan(scores.auc([0.3, 0.3], [1, 0]))
     assert scores.auc([0.0, 1.0], [1.0, 0.0]) == pytest.approx(0.5)
     assert scores.auc([0.5, 1.0], [1.0, 1.0]) == pytest.approx(1.0)   # divided by the range
+    assert scores.auc([0.0, 0.0, 1.0], [1.0, 1.0, 0.0]) == pytest.approx(0.5)  # a repeated level
     assert scores.level_thirds([0.0, 0.5]) == [[1], [], []]
     assert scores.level_thirds([0.0]) == [[], [], []]
