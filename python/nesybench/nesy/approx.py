@@ -299,8 +299,10 @@ class SampledProgram(LabelSemantics):
         ws, logp = [], None
         for p in dists:
             pe = p.expand(B, -1)
-            w = torch.multinomial(pe.detach().float().clamp_min(0), S, replacement=True,
-                                  generator=gen)
+            # inverse-CDF sampling in float64: one uniform per draw, binary search in the CDF
+            cdf = pe.detach().double().clamp_min(0).cumsum(1)
+            u = torch.rand(B, S, generator=gen, dtype=torch.float64, device=device) * cdf[:, -1:]
+            w = torch.searchsorted(cdf, u, right=True).clamp_max(pe.shape[1] - 1)
             ws.append(w)
             lp = torch.log(torch.gather(pe, 1, w).clamp_min(torch.finfo(pe.dtype).tiny))
             logp = lp if logp is None else logp + lp
