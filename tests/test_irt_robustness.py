@@ -173,3 +173,24 @@ def test_taxonomy_agreement_with_the_paper_by_hand():
     assert a["pairs_alike"] == 153 - 3 - 7 and a["adjusted_rand"] < 1.0
     # families the paper does not have are ignored
     assert agreement([("LDA", "SVMRBF"), ("NB",), ("C5.0",)])["families"] == 2
+
+
+def test_binning_and_kappa_edges():
+    from nesybench.irt.curves import DELTAS
+    assert DELTAS == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)          # the paper's proportions δ
+    with pytest.raises(NesyError):
+        equal_frequency_bins(np.arange(10.0), 0)
+    # a tie straddling the cut between bin 0 (ranks 0-19) and bin 1 (20-39) goes whole to the
+    # bin that holds its middle: ranks 16..25 (4 in bin 0, 6 in bin 1) -> bin 1
+    b = np.arange(100.0)
+    b[16:26] = 16.0
+    bins = equal_frequency_bins(b, 5)
+    assert set(bins[16:26]) == {1} and bins[15] == 0 and np.bincount(bins)[0] == 16
+    # ranks 14..24 (6 in bin 0, 5 in bin 1) -> bin 0
+    b = np.arange(100.0)
+    b[14:25] = 14.0
+    bins = equal_frequency_bins(b, 5)
+    assert set(bins[14:25]) == {0} and np.bincount(bins)[0] == 25
+    assert cohen_kappa(np.array([1]), np.array([1])) == 1.0
+    assert cohen_kappa(np.array([1]), np.array([2])) == 0.0
+    assert cohen_kappa(np.array([3, 3, 3]), np.array([3, 3, 3])) == 1.0

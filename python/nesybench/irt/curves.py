@@ -74,12 +74,12 @@ def cohen_kappa(y1: np.ndarray, y2: np.ndarray) -> float:
     p_e = float(p1 @ p2)
     if p_o == 1.0:
         return 1.0
-    if p_e >= 1.0:
-        return 0.0   # pragma: no cover - p_e = 1 forces p_o = 1
+    # here p_e < 1: p_e = 1 only when both vectors are the same constant, i.e. p_o = 1
     return (p_o - p_e) / (1.0 - p_e)
 
 
-def perturbation_masks(bins: np.ndarray, deltas=DELTAS, seed: int = 0) -> np.ndarray:
+def perturbation_masks(bins: np.ndarray, deltas=DELTAS,
+                       seed: int = 0) -> np.ndarray:  # no mutate (the default seed)
     """Which instances are perturbed at each δ: bool array (len(deltas), n).
 
     In every bin the instances are put in a seeded random order and the first
