@@ -176,8 +176,9 @@ def test_taxonomy_agreement_with_the_paper_by_hand():
 
 
 def test_binning_and_kappa_edges():
-    from nesybench.irt.curves import DELTAS
+    from nesybench.irt.curves import DELTAS, N_BINS
     assert DELTAS == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)          # the paper's proportions δ
+    assert N_BINS == 5                                        # and its five difficulty bins
     with pytest.raises(NesyError):
         equal_frequency_bins(np.arange(10.0), 0)
     # a tie straddling the cut between bin 0 (ranks 0-19) and bin 1 (20-39) goes whole to the
