@@ -142,6 +142,15 @@ def test_training_with_sampling_learns_and_matches_exact_marginals():
     """MNIST-Addition N = 1 from the sums only, with sampled inference (S = 100): the digit
     classifier learns (from chance 0.1 to >= 0.9), and after training the sampled marginals of
     the trained network agree with the exact circuit's within Z standard errors."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)        # one thread: the same trained network on every run
+    try:
+        _train_and_check()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train_and_check():
     torch.manual_seed(0)
     exact, approx = _pair(1, 100, seed=0)
     net = torch.nn.Sequential(torch.nn.Linear(16, 10), torch.nn.Softmax(-1))
