@@ -84,7 +84,14 @@ def sites(tree) -> list[tuple[ast.AST, str, object]]:
     """Every (node, description, how) mutation site, in ``ast.walk`` order."""
     out = []
     docs = _docstring_nodes(tree)
+    # drawing code (functions named plot*) is not mutated: no test reads pixels, so its
+    # mutants (a figure size, a label's rotation) would all survive without meaning anything
+    drawing = {id(n) for f in ast.walk(tree)
+               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and f.name.startswith("plot") for n in ast.walk(f)}
     for node in ast.walk(tree):
+        if id(node) in drawing:
+            continue
         if isinstance(node, ast.BinOp) and type(node.op) in _SWAP:
             new = _SWAP[type(node.op)]
             out.append((node, f"{_SYMBOL[type(node.op)]} -> {_SYMBOL[new]}", ("op", new)))

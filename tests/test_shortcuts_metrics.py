@@ -112,3 +112,49 @@ def test_predictions_file_errors(tmp_path):
     p.write_text("label:y,concept:c,pred_concept:c\n1,0,0\n")
     with pytest.raises(NesyError, match="pred_label:y"):
         M.read_predictions(p)
+
+
+def test_metric_edges_pinned():
+    """Undefined and boundary cases of the concept metrics, each with its value."""
+    # numbers sort numerically and before strings
+    assert M.confusion(["10", "a", "9"], ["9", "10", "a"])[1] == ["9", "10", "a"]
+    assert M.confusion(["5", "a"], ["a", "5"])[1] == ["5", "a"]
+    assert M.collapse(np.array([[4.0]])) == 0.0                    # one value: no collapse
+    assert M.collapse(np.zeros((3, 3))) == 0.0                      # nothing predicted
+    assert M.collapse(np.zeros((3, 3)), "relaxed") == 0.0
+    z = np.zeros((4, 2), dtype=int)
+    assert M.micro_f1_multilabel(z, z) == 1.0                       # nothing to find
+    t = np.array([[1, 0], [0, 1], [0, 0]])
+    p = np.array([[1, 1], [0, 0], [1, 0]])                          # tp 1, fp 2, fn 1
+    assert M.micro_f1_multilabel(t, p) == pytest.approx(2 / (2 + 2 + 1))
+    m = M.compute({"y": []}, {"y": []}, {"c": []}, {"c": []})
+    assert m.label_accuracy == 0.0 and m.concept_accuracy == 0.0 and m.world_accuracy == 0.0
+
+
+def test_compute_keeps_each_group_its_own_figures():
+    ct = {"a": [0, 1, 0, 1], "b": [0, 1, 2, 2]}
+    cp = {"a": [0, 1, 0, 1], "b": [0, 0, 0, 0]}
+    m = M.compute({"y": ["0", "1", "1", "0"], "z": ["1", "1", "0", "0"]},
+                  {"y": ["0", "1", "0", "0"], "z": ["1", "0", "0", "0"]}, ct, cp)
+    assert m.per_concept["a"]["macro_f1"] == 1.0 and m.per_concept["a"]["collapse_hard"] == 0.0
+    assert m.per_concept["b"]["macro_f1"] == pytest.approx(M.macro_f1(
+        M.confusion(ct["b"], cp["b"])[0]))
+    assert m.per_concept["b"]["collapse_hard"] == 1.0 and m.per_concept["b"]["collapse_relaxed"] == 1.0
+    # two binary labels with both values present: the multilabel micro-F1 is reported
+    tt = np.array([[0, 1], [1, 1], [1, 0], [0, 0]])
+    pp = np.array([[0, 1], [1, 0], [0, 0], [0, 0]])
+    assert m.label_micro_f1 == pytest.approx(M.micro_f1_multilabel(tt, pp))
+
+
+def test_read_predictions_checks_rows_and_columns(tmp_path):
+    f = tmp_path / "p.csv"
+    f.write_text("label:y,pred_label:y\n1,1\n0,1\n")
+    lt, lp, ct, cp = M.read_predictions(f)
+    assert lt == {"y": ["1", "0"]} and lp == {"y": ["1", "1"]} and ct == {} and cp == {}
+    f.write_text("label:y,pred_label:y\n1,1,7,8\n")
+    with pytest.raises(NesyError, match="row has 4 fields, the header 2") as e:
+        M.read_predictions(f)
+    assert e.value.line == 2
+    f.write_text("x,pred_x\n1,1\n")
+    with pytest.raises(NesyError, match="no label:/concept: columns"):
+        M.read_predictions(f)
