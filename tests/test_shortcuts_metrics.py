@@ -129,6 +129,13 @@ def test_metric_edges_pinned():
     assert M.micro_f1_multilabel(t, p) == pytest.approx(2 / (2 + 2 + 1))
     m = M.compute({"y": []}, {"y": []}, {"c": []}, {"c": []})
     assert m.label_accuracy == 0.0 and m.concept_accuracy == 0.0 and m.world_accuracy == 0.0
+    assert m.per_label["y"]["accuracy"] == 0.0
+    # one binary label: accuracy and macro-F1, no multilabel micro-F1
+    assert M.compute({"y": ["0", "1"]}, {"y": ["1", "1"]}, {}, {}).label_micro_f1 is None
+    with pytest.raises(NesyError, match="value 'b' is not one of"):
+        M.confusion(["a"], ["b"], values=["a"])
+    with pytest.raises(NesyError, match="value 'c' is not one of"):
+        M.confusion(["c"], ["a"], values=["a"])
 
 
 def test_compute_keeps_each_group_its_own_figures():
