@@ -144,6 +144,9 @@ def test_compute_keeps_each_group_its_own_figures():
     m = M.compute({"y": ["0", "1", "1", "0"], "z": ["1", "1", "0", "0"]},
                   {"y": ["0", "1", "0", "0"], "z": ["1", "0", "0", "0"]}, ct, cp)
     assert m.per_concept["a"]["macro_f1"] == 1.0 and m.per_concept["a"]["collapse_hard"] == 0.0
+    assert m.per_label["y"]["accuracy"] == 0.75 and m.per_label["z"]["accuracy"] == 0.75
+    assert m.label_accuracy == 0.5 and m.world_accuracy == 0.25      # both labels / concepts
+    assert m.per_concept["b"]["accuracy"] == 0.25
     assert m.per_concept["b"]["macro_f1"] == pytest.approx(M.macro_f1(
         M.confusion(ct["b"], cp["b"])[0]))
     assert m.per_concept["b"]["collapse_hard"] == 1.0 and m.per_concept["b"]["collapse_relaxed"] == 1.0
