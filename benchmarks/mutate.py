@@ -26,7 +26,6 @@ import copy
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,8 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-COPY = ["python", "kb", "prolog", "tests", "curricula", "pyproject.toml"]
+from planted_bugs import ROOT, _copy  # noqa: E402  (the same copy of the sources)
+
 PKG = "python/nesybench"
 
 #: module (under python/nesybench) -> the tests that own it
@@ -155,16 +154,6 @@ def mutated_source(source: str, index: int) -> str:
     node, _what, how = sites(tree)[index]
     tree = _Apply(node, how).visit(tree)
     return ast.unparse(ast.fix_missing_locations(tree))
-
-
-def _copy(dst: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "*.so", ".hypothesis", ".pytest_cache")
-    for name in COPY:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, dst / name, ignore=ignore, symlinks=True)
-        elif src.exists():
-            shutil.copy2(src, dst / name)
 
 
 def _pytest(work: Path, tests: list[str], timeout: float) -> tuple[str, float]:

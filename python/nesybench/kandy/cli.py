@@ -300,19 +300,11 @@ def _run_sweep(spec, out: str, workers: int, quiet: bool, keep_going: bool, forc
 
 def _report_failures(fails: list[dict], total: int) -> int:
     """One line per failed run, then "k of n runs failed: ..."; the exit status (0 or 1)."""
-    if not fails:
-        return 0
-    for f in fails:
-        axes = ", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items())
-        last = (f.get("error") or "").strip().splitlines()[-1:] or ["error"]
-        click.echo(f"run {f['cell_id']} ({axes}, seed {f.get('seed')}) failed: {last[0]}",
-                   err=True)
-    names = "; ".join(
-        ", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items()) or f["cell_id"]
-        for f in fails[:5])
-    more = f"; and {len(fails) - 5} more" if len(fails) > 5 else ""
-    click.echo(f"{len(fails)} of {total} runs failed: {names}{more}", err=True)
-    return 1
+    from ..runs.report import failure_lines  # noqa: PLC0415
+
+    for line in failure_lines(fails, total, unit="run", with_seed=True):
+        click.echo(line, err=True)
+    return 1 if fails else 0
 
 
 def _print_table(study_dir: str, as_json: bool, per_task: bool = False) -> None:

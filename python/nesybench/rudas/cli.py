@@ -346,14 +346,8 @@ def experiment(ctx, spec, out, small, systems, workers, seed, cell_timeout, over
 
 def _report_failures(fails: list[dict], total: int) -> int:
     """One line per failed cell, then "k of n cells failed: ..."; the exit status (0 or 1)."""
-    if not fails:
-        return 0
-    for f in fails:
-        axes = ", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items())
-        last = (f.get("error") or "").strip().splitlines()[-1:] or ["error"]
-        click.echo(f"cell {f['cell_id']} ({axes}) failed: {last[0]}", err=True)
-    names = "; ".join(", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items())
-                      for f in fails[:5])
-    more = f"; and {len(fails) - 5} more" if len(fails) > 5 else ""
-    click.echo(f"{len(fails)} of {total} cells failed: {names}{more}", err=True)
-    return 1
+    from ..runs.report import failure_lines  # noqa: PLC0415
+
+    for line in failure_lines(fails, total, unit="cell", with_seed=False):
+        click.echo(line, err=True)
+    return 1 if fails else 0

@@ -278,3 +278,25 @@ def export(study_dir, dest) -> list[Path]:
 
 def _csv(v):
     return json.dumps(v) if isinstance(v, (list, dict)) else v
+
+
+def failure_lines(fails: list[dict], total: int, unit: str = "cell",
+                  with_seed: bool = False) -> list[str]:
+    """What a command prints when some of its cells failed: one line per failed cell (its
+    id, axes and the last line of its error), then ``k of n <unit>s failed: <the first five>``.
+    Empty when nothing failed. ``unit`` names a cell as the command's user knows it (a KANDY
+    training is a "run")."""
+    if not fails:
+        return []
+    out = []
+    for f in fails:
+        axes = ", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items())
+        last = (f.get("error") or "").strip().splitlines()[-1:] or ["error"]
+        seed = f", seed {f.get('seed')}" if with_seed else ""
+        out.append(f"{unit} {f['cell_id']} ({axes}{seed}) failed: {last[0]}")
+    names = "; ".join(
+        ", ".join(f"{k}={v}" for k, v in (f.get("axes") or {}).items()) or f["cell_id"]
+        for f in fails[:5])
+    more = f"; and {len(fails) - 5} more" if len(fails) > 5 else ""
+    out.append(f"{len(fails)} of {total} {unit}s failed: {names}{more}")
+    return out
