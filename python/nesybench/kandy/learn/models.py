@@ -145,17 +145,18 @@ _MEAN = (0.485, 0.456, 0.406)
 _STD = (0.229, 0.224, 0.225)
 
 
-class ResNet50(nn.Module):
-    """ResNet-50 trunk + one logit per task. ``frozen``: the trunk is fixed (eval mode, no
-    gradients) and inputs are ImageNet-normalised (the pretrained-head variant)."""
+class _Backbone(nn.Module):
+    """A trunk (``[B, 3, H, W]`` → ``[B, width]``) + one logit per task. ``frozen``: the trunk
+    is fixed (eval mode, no gradients) and inputs are normalised with ``mean``/``std``, the
+    statistics its pretrained weights were trained on."""
 
-    def __init__(self, heads: int, frozen: bool = False):
+    def __init__(self, trunk: nn.Module, width: int, heads: int, frozen: bool, mean, std):
         super().__init__()
-        self.trunk = ResNet50Trunk()
-        self.heads = nn.Linear(2048, heads)
+        self.trunk = trunk
+        self.heads = nn.Linear(width, heads)
         self.frozen = frozen
-        self.register_buffer("mean", torch.tensor(_MEAN).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor(_STD).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
         if frozen:
             for p in self.trunk.parameters():
                 p.requires_grad_(False)
@@ -168,11 +169,18 @@ class ResNet50(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.frozen:
-            x = (x - self.mean) / self.std
             with torch.no_grad():
-                f = self.trunk(x)
+                f = self.trunk((x - self.mean) / self.std)
             return self.heads(f)
         return self.heads(self.trunk(x))
+
+
+class ResNet50(_Backbone):
+    """ResNet-50 trunk + one logit per task. ``frozen``: the trunk is fixed (eval mode, no
+    gradients) and inputs are ImageNet-normalised (the pretrained-head variant)."""
+
+    def __init__(self, heads: int, frozen: bool = False):
+        super().__init__(ResNet50Trunk(), 2048, heads, frozen, _MEAN, _STD)
 
 
 class EncoderBlock(nn.Module):
@@ -242,33 +250,13 @@ _VIT_MEAN = (0.5, 0.5, 0.5)      # the usual ViT-B/16 ImageNet checkpoints' norm
 _VIT_STD = (0.5, 0.5, 0.5)
 
 
-class ViT(nn.Module):
+class ViT(_Backbone):
     """ViT trunk + one logit per task; ``frozen`` as in :class:`ResNet50`."""
 
     def __init__(self, size: int, heads: int, dim: int, depth: int, n_heads: int, mlp: int,
                  frozen: bool = False):
-        super().__init__()
-        self.trunk = ViTTrunk(size, dim, depth, n_heads, mlp)
-        self.heads = nn.Linear(dim, heads)
-        self.frozen = frozen
-        self.register_buffer("mean", torch.tensor(_VIT_MEAN).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor(_VIT_STD).view(1, 3, 1, 1), persistent=False)
-        if frozen:
-            for p in self.trunk.parameters():
-                p.requires_grad_(False)
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        if self.frozen:
-            self.trunk.eval()
-        return self
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.frozen:
-            with torch.no_grad():
-                f = self.trunk((x - self.mean) / self.std)
-            return self.heads(f)
-        return self.heads(self.trunk(x))
+        super().__init__(ViTTrunk(size, dim, depth, n_heads, mlp), dim, heads, frozen,
+                         _VIT_MEAN, _VIT_STD)
 
 
 def _resize_pos_embedding(pe: torch.Tensor, tokens: int) -> torch.Tensor:
