@@ -55,7 +55,7 @@ import time
 import torch
 
 from ..errors import NesyError
-from .semantics import LabelSemantics
+from .semantics import LabelSemantics, index_labels
 
 #: the inference methods a user can pick (``exact`` or ``sample:S``)
 INFERENCE = ("exact", "sample")
@@ -441,15 +441,7 @@ class SampledProgram(LabelSemantics):
 
     def label_index(self, values) -> torch.Tensor:
         """Label values -> index tensor for forward (as ``CompiledProgram.label_index``)."""
-        rows = [v if isinstance(v, (list, tuple)) and len(self.label_domains) > 1 else [v]
-                for v in values]
-        lookup = [{str(v): i for i, v in enumerate(dom)} for dom in self.label_domains]
-        try:
-            idx = [[lookup[j][str(v)] for j, v in enumerate(r)] for r in rows]
-        except KeyError as exc:
-            raise NesyError(f"label value {exc.args[0]} is impossible under the program "
-                            f"(domains: {self.label_domains})") from None
-        return torch.tensor(idx, dtype=torch.long)
+        return index_labels(values, self.label_domains)
 
     def extra_repr(self) -> str:
         return (f"concepts={self.concept_names}, labels={self.label_queries}, "

@@ -28,7 +28,7 @@ import torch
 from ..errors import BudgetExceeded, NesyError
 from . import cache as _cache
 
-from .semantics import LabelSemantics
+from .semantics import LabelSemantics, index_labels
 
 SEMIRINGS = ("log", "real")
 #: appended to a compilation budget error: the way past the exact limit
@@ -347,17 +347,7 @@ class CompiledProgram(LabelSemantics):
 
     def label_index(self, values) -> torch.Tensor:
         """Label values (B, n_labels) (or (B,) for one label) -> index tensor for forward."""
-        rows = [v if isinstance(v, (list, tuple)) and len(self.label_domains) > 1 else [v]
-                for v in values]
-        idx = []
-        lookup = [{str(v): i for i, v in enumerate(dom)} for dom in self.label_domains]
-        for r in rows:
-            try:
-                idx.append([lookup[j][str(v)] for j, v in enumerate(r)])
-            except KeyError as exc:
-                raise NesyError(f"label value {exc.args[0]} is impossible under the program "
-                                f"(domains: {self.label_domains})") from None
-        return torch.tensor(idx, dtype=torch.long)
+        return index_labels(values, self.label_domains)
 
     def extra_repr(self) -> str:
         return (f"concepts={self.concept_names}, labels={self.label_queries}, "

@@ -303,3 +303,18 @@ class WorldEnumeration(LabelSemantics):
                 onehot = torch.nn.functional.one_hot(lab[:, col], len(self.label_domains[j]))
                 out[j] = joint @ onehot.to(joint.dtype)
         return out  # type: ignore[return-value]
+
+
+def index_labels(values, label_domains) -> torch.Tensor:
+    """Label values (B, n_labels) (or (B,) for one label) -> long index tensor into each
+    label's domain; a value outside its domain is one :class:`NesyError` (it is impossible
+    under the program)."""
+    rows = [v if isinstance(v, (list, tuple)) and len(label_domains) > 1 else [v]
+            for v in values]
+    lookup = [{str(v): i for i, v in enumerate(dom)} for dom in label_domains]
+    try:
+        idx = [[lookup[j][str(v)] for j, v in enumerate(r)] for r in rows]
+    except KeyError as exc:
+        raise NesyError(f"label value {exc.args[0]} is impossible under the program "
+                        f"(domains: {label_domains})") from None
+    return torch.tensor(idx, dtype=torch.long)
