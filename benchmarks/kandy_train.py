@@ -10,7 +10,7 @@ Generates KANDY-Easy (small: 20 tasks × 100 samples, 224×224 PNGs) into a temp
   (inference, batch 256), with --threads torch threads.
 
     .venv/bin/python benchmarks/kandy_train.py [--size 64] [--batch 16] [--steps 30]
-        [--threads 1] [--dataset DIR] [--resnet] [--vit]
+        [--threads 1] [--dataset DIR] [--resnet] [--vit] [--devices cpu,cuda]
 
 Training throughput counts samples through the model (a class-balanced JOINT epoch's
 mini-batches), excluding the first --warmup steps. Numbers depend on the machine's load.
@@ -37,6 +37,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--resnet", action="store_true", help="also time ResNet-50")
     ap.add_argument("--vit", action="store_true", help="also time the small ViT-16 (vit)")
+    ap.add_argument("--devices", default=None,
+                    help="comma-separated devices to time (default: cpu, and cuda when torch "
+                         "sees one)")
     args = ap.parse_args()
 
     import torch
@@ -63,7 +66,10 @@ def main() -> None:
           f"of uint8 tensors)")
     split = data.splits["train"]
     test = data.splits["test"]
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = (args.devices.split(",") if args.devices else
+               ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+    if "cuda" in devices:
+        print(f"cuda: {torch.cuda.get_device_name()}")
     models = (["mlp", "cnn"] + (["resnet50"] if args.resnet else [])
               + (["vit"] if args.vit else []))
     print(f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, Adam")

@@ -58,6 +58,12 @@ class LeNet(nn.Module):
         return self.classifier(self.encoder(x).view(-1, 16 * 4 * 4))
 
 
+def _sync(device: str) -> None:
+    """Wait for queued CUDA work, so a wall-clock reading covers the kernels it times."""
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -127,17 +133,21 @@ def run_engine(n: int, args, data) -> dict:
             if tqdm and not args.json else batches
         for s in it:
             idx = order[s:s + args.batch]
+            _sync(args.device)
             t1 = time.perf_counter()
             imgs = xtr[ex[idx]].to(args.device)                 # (B, 2n, 1, 28, 28)
             B = imgs.shape[0]
             probs = net(imgs.view(-1, 1, 28, 28)).view(B, 2 * n, 10)
+            _sync(args.device)
             t2 = time.perf_counter()
             logp = prog([probs[:, i] for i in range(2 * n)], labels[idx])
+            _sync(args.device)
             t3 = time.perf_counter()
             loss = -logp.mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
+            _sync(args.device)
             t4 = time.perf_counter()
             t_train += t4 - t1
             t_circuit += t3 - t2
@@ -148,9 +158,12 @@ def run_engine(n: int, args, data) -> dict:
     probs.requires_grad_(True)
     lab = labels[:args.batch] if len(labels) >= args.batch else labels[:1].expand(args.batch, -1)
     reps = 20
+    prog([probs[:, i] for i in range(2 * n)], lab).sum().backward()     # warm-up
+    _sync(args.device)
     t1 = time.perf_counter()
     for _ in range(reps):
         prog([probs[:, i] for i in range(2 * n)], lab).sum().backward()
+    _sync(args.device)
     t_circ_only = (time.perf_counter() - t1) / reps / args.batch
     # test accuracy
     net.eval()
@@ -175,7 +188,10 @@ def run_engine(n: int, args, data) -> dict:
            "first_loss": round(losses[0], 4), "last_loss": round(sum(losses[-10:]) /
                                                                  len(losses[-10:]), 4),
            "test_examples": len(tex), "sum_accuracy": round(acc, 4),
-           "digit_accuracy": round(digit_acc, 4)}
+           "digit_accuracy": round(digit_acc, 4), "device": str(args.device)}
+    if str(args.device).startswith("cuda"):
+        out["cuda_name"] = torch.cuda.get_device_name()
+        out["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / 2 ** 20, 1)
     return out
 
 
@@ -363,6 +379,7 @@ def run_fair(n: int, args, data) -> dict:
     labels = sum_labels(from_digits(d[:, :n]), from_digits(d[:, n:]), n, prog).to(args.device)
 
     def ours_round(rows: list[list[int]]) -> float:
+        _sync(args.device)
         t1 = time.perf_counter()
         for idx in rows:
             imgs = xtr[ex[idx]].to(args.device)
@@ -372,6 +389,7 @@ def run_fair(n: int, args, data) -> dict:
             opt.zero_grad()
             loss.backward()
             opt.step()
+        _sync(args.device)
         return time.perf_counter() - t1
 
     spec = {"n": n, "x": xtr, "ex": ex, "sums": sums, "xte": xte, "yte": yte, "tex": tex,
@@ -478,7 +496,9 @@ def main(argv=None) -> int:
                   f"ms/example (circuit {r['circuit_ms_per_example_in_training']} ms; "
                   f"circuit fwd+bwd alone {r['circuit_fwd_bwd_ms_per_example']} ms) | loss "
                   f"{r['first_loss']} -> {r['last_loss']} | test sum acc {r['sum_accuracy']:.3f}"
-                  f" digit acc {r['digit_accuracy']:.3f}", flush=True)
+                  f" digit acc {r['digit_accuracy']:.3f}"
+                  + (f" | {r['cuda_name']}, peak {r['cuda_peak_mb']} MB allocated"
+                     if "cuda_name" in r else ""), flush=True)
         if args.reference:
             ref = run_fair(n, args, data)
             if args.json:
