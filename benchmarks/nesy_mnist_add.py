@@ -29,16 +29,15 @@ with ``--n 4 --batch 2`` the script prints its *published* figure next to ours, 
 from __future__ import annotations
 
 import argparse
-import re
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 
 import torch
+from reference_worker import WorkerProcess
 from torch import nn
 
 
@@ -306,47 +305,11 @@ def dpl_worker(spec_path: str) -> None:
                   flush=True)
 
 
-class DplProcess:
+class DplProcess(WorkerProcess):
     """The DeepProbLog worker (:func:`dpl_worker`) in its own interpreter."""
 
     def __init__(self, spec: dict, args):
-        self.tmp = tempfile.TemporaryDirectory()
-        path = os.path.join(self.tmp.name, "spec.pt")
-        torch.save(spec, path)
-        env = dict(os.environ)
-        paths = [p for p in [args.reference_path, os.path.dirname(os.path.abspath(__file__))] if p]
-        env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
-        self.err = open(os.path.join(self.tmp.name, "stderr"), "w+")
-        self.proc = subprocess.Popen([args.reference_python, os.path.abspath(__file__),
-                                      "--dpl-worker", path], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
-        self.hello = self._read()
-
-    def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        while line and not line.startswith("{"):      # DeepProbLog's own prints
-            line = self.proc.stdout.readline()
-        if not line:
-            self.err.seek(0)
-            lines = self.err.read().strip().splitlines() or ["failed"]
-            errs = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception)\b", ln)]
-            raise RuntimeError((errs or lines)[-1])
-        return json.loads(line)
-
-    def ask(self, cmd: dict) -> dict:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.write(json.dumps({"quit": True}) + "\n")
-            self.proc.stdin.close()
-            self.proc.wait(timeout=30)
-        except Exception:  # noqa: BLE001
-            self.proc.kill()
-        self.err.close()
-        self.tmp.cleanup()
+        super().__init__(spec, args, __file__)
 
 
 def _spread(xs: list[float]) -> tuple[float, float, float]:
