@@ -497,3 +497,40 @@ def test_eval_checks_theory_against_ground_truth_beyond_the_split(tmp_path):
     again = ilp.evaluate_theory(ds, 15, tmp_path / "natural.pl", "natural", fresh=300)
     first = ilp.evaluate_theory(ds, 15, tmp_path / "natural.pl", "natural", fresh=300)
     assert again.fresh_disagreements == first.fresh_disagreements
+
+
+def test_a_task_is_read_once_for_export_and_scoring(dataset, tmp_path, monkeypatch):
+    """The path of an Aleph run: the task is read once (manifest and annotations), and the
+    export and the scoring take that same :class:`IlpTask`; the scores equal those of a run
+    that reads the dataset path again."""
+    from nesybench.kandy.ilp import export as export_mod, task as task_mod
+
+    calls = {"manifest": 0, "samples": 0}
+    read_manifest, read_samples = task_mod.read_manifest, task_mod._read_samples
+
+    def count_manifest(root):
+        calls["manifest"] += 1
+        return read_manifest(root)
+
+    def count_samples(root, tid):
+        calls["samples"] += 1
+        return read_samples(root, tid)
+
+    monkeypatch.setattr(task_mod, "read_manifest", count_manifest)
+    monkeypatch.setattr(export_mod, "read_manifest", count_manifest)
+    monkeypatch.setattr(task_mod, "_read_samples", count_samples)
+    th = tmp_path / "th.pl"
+    th.write_text("valid(C) :- contains(C, X), is_named_object(X, house).\n")
+    task = ilp.load_task(dataset, 15)
+    stem = ilp.export_task(task, None, tmp_path / "x", encoding="natural", kb="mid")
+    once = ilp.evaluate_theory(task, None, th, "natural", kb="large", fresh=0)
+    assert calls == {"manifest": 1, "samples": 1}
+    again = ilp.evaluate_theory(dataset, 15, th, "natural", kb="large", fresh=0)
+    assert calls == {"manifest": 2, "samples": 2}
+    assert once.to_dict() == again.to_dict()
+    assert Path(f"{stem}.f").read_text().count("valid(") == sum(
+        s.label == 1 and s.supervised for s in task.splits["train"])
+    # export_all reads the manifest once for all its tasks
+    calls.update(manifest=0, samples=0)
+    ilp.export_all(dataset, tmp_path / "all", encodings=["natural"], kbs=["minimal"])
+    assert calls["manifest"] == 1 and calls["samples"] == len(ilp.task_ids(dataset))

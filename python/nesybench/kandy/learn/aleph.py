@@ -219,7 +219,7 @@ def run_aleph_task(dataset, task: int, aleph, *, encoding: str = "nat", bk: str 
     and the :class:`nesybench.kandy.ilp.IlpScore` fields (balanced_accuracy, precision, recall,
     clauses_lt, literals_lt, clauses_gt, literals_gt, c_ratio, l_ratio, correct ...).
     """
-    from ..ilp import evaluate_theory, export_task  # noqa: PLC0415
+    from ..ilp import evaluate_theory, export_task, load_task  # noqa: PLC0415
 
     if encoding not in ENCODINGS:
         raise NesyError(f"unknown encoding {encoding!r} (nat or ptr)", field="encoding")
@@ -240,7 +240,8 @@ def run_aleph_task(dataset, task: int, aleph, *, encoding: str = "nat", bk: str 
             raise NesyError(f"unknown Aleph setting {k!r}", field="settings")
         sett[k] = _set_value(k, "inf" if v == "inf" else (str(v).lower() if isinstance(v, bool)
                                                              else str(v)), ALEPH_SET_ALLOWED[k])
-    stem = export_task(dataset, task, work / f"export-t{task:02d}", encoding=enc, kb=kb,
+    ilp_task = load_task(dataset, task)     # read once: the export and the scoring share it
+    stem = export_task(ilp_task, None, work / f"export-t{task:02d}", encoding=enc, kb=kb,
                        settings=sett, overwrite=True)
     theory = work / f"t{task:02d}_theory.pl"
     driver = work / f"t{task:02d}_driver.pl"
@@ -271,7 +272,7 @@ def run_aleph_task(dataset, task: int, aleph, *, encoding: str = "nat", bk: str 
         not theory.exists() or not theory.read_text(encoding="utf-8").strip())
     if timed_out or crashed or not theory.exists():
         theory.write_text("", encoding="utf-8")     # scored as the empty theory
-    score = evaluate_theory(dataset, task, theory, enc, split="test", kb=kb)
+    score = evaluate_theory(ilp_task, None, theory, enc, split="test", kb=kb)
     row = {"task": task, "encoding": encoding, "bk": bk, "seconds": seconds,
            "timeout": float(timeout), "settings": sett,
            "timed_out": timed_out, "crashed": crashed, "empty_theory": empty,
