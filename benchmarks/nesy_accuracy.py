@@ -23,7 +23,11 @@ thread count. DeepProbLog runs as its examples use it (``Network(..., batching=T
 ``ExactEngine`` with its circuit cache, ``TrainObject.get_loss``: the cross-entropy averaged
 over the batch; for the noisy program its ``SGD`` optimiser of the probabilistic parameters
 with learning rate 1e-3, as in its example). nesybench trains the network and the program's
-parameters with one Adam optimiser (as ``nesybench nesy train`` does; ``t(P)`` is a logit).
+parameters with one Adam optimiser (as ``nesybench nesy train`` does; ``t(P)`` is a logit);
+``--fact-optimiser sgd`` moves the learnable facts' probabilities instead as DeepProbLog's SGD
+moves its parameters (a step of ``-1e-3 * dLoss/dP`` on the probability, clipped to [0, 1]),
+and ``--fact-optimiser adam sgd`` trains nesybench once with each against one DeepProbLog run:
+it tells the optimiser of the noise fact apart from the engine.
 
 Test: the first ``--test-examples`` consecutive pairs of the 10,000 MNIST test images (the
 pairs of DeepProbLog's example test set). Both networks' digit distributions are scored by the
@@ -40,6 +44,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -121,7 +126,7 @@ def _bar(total: int, desc: str, quiet: bool):
 
 # -- nesybench -------------------------------------------------------------------------------
 def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batches, args,
-               desc: str) -> dict:
+               desc: str, fact_optimiser: str = "adam") -> dict:
     from nesybench.nesy.circuit import CompiledProgram
 
     prog = CompiledProgram.from_program(program, [f"{functor}(x1, x2, Z)"],
@@ -129,7 +134,10 @@ def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batc
     lab = prog.label_index(list(labels))
     net = LeNet()
     net.load_state_dict(init)
-    opt = torch.optim.Adam(list(net.parameters()) + list(prog.parameters()), lr=args.lr)
+    sgd = fact_optimiser == "sgd" and len(prog.learnable_facts) > 0
+    params = list(net.parameters()) + [t for n, t in prog.named_parameters()
+                                       if not (sgd and n == "fact_logits")]
+    opt = torch.optim.Adam(params, lr=args.lr)
     bar = _bar(sum(len(b) for b in batches), desc, args.json)
     t0 = time.perf_counter()
     total, seen = 0.0, 0
@@ -141,6 +149,8 @@ def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batc
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if sgd:
+            _sgd_on_probability(prog.fact_logits, PARAM_LR)
         total += float(loss.detach()) * len(b)
         seen += len(b)
         if bar is not None:
@@ -154,6 +164,17 @@ def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batc
         out["params"] = {f: round(float(torch.sigmoid(t.detach())), 4)
                          for f, t in zip(prog.learnable_facts, prog.fact_logits)}
     return out
+
+
+@torch.no_grad()
+def _sgd_on_probability(logits: torch.Tensor, lr: float) -> None:
+    """DeepProbLog's SGD step on a fact's probability P = sigmoid(logit): P -= lr * dLoss/dP
+    (dLoss/dP = dLoss/dlogit / (P (1 - P))), clipped to [0, 1] (kept off 0 and 1 by 1e-6 so that
+    the logit stays finite)."""
+    p = torch.sigmoid(logits)
+    p_new = (p - lr * logits.grad / (p * (1 - p))).clamp(1e-6, 1 - 1e-6)
+    logits.copy_(torch.log(p_new) - torch.log1p(-p_new))
+    logits.grad = None
 
 
 # -- DeepProbLog (worker process) -------------------------------------------------------------
@@ -281,15 +302,20 @@ def run_one(name: str, seed: int, args, data, models: Path, clean) -> dict:
            "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "threads": args.threads,
            "test_examples": len(tpairs), "replaced_labels": k,
            "changed_labels": sum(a != b for a, b in zip(labels, sums))}
-    ours = train_ours(program, functor, init, xtr, pairs, labels, batches, args,
-                      f"{name} seed {seed} nesybench")
-    ours["net"].eval()
-    with torch.no_grad():
-        ours_probs = ours["net"](xte)
-    out["nesybench"] = {**score(ours_probs, tpairs, yte, clean),
-                        "train_s": round(ours["seconds"], 1), "loss": round(ours["loss"], 4)}
-    if "params" in ours:
-        out["nesybench"]["parameters"] = ours["params"]
+    learnable = re.search(r"\bt\(", program.read_text())
+    variants = args.fact_optimiser if learnable else ["adam"]
+    for fo in variants:
+        key = "nesybench" if fo == variants[0] else f"nesybench_fact_{fo}"
+        ours = train_ours(program, functor, init, xtr, pairs, labels, batches, args,
+                          f"{name} seed {seed} nesybench" + (f" (t by {fo})" if
+                                                             len(variants) > 1 else ""), fo)
+        ours["net"].eval()
+        with torch.no_grad():
+            ours_probs = ours["net"](xte)
+        out[key] = {**score(ours_probs, tpairs, yte, clean), "fact_optimiser": fo,
+                    "train_s": round(ours["seconds"], 1), "loss": round(ours["loss"], 4)}
+        if "params" in ours:
+            out[key]["parameters"] = ours["params"]
     if not args.no_reference:
         try:
             ref = train_dpl(program, functor, init, xtr, xte, pairs, labels, batches, args,
@@ -300,8 +326,9 @@ def run_one(name: str, seed: int, args, data, models: Path, clean) -> dict:
         out["deepproblog"] = {**score(ref["probs"], tpairs, yte, clean),
                               "train_s": round(ref["seconds"], 1), "loss": round(ref["loss"], 4),
                               "parameters": [round(v, 4) for v in ref["params"]]}
-        out["difference_points"] = round(100 * (out["nesybench"]["sum_accuracy"] -
-                                                out["deepproblog"]["sum_accuracy"]), 2)
+        for key in [k for k in out if k.startswith("nesybench")]:
+            out[key.replace("nesybench", "difference_points")] = round(
+                100 * (out[key]["sum_accuracy"] - out["deepproblog"]["sum_accuracy"]), 2)
     return out
 
 
@@ -311,23 +338,36 @@ def _mean_sd(xs: list[float]) -> tuple[float, float]:
     return m, sd
 
 
+def _variants(r: dict) -> list[tuple[str, str]]:
+    """(result key, label) of each nesybench run in a result."""
+    keys = [k for k in r if k.startswith("nesybench")]
+    return [(k, "nesybench" + (f" (t by {r[k]['fact_optimiser']})" if len(keys) > 1 else ""))
+            for k in keys]
+
+
 def line_of(r: dict) -> str:
-    o = r["nesybench"]
-    txt = (f"{r['program']:8s} seed {r['seed']}: nesybench sum acc {100 * o['sum_accuracy']:.2f} "
-           f"% (digit {100 * o['digit_accuracy']:.2f} %, {o['train_s']} s")
-    if "parameters" in o:
-        txt += ", " + ", ".join(f"P({k}) {v}" for k, v in o["parameters"].items())
-    txt += ")"
+    parts = []
+    for k, lab in _variants(r):
+        o = r[k]
+        txt = (f"{lab} sum acc {100 * o['sum_accuracy']:.2f} % (digit "
+               f"{100 * o['digit_accuracy']:.2f} %, {o['train_s']} s")
+        if "parameters" in o:
+            txt += ", " + ", ".join(f"P({f}) {v}" for f, v in o["parameters"].items())
+        parts.append(txt + ")")
     d = r.get("deepproblog")
     if d and "error" in d:
-        txt += f" | DeepProbLog failed: {d['error']}"
+        parts.append(f"DeepProbLog failed: {d['error']}")
     elif d:
-        txt += (f" | DeepProbLog {100 * d['sum_accuracy']:.2f} % (digit "
-                f"{100 * d['digit_accuracy']:.2f} %, {d['train_s']} s")
+        txt = (f"DeepProbLog {100 * d['sum_accuracy']:.2f} % (digit "
+               f"{100 * d['digit_accuracy']:.2f} %, {d['train_s']} s")
         if d["parameters"]:
             txt += ", t: " + ", ".join(str(v) for v in d["parameters"])
-        txt += f") | difference {r['difference_points']:+.2f} points"
-    return txt
+        parts.append(txt + ")")
+        vs = _variants(r)
+        diffs = [f"{r[k.replace('nesybench', 'difference_points')]:+.2f}" +
+                 (f" ({r[k]['fact_optimiser']})" if len(vs) > 1 else "") for k, _ in vs]
+        parts.append(f"difference {', '.join(diffs)} points")
+    return f"{r['program']:8s} seed {r['seed']}: " + " | ".join(parts)
 
 
 def main(argv=None) -> int:
@@ -353,6 +393,10 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate of the network")
     ap.add_argument("--seed", type=int, nargs="+", default=[0])
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (both engines)")
+    ap.add_argument("--fact-optimiser", nargs="+", choices=["adam", "sgd"], default=["adam"],
+                    help="how nesybench trains the learnable facts: adam (with the network, "
+                         "as nesybench nesy train) or sgd (as DeepProbLog's SGD); two values: "
+                         "one nesybench run each (default: adam)")
     ap.add_argument("--no-reference", action="store_true",
                     help="train nesybench only (the programs are still read from "
                          "--reference-path)")
@@ -381,36 +425,32 @@ def main(argv=None) -> int:
             r = run_one(name, seed, args, (xtr, ytr, xte, yte), models, clean)
             results.append(r)
             print(json.dumps(r) if args.json else line_of(r), flush=True)
-    summary = []
     for name in args.programs:
         rs = [r for r in results if r["program"] == name]
         row = {"summary": name, "seeds": [r["seed"] for r in rs]}
-        for eng in ("nesybench", "deepproblog"):
+        engines = [(k, lab) for k, lab in _variants(rs[0])] + [("deepproblog", "DeepProbLog")]
+        parts = [f"{name:8s} over {len(rs)} seeds (sum acc %, mean ± sd, min-max):"]
+        for eng, lab in engines:
             acc = [100 * r[eng]["sum_accuracy"] for r in rs
                    if eng in r and "sum_accuracy" in r[eng]]
             if acc:
-                row[eng] = {"mean": round(_mean_sd(acc)[0], 2), "sd": round(_mean_sd(acc)[1], 2),
-                            "min": round(min(acc), 2), "max": round(max(acc), 2)}
-        diffs = [r["difference_points"] for r in rs if "difference_points" in r]
-        if diffs:
-            m, sd = _mean_sd(diffs)
-            row["difference_points"] = {"mean": round(m, 2), "sd": round(sd, 2),
-                                        "min": min(diffs), "max": max(diffs)}
-        summary.append(row)
+                m, sd = _mean_sd(acc)
+                row[eng] = {"mean": round(m, 2), "sd": round(sd, 2), "min": round(min(acc), 2),
+                            "max": round(max(acc), 2)}
+                parts.append(f"{lab} {m:.2f} ± {sd:.2f} ({min(acc):.2f}-{max(acc):.2f})")
+        for eng, lab in engines[:-1]:
+            dk = eng.replace("nesybench", "difference_points")
+            diffs = [r[dk] for r in rs if dk in r]
+            if diffs:
+                m, sd = _mean_sd(diffs)
+                row[dk] = {"mean": round(m, 2), "sd": round(sd, 2), "min": min(diffs),
+                           "max": max(diffs)}
+                parts.append(f"difference{lab[len('nesybench'):]} {m:+.2f} ± {sd:.2f} points "
+                             f"({min(diffs):+.2f} to {max(diffs):+.2f})")
         if args.json:
             print(json.dumps(row))
         elif len(rs) > 1:
-            parts = [f"{name:8s} over {len(rs)} seeds (sum acc %, mean ± sd, min-max):"]
-            for eng, lab in (("nesybench", "nesybench"), ("deepproblog", "DeepProbLog")):
-                if eng in row:
-                    s = row[eng]
-                    parts.append(f"{lab} {s['mean']:.2f} ± {s['sd']:.2f} "
-                                 f"({s['min']:.2f}-{s['max']:.2f})")
-            if diffs:
-                d = row["difference_points"]
-                parts.append(f"difference {d['mean']:+.2f} ± {d['sd']:.2f} points "
-                             f"({d['min']:+.2f} to {d['max']:+.2f})")
-            print(" | ".join(parts), flush=True)
+            print(parts[0] + " " + " | ".join(parts[1:]), flush=True)
     return 0
 
 
