@@ -45,6 +45,7 @@ import math
 import os
 import random
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -410,6 +411,8 @@ def main(argv=None) -> int:
         ap.error("--reference-path is required (DeepProbLog's example programs are read there)")
     from nesybench.nesy.circuit import CompiledProgram
 
+    # a terminated run still ends its DeepProbLog worker and removes its scratch folder
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     models = models_folder(args.reference_path)
     torch.set_num_threads(args.threads)
     xtr, ytr, xte, yte, desc = load_data(args.mnist, 0)
