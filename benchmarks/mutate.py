@@ -54,7 +54,11 @@ TARGETS: dict[str, list[str]] = {
                              "tests/test_oracles.py::test_macro_f1_counts_classes_with_zero_true_positives",
                              "tests/test_mutation_survivors_shortcuts.py"],
     "irt/curves.py": ["tests/test_irt_robustness.py"],
-    "irt/fit.py": ["tests/test_irt_fit.py", "tests/test_irt_scale.py", "tests/test_oracles.py"],
+    "irt/fit.py": ["tests/test_irt_fit.py", "tests/test_irt_scale.py",
+                   "tests/test_oracles.py::test_irt_1pl_recovers_absolute_difficulties_and_scale_with_ability_sd_2",
+                   "tests/test_oracles.py::test_irt_theta_sd_is_the_posterior_sd",
+                   "tests/test_oracles.py::test_irt_2pl_recovers_discriminations_with_ability_sd_not_1",
+                   "tests/test_mutation_survivors_irt.py"],
     "nesy/semantics.py": ["tests/test_nesy_semantics_agree.py",
                           "tests/test_nesy_models.py::test_world_enumeration_matches_brute_force",
                           "tests/test_nesy_models.py::test_components_equal_full_enumeration",
@@ -62,13 +66,37 @@ TARGETS: dict[str, list[str]] = {
                           "tests/test_nesy_models.py::test_fuzzy_product_and_godel_truth",
                           "tests/test_nesy_engine.py::test_domain_and_shape_mismatch",
                           "tests/test_mutation_survivors_nesy.py"],
-    "runs/store.py": ["tests/test_runs.py", "tests/test_runs_faults.py"],
+    "rudas/experiment.py": ["tests/test_mutation_survivors_rudas.py"],
+    "runs/store.py": ["tests/test_runs.py::test_store_tables_and_wal",
+                      "tests/test_runs.py::test_same_rows_inline_one_and_two_workers",
+                      "tests/test_runs.py::test_failing_cells_are_recorded_and_the_sweep_goes_on",
+                      "tests/test_runs.py::test_a_different_study_in_the_folder_is_refused_unless_force_new",
+                      "tests/test_runs.py::test_adding_axis_values_runs_only_the_new_cells",
+                      "tests/test_runs.py::test_corrupt_or_missing_store_is_a_clear_error",
+                      "tests/test_runs.py::test_a_second_driver_on_the_same_study_is_refused",
+                      "tests/test_runs.py::test_table_aggregates_over_repetitions",
+                      "tests/test_runs_faults.py::test_crashing_and_hanging_cells_fail_with_their_cause_local",
+                      "tests/test_runs_faults.py::test_a_cell_that_fails_then_succeeds_keeps_one_set_of_metrics",
+                      "tests/test_runs_faults.py::test_max_attempts_bounds_the_retries_and_no_retry_failed_leaves_failures",
+                      "tests/test_runs_faults.py::test_status_tells_running_from_interrupted_and_sigterm_leaves_no_scratch",
+                      "tests/test_runs_faults.py::test_an_interrupted_creation_is_cleaned_on_the_next_start",
+                      "tests/test_runs_faults.py::test_a_full_disk_is_one_line_and_leaves_no_partial_file",
+                      "tests/test_runs_faults.py::test_a_finished_study_is_readable_on_a_read_only_file_system",
+                      "tests/test_runs_faults.py::test_a_damaged_store_is_refused_with_how_to_recover",
+                      "tests/test_runs_faults.py::test_resume_after_a_crash_in_the_middle_of_a_commit",
+                      "tests/test_runs_faults.py::test_one_and_one_point_zero_are_the_same_cell",
+                      "tests/test_runs_faults.py::test_table_counts_failures_and_exports_are_the_same_bytes",
+                      "tests/test_mutation_survivors_runs.py"],
 }
 
 #: module -> the functions (by name, methods included) whose code is mutated; a module not
 #: listed here is mutated whole. For a module that also parses specs and drives runs, this keeps
 #: the mutants on the code that computes the reported figures.
-SCOPE: dict[str, set[str]] = {}
+SCOPE: dict[str, set[str]] = {
+    # the report: thresholds by grid search, Tables 2-5 and their cells
+    "rudas/experiment.py": {"_mean", "_fmt", "choose_thresholds", "_at", "build_tables",
+                            "_detail", "_md", "_csv"},
+}
 
 _SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
          ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
