@@ -123,3 +123,27 @@ def test_sweep_inline_and_report(root, data, tmp_path, capsys):
     dpl = next(r for r in rep["rows"] if r["model"] == "dpl")
     assert dpl["runs"] == 1 and sum(dpl["verdicts"].values()) == 1
     assert main(["nesy", "report", str(tmp_path)]) == 2
+
+
+def test_sweep_with_sampled_inference_and_failed_cells(root, data, tmp_path, capsys):
+    """`--inference sample:S` reaches every cell's configuration; a sweep whose cells fail
+    exits 1 with one line per failed cell and the count."""
+    study = tmp_path / "sampled"
+    rc = main(["nesy", "sweep", str(root / "curricula/rs/xor.yaml"), "--models", "dpl",
+               "--seeds", "1", "--data", str(data), "--epochs", "1", "--batch", "8",
+               "--inference", "sample:64", "--executor", "inline", "--out", str(study),
+               "--json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["status"] for r in rows] == ["done"]
+    runs = [json.loads(p.read_text()) for p in study.rglob("metrics.json")]
+    assert len(runs) == 1 and runs[0]["config"]["inference"] == "sample:64"
+    assert main(["nesy", "sweep", str(root / "curricula/rs/xor.yaml"), "--inference",
+                 "sample:0"]) == 2
+    # the data set of another task: every cell fails, the sweep says so and exits 1
+    rc = main(["nesy", "sweep", str(root / "curricula/rs/mnadd_half.yaml"), "--models",
+               "dpl,nn", "--seeds", "1", "--data", str(data), "--epochs", "1",
+               "--executor", "inline", "--out", str(tmp_path / "bad"), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "2 of 2 cells failed" in err and err.count("failed:") == 3

@@ -40,6 +40,6 @@ nesy_train_cell.params_schema = {
     "concept_vars": (list, type(None)), "concept_weight": (int, float), "tnorm": str,
     "epochs": int, "batch": int, "lr": (int, float), "device": str, "splits": list,
     "mnist": (str, type(None)), "data_seed": int, "samples": (dict, type(None)),
-    "concept_source": (str, type(None)),
+    "concept_source": (str, type(None)), "inference": str,
 }
 nesy_train_cell.params_required = ("task", "data")

@@ -203,6 +203,7 @@ class CompiledProgram(LabelSemantics):
             "stats": {"ground_seconds": round(t_ground, 4),
                       "compile_seconds": round(comp.seconds, 4), "sdd_size": comp.size,
                       "sdd_nodes": comp.sdd.count(), "peak_live_size": comp.peak_live,
+                      "sdd_collections": comp.collections,
                       "vtree": vtree, "ground_nodes": len(gp.nodes) - 1,
                       "variables": comp.varmap.var_count, "cache_hit": False},
         }

@@ -409,6 +409,8 @@ def probe_cmd(run, layers, split, fit_split, cv, tcav_runs, alpha, data, checkpo
 @click.option("--concept-source", default=None,
               help="clip:PATH_OR_NAME: CLIP concepts as the supervision (see nesy train)")
 @click.option("--device", default="cpu", show_default=True)
+@click.option("--inference", default="exact", show_default=True,
+              help="exact | sample:S (every cell samples S worlds per example; see nesy train)")
 @click.option("--executor", default="local", show_default=True, help="local | ray | inline")
 @click.option("--workers", "-j", default=None, type=int,
               help="parallel cells (default: the executor's)")
@@ -417,12 +419,16 @@ def probe_cmd(run, layers, split, fit_split, cv, tcav_runs, alpha, data, checkpo
               help="study folder (default out/nesy-sweep/TASK); re-running resumes")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr, semantics,
-              concept_source, device, executor, workers, seed, out, as_json, quiet):
+@click.pass_context
+def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batch, lr, semantics,
+              concept_source, device, inference, executor, workers, seed, out, as_json, quiet):
     """Seeds x models x concept supervision on TASK through the sweep runner (nesybench.runs).
 
-    Results go to the study's SQLite store (read them with `nesybench runs table`).
+    Results go to the study's SQLite store (read them with `nesybench runs table`). Exits 1
+    when a cell failed, after one line per failed cell.
     """
+    from .approx import parse_inference  # noqa: PLC0415
+    parse_inference(inference)
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
     from ..shortcuts.generate import generate  # noqa: PLC0415
     from ..shortcuts.task import load_task  # noqa: PLC0415
@@ -462,15 +468,21 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
                     params={"task": str(Path(task).resolve()), "data": str(Path(data).resolve()),
                             "epochs": epochs, "batch": batch, "lr": lr, "semantics": semantics,
                             "device": device,
-                            **({"concept_source": concept_source} if concept_source else {})},
+                            **({"concept_source": concept_source} if concept_source else {}),
+                            # exact studies keep the configuration they had before the option
+                            **({"inference": inference} if inference != "exact" else {})},
                     axes={"model": ms, "concept_sup": sup_values},
                     repetitions=seeds, seed=seed)
     res = run_grid(spec, out, executor=executor, workers=workers,
                    progress=not (as_json or quiet))
     rows = res.rows()
+    from ..runs.report import failure_lines  # noqa: PLC0415
+    fails = res.failures()
     if as_json:
         click.echo(dumps({"study": str(out), "rows": rows}))
-        return
+        for line in failure_lines(fails, len(res.rows(status=None))):
+            click.echo(line, err=True)
+        ctx.exit(1 if fails else 0)
     keys = ["test_label_accuracy", "test_concept_accuracy", "test_is_shortcut"]
     click.echo(f"{'model':10s} {'sup':>5s} {'rep':>3s} {'status':8s} " +
                " ".join(f"{k:>22s}" for k in keys))
@@ -480,6 +492,9 @@ def sweep_cmd(task, models, seeds, sups, data, mnist, samples, epochs, batch, lr
         click.echo(f"{r.get('model', ''):10s} {r.get('concept_sup', 0):5.2f} {r.get('rep', 0):3d} "
                    f"{r.get('status', ''):8s} {vals}")
     click.echo(f"study: {out}")
+    for line in failure_lines(fails, len(res.rows(status=None))):
+        click.echo(line, err=True)
+    ctx.exit(1 if fails else 0)
 
 
 @group.command("report")

@@ -14,7 +14,8 @@ program (and one compiled circuit) serves every example of that shape. Each quer
 *label*; its free variables are the label's value (``Z`` above: one label whose values are the
 sums that can be derived), a ground query atom is a Boolean label with values ``[0, 1]``.
 
-Grounding uses the ``problog`` package (its engine, the cycle-breaking ``LogicDAG``); this module
+Grounding uses the ``problog`` package (its engine and ``LogicDAG``, made by
+:mod:`nesybench.nesy.acyclic` without cycle bookkeeping when there is no cycle); this module
 turns the result into a :class:`GroundProgram`, a plain DAG of and/or/not nodes over choice
 variables that :mod:`nesybench.nesy.compile` compiles into an SDD.
 """
@@ -285,10 +286,10 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     probability).
     Raises :class:`NesyError` if a query grounds to nothing."""
     from problog.errors import ProbLogError
-    from problog.formula import LogicDAG
     from problog.logic import Clause, Term, Constant, term2list
     from problog.program import SimpleProgram
 
+    from .acyclic import to_dag
     from .budget import Budget, budgeted_grounding
 
     text, source = read_program(text_or_path)
@@ -319,7 +320,7 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
         eng, target = budgeted_grounding(clock)
         with clock.watch("grounding"):
             lf = eng.ground_all(eng.prepare(prog), target=target)
-            dag = LogicDAG.create_from(lf)
+            dag = to_dag(lf)   # ProbLog's DAG; no quadratic cycle bookkeeping when acyclic
     except ProbLogError as exc:
         raise NesyError(f"grounding failed: {getattr(exc, 'base_message', exc)}", file=source,
                         **_where(text, getattr(exc, "location", None))) from None
