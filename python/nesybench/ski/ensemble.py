@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+from torch.optim.adam import adam as adam_step
 
 
 @dataclass
@@ -184,8 +185,9 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
     what used to dominate was everything around them. Each parameter tensor is its own
     leaf (no slicing of one flat vector, whose backward zero-fills a full copy per slice);
     members are ordered so that those still in their epoch are a prefix (views, no index
-    copies); Adam is PyTorch's fused single-pass kernel, called on one view per group of
-    members with equal step counts; mini-batches are gathered into preallocated buffers.
+    copies); Adam is PyTorch's fused single-pass update (``torch.optim.adam.adam`` with
+    ``fused=True``), called on one view per group of members with equal step counts;
+    mini-batches are gathered into preallocated buffers.
     """
     E = data.size
     B = cfg.batch_size
@@ -201,7 +203,9 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
     aux = model.aux(data.X) if hasattr(model, "aux") else None
     exp_avg = [torch.zeros_like(p) for p in P]
     exp_avg_sq = [torch.zeros_like(p) for p in P]
-    steps = [torch.zeros(()) for _ in groups]
+    # one step count per parameter and group: Adam's functional API advances each listed
+    # count once per call, so no count may appear twice in one call's list
+    steps = [[torch.zeros(()) for _ in groups] for _ in P]
     # at batch b the active members are [:k]; the groups they form
     active = []
     for b in range(nb_max):
@@ -217,7 +221,7 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
             sl = [slice(groups[g][0], groups[g][1]) for g in gs]
             views[key] = ([p[s] for p in P for s in sl], [m[s] for m in exp_avg for s in sl],
                           [v[s] for v in exp_avg_sq for s in sl],
-                          [steps[g] for _p in P for g in gs], sl)
+                          [steps[pi][g] for pi in range(len(P)) for g in gs], sl)
         return views[key]
 
     member_of = perm                            # internal position -> data member
@@ -255,14 +259,11 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
             # parameter's (contiguous) layout; a no-op unless a forward changed it
             grads = [gr.contiguous() for gr in torch.autograd.grad(loss, leaves)]
             ps, ms, vs, st, sl = adam_lists(gs)
-            for g in gs:
-                steps[g] += 1.0
-            # the kernel behind torch.optim.Adam(fused=True) (torch is pinned; a change of
-            # its semantics fails test_one_member_equals_a_plain_torch_mlp_with_adam)
-            torch._fused_adam_(ps, [g[s] for g in grads for s in sl], ms, vs, [], st,
-                               amsgrad=False, lr=cfg.lr, beta1=cfg.betas[0],
-                               beta2=cfg.betas[1], weight_decay=0.0, eps=cfg.eps,
-                               maximize=False)
+            # torch.optim.Adam(fused=True)'s update through its functional form: one pass
+            # per tensor, each member's bias correction from its group's own step count
+            adam_step(ps, [g[s] for g in grads for s in sl], ms, vs, [], st, fused=True,
+                      amsgrad=False, lr=cfg.lr, beta1=cfg.betas[0], beta2=cfg.betas[1],
+                      weight_decay=0.0, eps=cfg.eps, maximize=False)
         if progress is not None:
             progress(1)
         if on_epoch is not None and on_epoch(
