@@ -94,11 +94,15 @@ def one(spec: dict) -> dict:
     from nesybench.nesy.approx import SampledProgram
     from nesybench.nesy.budget import Budget
     from nesybench.nesy.circuit import CompiledProgram
+    import problog.engine  # noqa: F401  - the libraries grounding and compiling load, so
+    import pysdd.sdd  # noqa: F401        that the baseline below is the process before work
 
     torch.set_num_threads(1)
+    rss_imports = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     text, queries, order = shape(spec["program"], spec["n"])
     budget = Budget(timeout=spec["timeout"], max_circuit_nodes=spec["max_circuit_nodes"])
-    out = {"program": spec["program"], "n": spec["n"], "method": spec["method"]}
+    out = {"program": spec["program"], "n": spec["n"], "method": spec["method"],
+           "rss_after_imports_mb": rss_imports}
     n, B = spec["n"], spec["batch"]
     g = torch.Generator().manual_seed(spec["seed"])
     logits = torch.randn(B, 2 * n, 10, generator=g, dtype=torch.float64) * spec["temperature"]
@@ -221,7 +225,8 @@ def main(argv=None) -> int:
         else:
             print(f"N={n:>2} exact   ground {ex['ground_s']} s ({ex['ground_nodes']:,} nodes), "
                   f"compile {ex['compile_s']} s, SDD size {ex['sdd_size']:,} (peak live "
-                  f"{ex['peak_live']:,}), max RSS {ex['max_rss_mb']} MB, fwd+bwd "
+                  f"{ex['peak_live']:,}), max RSS {ex['max_rss_mb']} MB (after imports "
+                  f"{ex['rss_after_imports_mb']} MB), fwd+bwd "
                   f"{ex['fwd_bwd_ms_per_example']} ms/example", flush=True)
         for S in args.samples:
             sa = run_child({**base, "n": n, "method": "sample", "samples": S,
