@@ -15,6 +15,10 @@ run), **survives** otherwise. The report gives, per module, mutants killed of th
 the kill rate, and lists every survivor with its line so it can be killed by a new test or
 recorded as equivalent. Exit 1 when a module's rate is below ``--target`` (85 %).
 
+``TARGETS`` names each module's tests (files or single test functions, the fast ones that
+own the module); ``SCOPE`` limits a module's mutants to some of its functions where the rest
+of it computes no figure.
+
 The tool is our own: mutmut's coverage phase maps no test to this repository's ``python/``
 layout (see the docs' mutation page), and a syntax-tree mutator is a page of code.
 """
