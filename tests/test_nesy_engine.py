@@ -184,6 +184,7 @@ def test_compilation_with_garbage_collection_keeps_the_circuit(monkeypatch):
     plain = compile_addition(n, use_cache=False)
     assert plain.stats["sdd_collections"] == 0
     monkeypatch.setattr(C, "GC_DEAD_NODES", 0)
+    monkeypatch.setattr(C, "GC_DEAD_RATIO", 0)
     collected = compile_addition(n, use_cache=False)
     assert collected.stats["sdd_collections"] > 0
     assert collected.stats["sdd_size"] == plain.stats["sdd_size"]
@@ -292,3 +293,18 @@ def test_learnable_fact(semiring):
         (-prog([p], torch.tensor([[0]])).sum()).backward()
         opt.step()
     assert float(torch.sigmoid(prog.fact_logits.detach())[0]) > 0.5
+
+
+def test_three_digit_check_compiles_small_and_matches_enumeration():
+    """DeepProbLog's all-digit addition shape: one Boolean query over three digit choices.
+    Its leaves are one-hot value assignments, so the disjunction over the 55 true triples
+    stays small; P(true) equals the sum over triples with c = a + b."""
+    text = ("nn(net, [X], Y, [0,1,2,3,4,5,6,7,8,9]) :: digit(X, Y).\n"
+            "addition(X, Y, Z) :- digit(X, X2), digit(Y, Y2), digit(Z, Z2), Z2 is X2 + Y2.\n")
+    prog = CompiledProgram.from_program(text, ["addition(a, b, c)"], use_cache=False)
+    assert prog.stats["peak_live_size"] < 5_000
+    pa, pb, pc = _probs(3, 10, 1), _probs(3, 10, 2), _probs(3, 10, 3)
+    want = sum(pa[:, x] * pb[:, y] * pc[:, x + y] for x in range(10) for y in range(10 - x))
+    true = prog.label_domains[0].index(1)
+    got = prog([pa, pb, pc], torch.full((3, 1), true)).exp()
+    torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
