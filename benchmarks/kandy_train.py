@@ -71,8 +71,9 @@ def run_paper(args) -> None:
     print(json.dumps({"dataset": str(args.dataset), "size": args.size, "device": device,
                       "threads": args.threads, "torch": torch.__version__,
                       "load_s": round(time.perf_counter() - t0, 2)}), flush=True)
+    wanted = [m.strip() for m in args.models.split(",") if m.strip()]
     runs = [(m, st, seed) for seed in range(args.seeds) for m, st in PAPER_PLAN
-            if m in args.models.split(",")]
+            if m in wanted]
     runs.sort(key=lambda r: (r[2] > 0, r[2]))   # seed 0 of every cell, then seed 1, ...
     took: dict = {}
     acc: dict = {}
@@ -129,6 +130,10 @@ def main() -> None:
     ap.add_argument("--models", default="mlp,cnn",
                     help="--paper: comma-separated models of PAPER_PLAN (mlp, cnn, resnet50)")
     args = ap.parse_args()
+    known = sorted({m for m, _ in PAPER_PLAN})
+    if args.paper and (not args.models.strip() or any(
+            m.strip() not in known for m in args.models.split(",") if m.strip())):
+        ap.error(f"--models takes {', '.join(known)}, not {args.models!r}")   # exit 2
 
     import torch
 

@@ -87,6 +87,22 @@ def labels_for(program: str, prog, digits, n):
     return torch.tensor([[dom[int(v)]] for v in s])
 
 
+def _timed_fwd_bwd(prog, logits, digits, spec: dict, out: dict):
+    """One forward + backward of ``prog`` on the batch's concept distributions and labels;
+    records ``fwd_bwd_ms_per_example`` in ``out``; returns (distributions, log-probabilities)."""
+    import torch
+
+    n, B = spec["n"], spec["batch"]
+    lg = logits.clone().requires_grad_(True)
+    ps = [torch.softmax(lg[:, i], -1) for i in range(2 * n)]
+    y = labels_for(spec["program"], prog, digits, n)
+    t0 = time.perf_counter()
+    lp = prog(ps, y)
+    lp.sum().backward()
+    out["fwd_bwd_ms_per_example"] = round(1000 * (time.perf_counter() - t0) / B, 3)
+    return ps, lp
+
+
 def one(spec: dict) -> dict:
     """One configuration, in this process."""
     import torch
@@ -121,13 +137,7 @@ def one(spec: dict) -> dict:
         out.update(ground_s=st["ground_seconds"], compile_s=st["compile_seconds"],
                    ground_nodes=st["ground_nodes"], sdd_size=st["sdd_size"],
                    peak_live=st["peak_live_size"])
-        lg = logits.clone().requires_grad_(True)
-        ps = [torch.softmax(lg[:, i], -1) for i in range(2 * n)]
-        y = labels_for(spec["program"], prog, digits, n)
-        t0 = time.perf_counter()
-        lp = prog(ps, y)
-        lp.sum().backward()
-        out["fwd_bwd_ms_per_example"] = round(1000 * (time.perf_counter() - t0) / B, 3)
+        ps, lp = _timed_fwd_bwd(prog, logits, digits, spec, out)
         with torch.no_grad():
             marg = prog.label_marginals([p.detach() for p in ps])
         out["_marginals"] = [m.tolist() for m in marg]
@@ -143,13 +153,7 @@ def one(spec: dict) -> dict:
             return out
         out.update(ground_s=round(time.perf_counter() - t0, 3),
                    ground_nodes=prog.stats["ground_nodes"], samples=S)
-        lg = logits.clone().requires_grad_(True)
-        ps = [torch.softmax(lg[:, i], -1) for i in range(2 * n)]
-        y = labels_for(spec["program"], prog, digits, n)
-        t0 = time.perf_counter()
-        lp = prog(ps, y)
-        lp.sum().backward()
-        out["fwd_bwd_ms_per_example"] = round(1000 * (time.perf_counter() - t0) / B, 3)
+        ps, lp = _timed_fwd_bwd(prog, logits, digits, spec, out)
         if spec.get("compare"):
             with torch.no_grad():
                 marg = prog.label_marginals([p.detach() for p in ps])
