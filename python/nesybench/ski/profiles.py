@@ -16,7 +16,10 @@ training    exactly ``epochs`` epochs       early stopping: patience 10 on as ne
                                             the limit
 KBANN       ω = 6, 8 extra units per        as nesybench                   ω = 4, no extra
             layer, Towell's m-of-n                                         units, PSyKI's m-of-n
-KINS        ω = 6, Towell's m-of-n          as nesybench                   ω = 4, PSyKI's m-of-n
+KINS        sigmoid modules as KBANN's:     as nesybench                   PSyKI's modules:
+            ω = 6, Towell's m-of-n                                         clipped literals,
+                                                                           and = min, or = max,
+                                                                           fixed weights
 =========== ============================== ============================== ====================
 
 Both Mann–Whitney readings (all repetitions at all levels pooled; the per-level mean curves)
@@ -53,9 +56,10 @@ PROFILES = {
                              "(patience 10, epochs the limit)"),
     "psyki": Profile("psyki", injectors={"kbann": {"omega": 4.0, "extra_units": 0,
                                                    "mofn": "psyki"},
-                                         "kins": {"omega": 4.0, "mofn": "psyki"}},
+                                         "kins": {"omega": 4.0, "mofn": "psyki",
+                                                  "modules": "psyki"}},
                      summary="PSyKI's injector choices: ω 4, no extra KBANN units, PSyKI's "
-                             "m-of-n"),
+                             "m-of-n, KINS modules of min/max and clipped units"),
 }
 
 

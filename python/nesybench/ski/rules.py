@@ -10,10 +10,12 @@ that file). Python only evaluates the trees:
   ramps of width δ (``gt``: clamp((x − c)/δ, 0, 1), ``ge``: clamp((x − c)/δ + 1, 0, 1),
   ``lt``/``le`` mirrored). δ = 1 by default: every feature of the three data sets is
   integer-valued, where these ramps are exactly the crisp comparisons, and they are
-  continuous in between (noisy values). ``>`` rises with x and ``<`` falls with it (the
-  PSyKI fuzzifier treats ``>`` like ``<``).
+  continuous in between (noisy values). ``>`` rises with x and ``<`` falls with it (PSyKI's
+  Łukasiewicz fuzzifier treats ``>`` like ``<``).
 * :func:`unit_graph` — Towell's KBANN translation into sigmoid threshold units (used by
-  KBANN and by KINS's modules).
+  KBANN and by KINS's default modules).
+* :func:`clipped_net` — the construction of PSyKI's structuring fuzzifier ("netbuilder"):
+  clipped linear literals, and = min, or = max, fixed weights (KINS's ``modules="psyki"``).
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ class Knowledge:
     classes: list[str]
     concepts: dict[str, list[dict]]
     order: list[str] = field(default_factory=list)
-    #: KBANN unit graphs of these rules, one per (ω, δ, m-of-n) (:meth:`unit_graph`)
+    #: KBANN unit graphs of these rules, one per (ω, δ, m-of-n) (:meth:`unit_graph`), and
+    #: their clipped networks, one per δ (:meth:`clipped_net`)
     _graphs: dict = field(default_factory=dict, repr=False, compare=False)
 
     def unit_graph(self, omega: float = 6.0, delta: float = 1.0,
@@ -51,6 +54,13 @@ class Knowledge:
         key = (float(omega), float(delta), mofn)
         if key not in self._graphs:
             self._graphs[key] = unit_graph(self, omega=key[0], delta=key[1], mofn=key[2])
+        return self._graphs[key]
+
+    def clipped_net(self, delta: float = 1.0) -> "ClippedNet":
+        """:func:`clipped_net` of these rules, built once per δ and shared."""
+        key = ("clipped", float(delta))
+        if key not in self._graphs:
+            self._graphs[key] = clipped_net(self, delta=key[1])
         return self._graphs[key]
 
     def class_concept(self, k: int) -> str | None:
@@ -287,3 +297,161 @@ def unit_graph(kn: Knowledge, omega: float = 6.0, delta: float = 1.0,
                 src = add([(src, omega)], -omega / 2)
             class_units[k] = src[1]
     return UnitGraph(units, class_units, len(kn.features))
+
+
+# -- PSyKI's structuring fuzzifier ---------------------------------------------------------
+
+#: slope sign and offset (in units of δ) of each comparison's clipped unit
+_CLIP_CMP = {">": (1.0, 0.5), ">=": (1.0, 1.0), "<": (-1.0, 0.5), "=<": (-1.0, 1.0)}
+
+
+@dataclass
+class ClippedNet:
+    """The rules as fixed layers of clipped units (:func:`clipped_net`), evaluated level by
+    level: one gather-and-reduce per kind of node and depth.
+
+    The state row of a sample is ``[1, 0, literals, level 1, level 2, …]``; ``cols``,
+    ``w``, ``b`` give each literal clamp(w·x[col] + b, 0, 1); ``levels[d]`` lists
+    ``(kind, idx [n, k], m)`` groups whose ``n`` outputs are appended in that order: ``and``
+    the minimum of the ``k`` state entries ``idx`` (padded with the constant 1), ``or`` their
+    maximum (padded with 0), ``not`` 1 − the one entry, ``mofn`` clamp(Σ − m + 1, 0, 1)
+    (padded with 0). ``out[r]`` is the state entry of the r-th class with rules
+    (``classes[r]``).
+    """
+
+    cols: object            # long [L]
+    w: object               # float [L]
+    b: object               # float [L]
+    levels: list
+    out: object             # long [R]
+    classes: list[int]
+
+    def __call__(self, X):
+        """Truths ``[..., len(classes)]`` of the class rules on inputs ``X [..., D]``."""
+        import torch  # noqa: PLC0415
+
+        lit = torch.addcmul(self.b, X[..., self.cols], self.w).clamp_(0.0, 1.0)
+        s = torch.cat([torch.ones_like(lit[..., :1]), torch.zeros_like(lit[..., :1]), lit], -1)
+        for level in self.levels:
+            outs = []
+            for kind, idx, m in level:
+                v = s[..., idx]                                 # [..., n, k]
+                if kind == "and":
+                    outs.append(v.amin(-1))
+                elif kind == "or":
+                    outs.append(v.amax(-1))
+                elif kind == "not":
+                    outs.append(1.0 - v[..., 0])
+                else:
+                    outs.append((v.sum(-1) - m + 1.0).clamp_(0.0, 1.0))
+            s = torch.cat([s, *outs], -1)
+        return s[..., self.out]
+
+
+def clipped_net(kn: Knowledge, delta: float = 1.0) -> ClippedNet:
+    """The rules as PSyKI's structuring fuzzifier builds them (written from its description;
+    every weight fixed, as for PSyKI's formulae unless marked trainable):
+
+    * a comparison of feature x with constant c is one clipped linear unit
+      clamp(±(x − c)/δ + o, 0, 1): ``gt`` x − c + ½, ``ge`` x − c + 1, ``lt`` c − x + ½,
+      ``le`` c − x + 1 (δ = 1: PSyKI's unit weights). ``ge``/``le`` are crisp on integer
+      data; a strict comparison is ½ at x = c (crisp when c is a half-integer) — its ramp
+      is centred on c;
+    * a 0/1 feature (``hot``, ``base``) is its value, clamped to [0, 1];
+    * a conjunction is the minimum of its antecedents, a disjunction (``;``, or several
+      clauses of a concept) their maximum, a negation 1 − t (PSyKI: clamp(|t − 1|), the same
+      on [0, 1]), the empty body the constant 1;
+    * m-of-n, which PSyKI's fuzzifier does not build, is the clipped count
+      clamp(Σt − m + 1, 0, 1), crisp on crisp inputs like the rest.
+
+    Identical sub-formulas share a node. On inputs off every ramp the output is the rules'
+    Boolean truth; between, min/max/1 − t are the Gödel (Zadeh) connectives.
+    """
+    import torch  # noqa: PLC0415
+
+    col = {f: j for j, f in enumerate(kn.features)}
+    lits: list[tuple[int, float, float]] = []           # (column, w, b)
+    nodes: list[tuple] = []                             # (kind, children, m, depth)
+    memo: dict[str, tuple[str, int]] = {}
+    concept_src: dict[str, tuple[str, int]] = {}
+    ONE, ZERO = ("c", 0), ("c", 1)
+
+    def depth(src):
+        return nodes[src[1]][3] if src[0] == "n" else 0
+
+    def add(kind, children, m=0.0):
+        d = 1 + max((depth(c) for c in children), default=0)
+        nodes.append((kind, children, float(m), d))
+        return ("n", len(nodes) - 1)
+
+    def literal(j, w, b):
+        lits.append((j, w, b))
+        return ("l", len(lits) - 1)
+
+    def node(t):
+        if t["op"] == "__src__":
+            return t["src"]
+        key = json.dumps(t, sort_keys=True)
+        if key in memo:
+            return memo[key]
+        op = t["op"]
+        if op == "var":
+            src = literal(col[t["feature"]], 1.0, 0.0)
+        elif op == "cmp":
+            c = float(t["value"])
+            sign, off = _CLIP_CMP[t["rel"]]
+            src = literal(col[t["feature"]], sign / delta, off - sign * c / delta)
+        elif op == "true":
+            src = ONE
+        elif op == "ref":
+            src = concept(t["concept"])
+        elif op == "not":
+            src = add("not", [node(t["args"][0])])
+        elif op in ("and", "or"):
+            src = add(op, [node(a) for a in t["args"]])
+        elif op == "mofn":
+            src = add("mofn", [node(a) for a in t["args"]], t["m"])
+        else:
+            raise NesyError(f"unknown node {op!r} in compiled rules")
+        memo[key] = src
+        return src
+
+    def concept(name):
+        if name not in concept_src:
+            clauses = kn.concepts[name]
+            concept_src[name] = node(clauses[0]) if len(clauses) == 1 else \
+                add("or", [node(c) for c in clauses])
+        return concept_src[name]
+
+    classes, outs = [], []
+    for k in range(len(kn.classes)):
+        name = kn.class_concept(k)
+        if name:
+            classes.append(k)
+            outs.append(concept(name))
+    # state positions: constants, literals, then the nodes level by level, kind by kind
+    pos = {ONE: 0, ZERO: 1}
+    for i in range(len(lits)):
+        pos[("l", i)] = 2 + i
+    width = 2 + len(lits)
+    levels = []
+    for d in range(1, 1 + max((n[3] for n in nodes), default=0)):
+        level = []
+        for kind in ("and", "or", "not", "mofn"):
+            members = [i for i, n in enumerate(nodes) if n[3] == d and n[0] == kind]
+            if not members:
+                continue
+            k = max(1, *(len(nodes[i][1]) for i in members))
+            pad = pos[ONE] if kind == "and" else pos[ZERO]
+            idx = torch.tensor([[pos[c] for c in nodes[i][1]] + [pad] * (k - len(nodes[i][1]))
+                                for i in members], dtype=torch.long)
+            m = torch.tensor([nodes[i][2] for i in members])
+            level.append((kind, idx, m))
+            for j, i in enumerate(members):
+                pos[("n", i)] = width + j
+            width += len(members)
+        levels.append(level)
+    return ClippedNet(torch.tensor([j for j, _, _ in lits], dtype=torch.long),
+                      torch.tensor([w for _, w, _ in lits]),
+                      torch.tensor([b for _, _, b in lits]), levels,
+                      torch.tensor([pos[s] for s in outs], dtype=torch.long), classes)

@@ -101,6 +101,11 @@ class Predictor:
     def forward(self, params, x):
         raise NotImplementedError
 
+    def native_unsupported(self) -> str | None:
+        """Why the native kernel cannot train this network as configured (``fit`` then
+        uses the PyTorch trainer), or None."""
+        return None
+
     def laid_out(self) -> "Predictor":
         """Make sure the layout that ``init_member`` records (KBANN's and KINS's rule
         network) exists: drawing one throw-away member builds it."""
@@ -126,6 +131,10 @@ class Predictor:
             # differences in summation order), so run it rather than fail every cell
             warnings.warn("no C compiler for the native SKI trainer: using --engine torch",
                           RuntimeWarning, stacklevel=2)
+            engine = "torch"
+        why = self.native_unsupported() if engine == "native" else None
+        if why:
+            warnings.warn(f"{why}: using --engine torch", RuntimeWarning, stacklevel=2)
             engine = "torch"
         trainer = native.train if engine == "native" else ensemble.train
         cfg = self.train_cfg

@@ -1,11 +1,26 @@
-"""KINS (Magnini, Ciatto & Omicini): the MLP plus trainable modules that mimic the rules.
+"""KINS (Magnini, Ciatto & Omicini): the MLP plus modules that mimic the rules.
 
-Each class rule becomes a module of sigmoid threshold units built exactly as KBANN builds
-them (so that, before training, a module's output is the rule's truth on Boolean inputs);
-the modules read the input and their outputs (one per class with rules) are concatenated to
+Each class rule becomes a module whose output, before training, is the rule's truth; the
+modules read the input and their outputs (one per class with rules) are concatenated to
 the output of hidden layer ``layer`` (default: the last one, i.e. they feed the output
-layer; 0 = concatenated to the input). Modules and MLP train together. Options: ``omega``
-(6), ``layer`` (None = last hidden layer), ``mofn``, ``delta``.
+layer; 0 = concatenated to the input). Two styles of module (option ``modules``):
+
+* ``"sigmoid"`` (default): trainable sigmoid threshold units built exactly as KBANN builds
+  them (:func:`nesybench.ski.rules.unit_graph`; options ``omega``, ``mofn``), trained
+  together with the MLP;
+* ``"psyki"``: the layers of PSyKI's KINS, whose structuring fuzzifier makes every
+  comparison a clipped linear unit, a conjunction the minimum and a disjunction the maximum
+  of its antecedents (:func:`nesybench.ski.rules.clipped_net`). Their weights are fixed, as
+  PSyKI's are (its formulae are not trainable unless marked so): the modules are a fixed
+  function of the input, and training moves the MLP, including the weights by which layer
+  ``layer`` + 1 reads the modules. ``omega`` and ``mofn`` do not apply.
+
+Engines: the native kernel has neither min/max units nor fixed weights, so
+``modules="psyki"`` trains with the PyTorch trainer whatever ``engine`` says, with a one-line
+warning (the kernel was not extended for it).
+
+Options: ``modules`` ("sigmoid" | "psyki"), ``omega`` (6), ``layer`` (None = last hidden
+layer), ``mofn``, ``delta`` (1, the comparisons' ramp width).
 """
 from __future__ import annotations
 
@@ -20,12 +35,25 @@ from .kbann import rule_forward, rule_layers, rule_plan
 
 class KINS(MLPMixin, Predictor):
     name = "kins"
-    OPTIONS = {"omega": 6.0, "layer": None, "mofn": "towell", "delta": 1.0}
-    CHOICES = {"mofn": ("towell", "psyki")}
+    OPTIONS = {"omega": 6.0, "layer": None, "mofn": "towell", "delta": 1.0,
+               "modules": "sigmoid"}
+    CHOICES = {"mofn": ("towell", "psyki"), "modules": ("sigmoid", "psyki")}
+
+    @property
+    def _psyki(self) -> bool:
+        return self.opts["modules"] == "psyki"
+
+    def native_unsupported(self) -> str | None:
+        if self._psyki:
+            return "kins.modules=psyki (min/max units, fixed weights) has no native kernel"
+        return None
 
     def _setup(self):
-        graph = self.knowledge.unit_graph(self.opts["omega"], self.opts["delta"],
-                                          self.opts["mofn"])
+        if self._psyki:
+            graph = self.knowledge.clipped_net(self.opts["delta"])
+        else:
+            graph = self.knowledge.unit_graph(self.opts["omega"], self.opts["delta"],
+                                              self.opts["mofn"])
         layer = self.opts["layer"]
         layer = len(self.hidden) if layer is None else int(layer)
         if not 0 <= layer <= len(self.hidden):
@@ -34,6 +62,8 @@ class KINS(MLPMixin, Predictor):
         return graph, layer
 
     def init_member(self, gen):
+        if self._psyki:
+            return self._init_clipped(gen)
         graph, layer = self._setup()
         sizes = [self.n_features, *self.hidden, self.n_classes]
         # the first MLP layer's input rows share the rule modules' input matmul
@@ -58,10 +88,29 @@ class KINS(MLPMixin, Predictor):
         self._n_mod = len(mod)
         return mod + mlp + [rule_w]
 
+    def _init_clipped(self, gen):
+        """``[W1, b1, …, WL, bL, rule_w]``: the MLP (Glorot, zero biases) and the columns
+        of layer ``layer`` + 1 that read the fixed modules (which have no parameters)."""
+        net, layer = self._setup()
+        self._net, self._layer = net, layer
+        self._cols = torch.tensor(net.classes, dtype=torch.long)
+        self._n_mod = 0
+        R = len(net.classes)
+        sizes = [self.n_features, *self.hidden, self.n_classes]
+        out = []
+        for i, (a, o) in enumerate(zip(sizes[:-1], sizes[1:])):
+            W = glorot(gen, a + (R if i == layer else 0), o)
+            out += [W[:, :a].contiguous(), torch.zeros(o)]
+            if i == layer:
+                rule_w = W[:, a:].contiguous()
+        return out + [rule_w]
+
     def plan(self):
         """Kernel plan: the rule modules (:func:`rule_plan`), a copy of the class units'
         truths placed right after the activations of the MLP layer that reads them."""
         self.laid_out()
+        if self._psyki:
+            raise NesyError(f"{self.native_unsupported()}: use engine torch", field="engine")
         plan = native.Plan(self.n_features)
         hs, z0 = rule_plan(self._net, plan)
         sizes = [self.n_features, *self.hidden, self.n_classes]
@@ -94,13 +143,25 @@ class KINS(MLPMixin, Predictor):
         return plan
 
     def module_truths(self, params, x):
-        """Outputs of the rule modules [E, B, #classes with rules] (sigmoid truths)."""
+        """Outputs of the rule modules [E, B, #classes with rules] (sigmoid truths, or the
+        clipped modules' fuzzy truths)."""
         self.laid_out()
+        if self._psyki:
+            return self._net(x)
         h, _ = rule_forward(self._net, params[:self._n_mod], x)
         return h[..., self._cols]
 
     def forward(self, params, x):
         self.laid_out()
+        if self._psyki:
+            rules = self._net(x)
+            z = dense(x, params[0], params[1])
+            for i in range((len(params) - 1) // 2):
+                if i:
+                    z = dense(torch.relu(z), params[2 * i], params[2 * i + 1])
+                if i == self._layer:
+                    z = matmul_t(rules, params[-1], z)
+            return z
         h_mod, z = rule_forward(self._net, params[:self._n_mod], x)
         rules = h_mod[..., self._cols]
         mlp, rule_w = params[self._n_mod:-1], params[-1]
