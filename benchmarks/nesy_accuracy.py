@@ -24,8 +24,9 @@ thread count. DeepProbLog runs as its examples use it (``Network(..., batching=T
 over the batch; for the noisy program its ``SGD`` optimiser of the probabilistic parameters
 with learning rate 1e-3, as in its example). nesybench trains the network and the program's
 parameters with one Adam optimiser (as ``nesybench nesy train`` does; ``t(P)`` is a logit);
-``--fact-optimiser sgd`` moves the learnable facts' probabilities instead as DeepProbLog's SGD
-moves its parameters (a step of ``-1e-3 * dLoss/dP`` on the probability, clipped to [0, 1]),
+``--fact-optimiser sgd`` holds the learnable facts as probabilities and steps them with the
+engine's :class:`~nesybench.nesy.learnable.ProbabilitySGD`, DeepProbLog's ``SGD`` (a step of
+``-1e-3 * dLoss/dP`` on the probability, clipped to [0, 1]),
 and ``--fact-optimiser adam sgd`` trains nesybench once with each against one DeepProbLog run:
 it tells the optimiser of the noise fact apart from the engine.
 
@@ -129,6 +130,7 @@ def _bar(total: int, desc: str, quiet: bool):
 def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batches, args,
                desc: str, fact_optimiser: str = "adam") -> dict:
     from nesybench.nesy.circuit import CompiledProgram
+    from nesybench.nesy.learnable import ProbabilitySGD
 
     prog = CompiledProgram.from_program(program, [f"{functor}(x1, x2, Z)"],
                                         networks=["mnist_net"], concept_order=["x1", "x2"])
@@ -136,9 +138,11 @@ def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batc
     net = LeNet()
     net.load_state_dict(init)
     sgd = fact_optimiser == "sgd" and len(prog.learnable_facts) > 0
-    params = list(net.parameters()) + [t for n, t in prog.named_parameters()
-                                       if not (sgd and n == "fact_logits")]
-    opt = torch.optim.Adam(params, lr=args.lr)
+    if sgd:                                  # DeepProbLog's parametrisation and optimiser
+        prog.use_probability_parameters()
+        prob_opt = ProbabilitySGD(prog, lr=PARAM_LR)
+    opt = torch.optim.Adam(list(net.parameters()) + ([] if sgd else list(prog.parameters())),
+                           lr=args.lr)
     bar = _bar(sum(len(b) for b in batches), desc, args.json)
     t0 = time.perf_counter()
     total, seen = 0.0, 0
@@ -148,10 +152,12 @@ def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batc
         probs = net(xtr[pairs[ix]].view(-1, 1, 28, 28)).view(len(b), 2, 10)
         loss = -prog([probs[:, 0], probs[:, 1]], lab[ix]).mean()
         opt.zero_grad()
+        if sgd:
+            prob_opt.zero_grad()
         loss.backward()
         opt.step()
         if sgd:
-            _sgd_on_probability(prog.fact_logits, PARAM_LR)
+            prob_opt.step()
         total += float(loss.detach()) * len(b)
         seen += len(b)
         if bar is not None:
@@ -162,20 +168,8 @@ def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batc
         bar.close()
     out = {"seconds": time.perf_counter() - t0, "loss": total / max(seen, 1), "net": net}
     if prog.learnable_facts:
-        out["params"] = {f: round(float(torch.sigmoid(t.detach())), 4)
-                         for f, t in zip(prog.learnable_facts, prog.fact_logits)}
+        out["params"] = {f: round(p, 4) for f, p in prog.learned_probabilities().items()}
     return out
-
-
-@torch.no_grad()
-def _sgd_on_probability(logits: torch.Tensor, lr: float) -> None:
-    """DeepProbLog's SGD step on a fact's probability P = sigmoid(logit): P -= lr * dLoss/dP
-    (dLoss/dP = dLoss/dlogit / (P (1 - P))), clipped to [0, 1] (kept off 0 and 1 by 1e-6 so that
-    the logit stays finite)."""
-    p = torch.sigmoid(logits)
-    p_new = (p - lr * logits.grad / (p * (1 - p))).clamp(1e-6, 1 - 1e-6)
-    logits.copy_(torch.log(p_new) - torch.log1p(-p_new))
-    logits.grad = None
 
 
 # -- DeepProbLog (worker process) -------------------------------------------------------------

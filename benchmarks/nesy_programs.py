@@ -13,7 +13,8 @@ whole command (start-up included, reported separately as the time of an empty pr
 Ours: grounding and compilation reported apart, no circuit cache. Rounds interleave the two;
 medians with min–max spread.
 
-    python benchmarks/nesy_programs.py [--rounds 3] [--max-digits 2] [--reference PATH]
+    python benchmarks/nesy_programs.py [--rounds 3] [--max-digits 2] [--reference PATH] \\
+        [--strategies auto,minimise]
 """
 from __future__ import annotations
 
@@ -80,14 +81,16 @@ def time_problog(text: str) -> float:
     return dt
 
 
-def time_ours(text: str, query: str) -> tuple[float, float]:
+def time_ours(text: str, query: str, strategy: str = "auto") -> tuple[float, float, str]:
+    """Ground and compile seconds, and ``"SDD size strategy"`` of the circuit."""
     from nesybench.nesy.compile import compile_program
     from nesybench.nesy.program import ground
     t0 = time.perf_counter()
     gp = ground(text, [query])
     t1 = time.perf_counter()
-    compile_program(gp)
-    return t1 - t0, time.perf_counter() - t1
+    comp = compile_program(gp, strategy=strategy)
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, f"{comp.sdd.size():,} {comp.strategy}"
 
 
 def fmt(xs: list[float]) -> str:
@@ -99,7 +102,13 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-digits", type=int, default=2)
     ap.add_argument("--reference", type=Path, help="a DeepProbLog checkout (its examples)")
+    ap.add_argument("--strategies", default="auto",
+                    help="compile strategies to time, comma-separated: auto (the engine's "
+                         "choice) and/or minimise (vtree minimisation from the start)")
     args = ap.parse_args(argv)
+    strategies = args.strategies.split(",")
+    if any(st not in ("auto", "minimise") for st in strategies):
+        ap.error("--strategies takes auto and/or minimise")
 
     cases = []
     for n in range(1, args.max_digits + 1):
@@ -117,26 +126,29 @@ def main(argv=None) -> int:
     empty = [time_problog("a.\nquery(a).\n") for _ in range(args.rounds)]
     print(f"problog -k sdd start-up (empty program): {fmt(empty)}")
     print(f"{'program':34s} {'ours ground':>24s} {'ours compile':>24s} {'ours total':>24s} "
-          f"{'problog -k sdd':>24s}  ratio")
+          f"{'problog -k sdd':>24s}  ratio  SDD size, strategy")
     for name, text, query in cases:
-        g, c, tot, ref = [], [], [], []
-        for _ in range(args.rounds):           # interleaved rounds
-            try:
-                tg, tc = time_ours(text, query)
-            except Exception as exc:           # noqa: BLE001 - report, go on
-                print(f"{name}: ours failed: {exc}")
-                break
-            g.append(tg)
-            c.append(tc)
-            tot.append(tg + tc)
-            try:
-                ref.append(time_problog(problog_text(text, query)))
-            except RuntimeError as exc:
-                print(f"{name}: problog failed: {exc}")
-                break
-        if len(tot) == args.rounds and len(ref) == args.rounds:
-            ratio = statistics.median(ref) / statistics.median(tot)
-            print(f"{name:34s} {fmt(g)} {fmt(c)} {fmt(tot)} {fmt(ref)}  {ratio:5.2f}x")
+        for strategy in strategies:
+            g, c, tot, ref, sdd = [], [], [], [], ""
+            for _ in range(args.rounds):           # interleaved rounds
+                try:
+                    tg, tc, sdd = time_ours(text, query, strategy)
+                except Exception as exc:           # noqa: BLE001 - report, go on
+                    print(f"{name}: ours failed: {exc}")
+                    break
+                g.append(tg)
+                c.append(tc)
+                tot.append(tg + tc)
+                try:
+                    ref.append(time_problog(problog_text(text, query)))
+                except RuntimeError as exc:
+                    print(f"{name}: problog failed: {exc}")
+                    break
+            if len(tot) == args.rounds and len(ref) == args.rounds:
+                ratio = statistics.median(ref) / statistics.median(tot)
+                label = name if len(strategies) == 1 else f"{name} ({strategy})"
+                print(f"{label:34s} {fmt(g)} {fmt(c)} {fmt(tot)} {fmt(ref)}  {ratio:5.2f}x  "
+                      f"{sdd}")
     return 0
 
 

@@ -55,6 +55,7 @@ import time
 import torch
 
 from ..errors import NesyError
+from .learnable import LearnableProbabilities
 from .semantics import LabelSemantics, index_labels
 
 #: the inference methods a user can pick (``exact`` or ``sample:S``)
@@ -97,7 +98,7 @@ def build_program(text_or_path, queries, *, inference: str = "exact", seed: int 
     return SampledProgram.from_program(text_or_path, queries, samples=s, seed=seed, **kw)
 
 
-class SampledProgram(LabelSemantics):
+class SampledProgram(LearnableProbabilities, LabelSemantics):
     """Monte Carlo label semantics of a ground program (module docstring).
 
     Same attributes as :class:`~nesybench.nesy.circuit.CompiledProgram` (``concept_domains``,
@@ -148,12 +149,7 @@ class SampledProgram(LabelSemantics):
                 fixed_rows.append(row)
         self.register_buffer("fixed_probs", torch.tensor(fixed_rows, dtype=torch.float64)
                              .reshape(len(fixed_rows), kmax), persistent=False)
-        p0 = torch.tensor(fact_init, dtype=torch.float32).clamp(1e-6, 1 - 1e-6)
-        self.fact_logits = torch.nn.Parameter(torch.log(p0) - torch.log1p(-p0))
-        flat = [p for ps in ad_init for p in ps]
-        self.ad_logits = torch.nn.Parameter(
-            torch.log(torch.tensor(flat, dtype=torch.float32).clamp_min(1e-6)))
-        self.ad_sizes = [len(ps) for ps in ad_init]
+        self._init_learnable(fact_init, ad_init)
         self._plan(gp)
 
     # -- construction ----------------------------------------------------------------------
@@ -281,15 +277,15 @@ class SampledProgram(LabelSemantics):
             out.append(torch.exp(p) if log_input else p)
         dtype = out[0].dtype if out else torch.float64
         device = out[0].device if out else self.fixed_probs.device
-        fparts = (torch.split(self.ad_logits, self.ad_sizes) if self.ad_sizes else [])
+        facts, ads = self.fact_probabilities(), self.ad_probabilities()
         for kind, ix in self.kinds:
             if kind == "fixed":
                 out.append(self.fixed_probs[ix].to(device, dtype)[None])
             elif kind == "fact":
-                p = torch.sigmoid(self.fact_logits[ix]).to(device, dtype)
+                p = facts[ix].to(device, dtype)
                 out.append(torch.stack([p, 1 - p])[None])
             else:
-                out.append(torch.softmax(fparts[ix], 0).to(device, dtype)[None])
+                out.append(ads[ix].to(device, dtype)[None])
         return out
 
     def _sample(self, dists, B: int, S: int):

@@ -28,6 +28,7 @@ import torch
 from ..errors import BudgetExceeded, NesyError
 from . import cache as _cache
 
+from .learnable import LearnableProbabilities
 from .semantics import LabelSemantics, index_labels
 
 SEMIRINGS = ("log", "real")
@@ -50,7 +51,7 @@ def _unjson(v):
     return v
 
 
-class CompiledProgram(LabelSemantics):
+class CompiledProgram(LearnableProbabilities, LabelSemantics):
     """A ProbLog program with neural predicates compiled for one query shape.
 
     Attributes
@@ -60,10 +61,11 @@ class CompiledProgram(LabelSemantics):
     concept_values : list[list]      the declared values of each concept
     label_domains : list[list]       values of each label (query atom), sorted
     label_queries : list[str]        the query atoms
-    learnable_facts : list[str]      ``t(P)::f`` facts; their probabilities are
-                                     ``sigmoid(fact_logits)`` (a parameter, trained with the nets)
-    learnable_ads : list[list[str]]  heads of ``t(_)::a; t(_)::b`` annotated disjunctions; their
-                                     probabilities are ``softmax(ad_logits[i])`` per disjunction
+    learnable_facts : list[str]      ``t(P)::f`` facts; their probabilities are parameters, trained
+                                     with the nets: ``sigmoid(fact_logits)`` by default, or
+                                     ``fact_probs`` themselves (:mod:`~nesybench.nesy.learnable`)
+    learnable_ads : list[list[str]]  heads of ``t(_)::a; t(_)::b`` annotated disjunctions:
+                                     ``softmax(ad_logits[i])`` per disjunction, or ``ad_probs``
     evidence : list[str]             ``evidence/1,2`` atoms; every output is conditioned on them
                                      (``P(q | e) = P(q ∧ e) / P(e)``, one more circuit pass)
     stats : dict                     compile statistics (seconds, SDD size, vtree, cache hit)
@@ -128,16 +130,10 @@ class CompiledProgram(LabelSemantics):
             self.label_offsets.append(self.label_offsets[-1] + len(cols))
         self.register_buffer("label_cols", torch.cat(label_cols) if label_cols else
                              torch.zeros(0, dtype=torch.long), persistent=False)
-        # learnable facts t(P)::f: P = sigmoid(theta), theta a parameter of this module
-        p0 = torch.tensor(learn_init, dtype=torch.float32).clamp(1e-6, 1 - 1e-6)
-        self.fact_logits = torch.nn.Parameter(torch.log(p0) - torch.log1p(-p0))
+        # learnable facts t(P)::f and annotated disjunctions t(_)::a; t(_)::b (learnable.py)
+        self._init_learnable(learn_init, ad_init)
         self.register_buffer("learn_cols", torch.tensor(learn_cols, dtype=torch.long),
                              persistent=False)
-        # learnable annotated disjunctions: one logit per head, softmax within a disjunction
-        flat = [p for ps in ad_init for p in ps]
-        self.ad_logits = torch.nn.Parameter(
-            torch.log(torch.tensor(flat, dtype=torch.float32).clamp_min(1e-6)))
-        self.ad_sizes = [len(ps) for ps in ad_init]
         self.register_buffer("ad_cols", torch.tensor([x for xs in ad_cols for x in xs],
                                                      dtype=torch.long), persistent=False)
         circ = klay.Circuit()
@@ -203,7 +199,7 @@ class CompiledProgram(LabelSemantics):
             "stats": {"ground_seconds": round(t_ground, 4),
                       "compile_seconds": round(comp.seconds, 4), "sdd_size": comp.size,
                       "sdd_nodes": comp.sdd.count(), "peak_live_size": comp.peak_live,
-                      "sdd_collections": comp.collections,
+                      "sdd_collections": comp.collections, "compile_strategy": comp.strategy,
                       "vtree": vtree, "ground_nodes": len(gp.nodes) - 1,
                       "variables": comp.varmap.var_count, "cache_hit": False},
         }
@@ -256,17 +252,11 @@ class CompiledProgram(LabelSemantics):
         if self.semiring == "log":
             pos, neg = torch.log(pos), torch.log(neg)
         if len(self.learn_cols):
-            th = self.fact_logits.to(x.dtype)
-            if self.semiring == "log":
-                fp, fn = torch.nn.functional.logsigmoid(th), torch.nn.functional.logsigmoid(-th)
-            else:
-                fp, fn = torch.sigmoid(th), torch.sigmoid(-th)
+            fp, fn = self.fact_probability_pair(x.dtype, log=self.semiring == "log")
             pos = pos.index_copy(1, self.learn_cols, fp.expand(B, -1))
             neg = neg.index_copy(1, self.learn_cols, fn.expand(B, -1))
         if self.ad_sizes:
-            parts = torch.split(self.ad_logits.to(x.dtype), self.ad_sizes)
-            norm = torch.cat([torch.log_softmax(t, 0) if self.semiring == "log" else
-                              torch.softmax(t, 0) for t in parts])
+            norm = torch.cat(self.ad_probabilities(x.dtype, log=self.semiring == "log"))
             pos = pos.index_copy(1, self.ad_cols, norm.expand(B, -1))
         pos = pos.index_copy(1, self.concept_cols, x)
         if self.semiring == "log":

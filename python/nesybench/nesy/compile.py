@@ -66,6 +66,7 @@ class Compiled:
     size: int
     peak_live: int
     collections: int = 0      # garbage collections the fast strategy ran
+    strategy: str = "apply"   # "apply" (bottom-up, no vtree search) or "minimise"
 
 
 def variable_order(gp: GroundProgram, blocks: list | None = None
@@ -168,36 +169,42 @@ def block_vtree(blocks: list[list[int]], *, left: bool = False):
 
 
 def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
-                    clock=None, progress: bool = False) -> Compiled:
+                    clock=None, progress: bool = False, strategy: str = "auto") -> Compiled:
     """Compile ``gp`` into an SDD with PySDD: first bottom-up ``apply`` with minimisation off
     (fast on vtrees that fit); when the live size passes :data:`FAST_LIMIT`, again with the SDD
-    library's dynamic vtree minimisation (as ProbLog compiles); a program with a label wider
-    than :data:`WIDE_LABEL` values starts with minimisation. Both are deterministic: the same
-    program always gets the same strategy.
+    library's dynamic vtree minimisation (as ProbLog compiles). The choice depends on sizes
+    only, never on time, so the same program always gets the same strategy.
+    ``strategy="minimise"`` skips the first (a smaller circuit, built more slowly).
 
     Evidence (``gp.evidence``) is conjoined into the function, so ``WMC(F)`` with every label
     indicator on is ``P(e)`` and with one value per label ``P(q ∧ e)``. ``budget``/``clock``
     (:mod:`nesybench.nesy.budget`) bound the live SDD size and the time; ``progress`` shows a
-    bar over the label values (one conditioning each) for programs with many of them."""
+    bar over the ground nodes and label values when compiling takes more than a second."""
+    from tqdm import tqdm
+
     from .budget import Budget
+    if strategy not in ("auto", "minimise"):
+        raise NesyError(f"strategy must be auto or minimise, not {strategy!r}")
     clock = clock or (budget or Budget()).start()
-    with clock.watch("compilation"):
-        if max((len(lab.values) for lab in gp.labels), default=0) > WIDE_LABEL:
-            return _compile_sdd(gp, vtree, clock, minimize=True, progress=progress)
+    # one step per ground node built and per label value conditioned; shown only when the
+    # compilation lasts more than a second
+    n_steps = len(gp.nodes) - 1 + sum(len(lab.nodes) for lab in gp.labels)
+    with clock.watch("compilation"), tqdm(total=n_steps, unit="step", leave=False, delay=1.0,
+                                          disable=not progress) as bar:
+        if strategy == "minimise":
+            return _compile_sdd(gp, vtree, clock, bar, minimize=True)
         try:
-            return _compile_sdd(gp, vtree, clock, fast_limit=FAST_LIMIT, progress=progress)
+            return _compile_sdd(gp, vtree, clock, bar, fast_limit=FAST_LIMIT)
         except _Restart:
-            return _compile_sdd(gp, vtree, clock, minimize=True, progress=progress)
+            return _compile_sdd(gp, vtree, clock, bar, minimize=True)
 
 
 #: live SDD size past which the fast strategy gives way to dynamic minimisation. Our own
-#: encodings stay far below it (MNIST-Addition with carries, N = 15: 340,128 at the peak);
-#: programs written for ProbLog's compiler (the textbook multi-digit addition) pass it fast.
+#: encodings stay far below it (MNIST-Addition with carries, N = 15: 340,128 at the peak), and
+#: so do wide labels written for ProbLog once values are one-hot leaves and the per-value
+#: terms are joined as a balanced tree (the textbook sum of two 2-digit numbers, 199 values:
+#: 37,025 at the peak, 1.2 s, where minimising from the start takes 16 s)
 FAST_LIMIT = 2_000_000
-#: a label with more values than this is compiled with minimisation from the start: each value
-#: is conditioned on the whole constraint, and without vtree search those conditionings of a
-#: wide label (the sum of two 2-digit numbers: 199 values) grow slowly past any fixed limit
-WIDE_LABEL = 64
 
 
 class _Restart(Exception):
@@ -210,13 +217,14 @@ GC_DEAD_NODES = 50_000
 GC_DEAD_RATIO = 4
 
 
-def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
-                 fast_limit: int | None = None, progress: bool = False) -> Compiled:
+def _compile_sdd(gp: GroundProgram, vtree: str, clock, bar, minimize: bool = False,
+                 fast_limit: int | None = None) -> Compiled:
     """One compilation. ``minimize=False``: bottom-up ``apply`` with garbage collection and
     vtree search off (fastest when the vtree fits the program, as for our own encodings);
     ``minimize=True``: the SDD library's automatic garbage collection and dynamic vtree
     minimisation, as ProbLog compiles (every SDD kept across operations is referenced).
-    ``fast_limit``: raise :class:`_Restart` when the live size passes it."""
+    ``fast_limit``: raise :class:`_Restart` when the live size passes it. ``bar``: a tqdm bar
+    over :func:`compile_program`'s steps, restarted here."""
     from pysdd.sdd import SddManager, Vtree
 
     ops = [0]
@@ -287,6 +295,8 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
 
     cache: dict[int, object] = {0: true}
     peak = [0]
+    bar.reset()
+    bar.set_description("compiling" + (" (minimising)" if minimize else ""))
 
     def build(root: int):
         """SDD of node ``root`` (iterative post-order, memoised)."""
@@ -298,6 +308,7 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
             node = gp.nodes[n]
             if node[0] == "lit":
                 cache[n] = lit(node[1], node[2])
+                bar.update()
                 continue
             kids = node[1]
             if not done:
@@ -318,6 +329,7 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
                 acc = mgr.conjoin(acc, s) if is_and else mgr.disjoin(acc, s)
                 tick()
             cache[n] = keep(acc)
+            bar.update()
         return cache[root]
 
     def signed(k):
@@ -350,26 +362,38 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
         if f.is_false():
             raise NesyError(f"the evidence has probability 0 (inconsistent from {atom} = "
                             f"{str(observed).lower()} on)", file=gp.source, field="evidence")
-    from tqdm import tqdm
-    n_values = sum(len(lab.nodes) for lab in gp.labels)
-    bar = tqdm(total=n_values, desc="compiling" + (" (minimising)" if minimize else ""),
-               unit="value", leave=False, disable=not progress or n_values < 32)
+    def disjoin_all(terms: list):
+        """The disjunction of ``terms`` (each referenced; released here), as a balanced
+        tree: a chain ``((t1 ∨ t2) ∨ t3) ∨ ...`` costs one operation on the growing result
+        per term, the tree log2(n) rounds of operations on halves."""
+        if not terms:
+            return keep(false)
+        while len(terms) > 1:
+            nxt = []
+            for a, b in zip(terms[::2], terms[1::2]):
+                nxt.append(keep(mgr.disjoin(a, b)))
+                drop(a)
+                drop(b)
+                tick()
+            if len(terms) % 2:
+                nxt.append(terms[-1])
+            terms = nxt
+        return terms[0]
+
     for j, lab in enumerate(gp.labels):
-        lj = keep(false)
-        anyq = keep(false)
+        valued, qs = [], []
         for v, k in enumerate(lab.nodes):
             # condition on the constraints so far first: the unconstrained q_{j,v} over
             # Boolean outcome variables can be far larger than under exactly-one
             sk = keep(signed(k))
             q = keep(mgr.conjoin(f, sk))
             drop(sk)
-            anyq, old = keep(mgr.disjoin(anyq, q)), anyq
-            drop(old)
-            lj, old = keep(mgr.disjoin(lj, mgr.conjoin(q, mgr.literal(label_vars[j][v])))), lj
-            drop(old)
-            drop(q)
+            qs.append(q)
+            valued.append(keep(mgr.conjoin(q, mgr.literal(label_vars[j][v]))))
             tick()
             bar.update()
+        anyq = disjoin_all(qs)
+        lj = disjoin_all(valued)
         # worlds where the label has no value: indicator e_{j,none}, so that switching all
         # indicators of a label on marginalises it out even when it is not a total function
         rest = keep(mgr.conjoin(f, mgr.negate(anyq)))
@@ -382,11 +406,11 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, minimize: bool = False,
         f = lj
         peak[0] = max(peak[0], mgr.live_size())
         clock.check_circuit(peak[0])
-    bar.close()
+    bar.update(bar.total - bar.n)         # ground nodes no label or evidence reads
     if f.is_false():
         raise NesyError("the program is inconsistent: no world satisfies it", file=gp.source)
     seconds = time.perf_counter() - t0
     vm = VarMap(var_count=n_vars, choice_vars=choice_vars, label_vars=label_vars, order=order)
     return Compiled(manager=mgr, sdd=f, varmap=vm, vtree=vtree, seconds=seconds,
                     size=f.size(), peak_live=max(peak[0], mgr.live_size()),
-                    collections=collections[0])
+                    collections=collections[0], strategy="minimise" if minimize else "apply")
