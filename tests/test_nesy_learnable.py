@@ -190,3 +190,17 @@ def test_optimiser_refuses_logits_and_bad_rates():
     with pytest.raises(NesyError, match="lr must be > 0"):
         ProbabilitySGD(prog, lr=0.0)
     assert prog.use_probability_parameters() is prog       # idempotent
+
+
+def test_state_dict_round_trip_in_probability_space():
+    prog = compiled("slippery", "real").use_probability_parameters()
+    opt = ProbabilitySGD(prog, lr=0.05)
+    (-torch.log(prob_true(prog))).backward()
+    opt.step()
+    state = prog.state_dict()
+    assert {"fact_probs", "ad_probs"} <= set(state) and "fact_logits" not in state
+    fresh = compiled("slippery", "real").use_probability_parameters()
+    fresh.load_state_dict(state)
+    assert fresh.learned_probabilities() == prog.learned_probabilities()
+    with torch.no_grad():
+        assert float(prob_true(fresh)) == float(prob_true(prog))

@@ -100,7 +100,9 @@ class LearnableProbabilities:
     def use_probability_parameters(self):
         """Hold the learnable probabilities as probabilities (float64), DeepProbLog's way, for
         :class:`ProbabilitySGD`. Returns the module. The values are kept; ``fact_logits`` and
-        ``ad_logits`` become ``None``, so build the optimisers after this call."""
+        ``ad_logits`` become ``None``, so build the optimisers after this call. The
+        ``state_dict`` then holds ``fact_probs`` and ``ad_probs``: switch a freshly built
+        module too before loading it."""
         if self.parameter_space == "probability":
             return self
         device = self.fact_logits.device
