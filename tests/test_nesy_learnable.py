@@ -204,3 +204,49 @@ def test_state_dict_round_trip_in_probability_space():
     assert fresh.learned_probabilities() == prog.learned_probabilities()
     with torch.no_grad():
         assert float(prob_true(fresh)) == float(prob_true(prog))
+
+
+def test_probability_sgd_equals_deepproblogs_update_made_on_a_logit():
+    """The noisy-addition fact trained with the networks for 100 steps: ProbabilitySGD and
+    DeepProbLog's update written on a float32 logit (P ← P − lr·∂L/∂P, ∂L/∂P from the logit's
+    gradient) follow the same path up to rounding."""
+    from test_nesy_dpl_programs import noisy_addition
+
+    g = torch.Generator().manual_seed(0)
+    n = 200
+    digits = torch.randint(0, 10, (n, 2), generator=g)
+    labels = digits.sum(1)
+
+    def run(space: str):
+        prog = CompiledProgram.from_program(noisy_addition("t(0.1)"), ["addition_noisy(x1, x2, Z)"],
+                                            networks=["mnist_net"], concept_order=["x1", "x2"],
+                                            use_cache=False)
+        lab = prog.label_index(labels.tolist())
+        logits = torch.nn.Parameter(torch.randn(n, 2, 10, generator=torch.Generator()
+                                                .manual_seed(1)) * 0.1)
+        opt = torch.optim.Adam([logits], lr=1e-2)
+        if space == "probability":
+            prob_opt = ProbabilitySGD(prog.use_probability_parameters(), lr=0.05)
+        for s in range(100):
+            ix = torch.arange(2 * s % n, 2 * s % n + 2)
+            probs = torch.softmax(logits[ix], -1)
+            loss = -prog([probs[:, 0], probs[:, 1]], lab[ix]).mean()
+            opt.zero_grad()
+            if space == "probability":
+                prob_opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if space == "probability":
+                prob_opt.step()
+                continue
+            with torch.no_grad():
+                th = prog.fact_logits
+                p = torch.sigmoid(th)
+                p_new = (p - 0.05 * th.grad / (p * (1 - p))).clamp(1e-6, 1 - 1e-6)
+                th.copy_(torch.log(p_new) - torch.log1p(-p_new))
+                th.grad = None
+        return prog.learned_probabilities()["noisy"]
+
+    by_logit, by_probability = run("logit"), run("probability")
+    assert by_probability != pytest.approx(0.1, abs=1e-3)       # the fact moved
+    assert by_probability == pytest.approx(by_logit, abs=1e-5)
