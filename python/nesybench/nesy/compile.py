@@ -363,9 +363,9 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, bar, minimize: bool = Fal
             raise NesyError(f"the evidence has probability 0 (inconsistent from {atom} = "
                             f"{str(observed).lower()} on)", file=gp.source, field="evidence")
     def disjoin_all(terms: list):
-        """The disjunction of ``terms`` (each referenced; released here), as a balanced
-        tree: a chain ``((t1 ∨ t2) ∨ t3) ∨ ...`` costs one operation on the growing result
-        per term, the tree log2(n) rounds of operations on halves."""
+        """The disjunction of ``terms`` (each referenced; released here) as a balanced tree:
+        a chain ``((t1 ∨ t2) ∨ t3) ∨ ...`` costs one operation on the growing result per
+        term, the tree log2(n) rounds of operations on halves."""
         if not terms:
             return keep(false)
         while len(terms) > 1:
@@ -380,20 +380,38 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, bar, minimize: bool = Fal
             terms = nxt
         return terms[0]
 
-    for j, lab in enumerate(gp.labels):
-        valued, qs = [], []
-        for v, k in enumerate(lab.nodes):
+    def label_terms(j: int, lab):
+        """``(lj, anyq)``: the label's valued terms ∨_v (f ∧ q_v ∧ e_v) and ∨_v (f ∧ q_v)."""
+        def value(v, k):
             # condition on the constraints so far first: the unconstrained q_{j,v} over
             # Boolean outcome variables can be far larger than under exactly-one
             sk = keep(signed(k))
             q = keep(mgr.conjoin(f, sk))
             drop(sk)
-            qs.append(q)
-            valued.append(keep(mgr.conjoin(q, mgr.literal(label_vars[j][v]))))
             tick()
             bar.update()
-        anyq = disjoin_all(qs)
-        lj = disjoin_all(valued)
+            return q, keep(mgr.conjoin(q, mgr.literal(label_vars[j][v])))
+
+        if not minimize:
+            qs, valued = zip(*(value(v, k) for v, k in enumerate(lab.nodes))) \
+                if lab.nodes else ((), ())
+            return disjoin_all(list(valued)), disjoin_all(list(qs))
+        # with minimisation each value joins the running result at once: holding every
+        # value's terms until a tree joins them makes the vtree searches work over all of
+        # them (slower on the textbook two-digit addition)
+        lj, anyq = keep(false), keep(false)
+        for v, k in enumerate(lab.nodes):
+            q, qe = value(v, k)
+            anyq, old = keep(mgr.disjoin(anyq, q)), anyq
+            drop(old)
+            lj, old = keep(mgr.disjoin(lj, qe)), lj
+            drop(old)
+            drop(q)
+            drop(qe)
+        return lj, anyq
+
+    for j, lab in enumerate(gp.labels):
+        lj, anyq = label_terms(j, lab)
         # worlds where the label has no value: indicator e_{j,none}, so that switching all
         # indicators of a label on marginalises it out even when it is not a total function
         rest = keep(mgr.conjoin(f, mgr.negate(anyq)))
