@@ -71,6 +71,9 @@ TARGETS: dict[str, list[str]] = {
                           "tests/test_nesy_engine.py::test_domain_and_shape_mismatch",
                           "tests/test_mutation_survivors_nesy.py"],
     "rudas/experiment.py": ["tests/test_mutation_survivors_rudas.py"],
+    "nesy/learnable.py": ["tests/test_nesy_learnable.py",
+                          "tests/test_nesy_dpl_programs.py",
+                          "tests/test_nesy_approx.py::test_learnable_fact_gradient_sign"],
     "nesy/circuit.py": ["tests/test_nesy_engine.py::test_addition_matches_enumeration_values_and_gradients",
                         "tests/test_nesy_engine.py::test_mixed_program_against_enumeration_problog_and_own_sdd",
                         "tests/test_nesy_engine.py::test_annotated_disjunction_outcomes_sum_to_one",
@@ -233,8 +236,10 @@ def mutated_source(source: str, index: int) -> str:
 
 
 def _pytest(work: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+    # the copy has no .deps: its tests read the data sets this checkout has cached
     env = {**os.environ, "PYTHONPATH": str(work / "python"), "PYTHONDONTWRITEBYTECODE": "1",
-           "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "default")}
+           "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "default"),
+           "NESYBENCH_DATA": os.environ.get("NESYBENCH_DATA") or str(ROOT / ".deps" / "data")}
     t0 = time.perf_counter()
     try:
         res = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p",
