@@ -46,7 +46,8 @@ TARGETS: dict[str, list[str]] = {
     "ski/scores.py": ["tests/test_ski_metrics.py", "tests/test_oracles.py",
                       "tests/test_ski_profiles.py::test_auc_and_thirds_by_hand",
                       "tests/test_ski_profiles.py::test_bootstrap_of_R_equals_a_loop_over_resamples"],
-    "ski/magnitude.py": ["tests/test_ski_metrics.py", "tests/test_ski_data.py"],
+    "ski/magnitude.py": ["tests/test_ski_metrics.py", "tests/test_ski_data.py",
+                         "tests/test_mutation_survivors_ski.py"],
     "kandy/learn/metrics.py": ["tests/test_kandy_learn.py::test_metrics_against_hand_computation",
                                "tests/test_kandy_learn.py::test_balanced_and_plain_accuracy",
                                "tests/test_kandy_learn.py::test_threshold_tuning",
@@ -71,6 +72,25 @@ TARGETS: dict[str, list[str]] = {
                           "tests/test_nesy_engine.py::test_domain_and_shape_mismatch",
                           "tests/test_mutation_survivors_nesy.py"],
     "rudas/experiment.py": ["tests/test_mutation_survivors_rudas.py"],
+    # the fast tests (the two that take 16-33 s, the addition brute force and the driving
+    # severity, are left out)
+    "shortcuts/count.py": [
+                           "tests/test_shortcuts_count.py::test_xor_regression_values",
+                           "tests/test_shortcuts_count.py::test_xor_perm_sequence_and_n8",
+                           "tests/test_shortcuts_count.py::test_and3_perm_is_6",
+                           "tests/test_shortcuts_count.py::test_mnist_regressions",
+                           "tests/test_shortcuts_count.py::test_evenodd_is_36_not_49",
+                           "tests/test_shortcuts_count.py::test_formula_matches_brute_force",
+                           "tests/test_shortcuts_count.py::test_perm_symmetric_shortcut_equals_enumeration",
+                           "tests/test_shortcuts_count.py::test_supervision_and_brute_force",
+                           "tests/test_shortcuts_count.py::test_big_integers_and_listing",
+                           "tests/test_shortcuts_count.py::test_decomposition_into_components",
+                           "tests/test_shortcuts_count.py::test_bad_inputs",
+                           "tests/test_shortcuts_count.py::test_variable_elimination_fallback_matches_enumeration",
+                           "tests/test_shortcuts_count.py::test_perm_with_supervision_matches_brute_force",
+                           "tests/test_oracles.py::test_supervision_on_a_variable_no_label_reads",
+                           "tests/test_oracles.py::test_random_tiny_tasks_with_supervision_and_depends_match_brute_force",
+                           "tests/test_mutation_survivors_count.py"],
     "nesy/learnable.py": ["tests/test_nesy_learnable.py",
                           "tests/test_nesy_dpl_programs.py",
                           "tests/test_nesy_approx.py::test_learnable_fact_gradient_sign"],
@@ -118,6 +138,10 @@ TARGETS: dict[str, list[str]] = {
 #: listed here is mutated whole. For a module that also parses specs and drives runs, this keeps
 #: the mutants on the code that computes the reported figures.
 SCOPE: dict[str, set[str]] = {
+    # the counting paths, not the brute force the tests compare them with
+    "shortcuts/count.py": {"_deadline_left", "_structured_all", "count_rs", "_joint",
+                           "_group_facts", "_components", "_disentangled", "_ve", "_as_map",
+                           "_combine", "_solve", "_perm", "_symmetric"},
     # the report: thresholds by grid search, Tables 2-5 and their cells
     "rudas/experiment.py": {"_mean", "_fmt", "choose_thresholds", "_at", "build_tables",
                             "_detail", "_md", "_csv"},

@@ -7,6 +7,8 @@ answers); the optimiser's step is checked against DeepProbLog's update written o
 """
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -250,3 +252,52 @@ def test_probability_sgd_equals_deepproblogs_update_made_on_a_logit():
     by_logit, by_probability = run("logit"), run("probability")
     assert by_probability != pytest.approx(0.1, abs=1e-3)       # the fact moved
     assert by_probability == pytest.approx(by_logit, abs=1e-5)
+
+
+def test_a_disjunction_clipped_to_zero_everywhere_becomes_uniform():
+    """Every head pushed below 0 at once: DeepProbLog would divide by zero; the optimiser
+    makes the disjunction uniform instead."""
+    text = "t(0.5)::w(a); t(0.3)::w(b); t(0.2)::w(c).\nany :- w(_).\n"
+    prog = CompiledProgram.from_program(text, ["any"], networks=[], use_cache=False,
+                                        semiring="real")
+    prog.use_probability_parameters()
+    opt = ProbabilitySGD(prog, lr=10.0)
+    prob_true(prog).backward()          # minimise P(any): every head's gradient is +1
+    assert torch.all(prog.ad_probs.grad > 0)
+    opt.step()
+    assert prog.ad_probs.detach().tolist() == pytest.approx([1 / 3] * 3, abs=1e-15)
+
+
+def test_parameters_start_at_the_annotations_in_either_space():
+    """The logit of ``t(0.3)`` is log(0.3/0.7); the heads start at their annotations."""
+    want = {"rain": 0.3, "sprinkler": 0.6, "weather(sun)": 0.5, "weather(cloud)": 0.3,
+            "weather(storm)": 0.2}
+    prog = compiled("slippery")
+    got = numbers(prog)
+    assert {k: got[k] for k in want} == pytest.approx(want, abs=1e-7)
+    assert float(prog.fact_logits[0]) == pytest.approx(math.log(0.3 / 0.7), abs=1e-6)
+    # one parameter per learnable probability, nothing else
+    assert sum(p.numel() for p in prog.parameters()) == len(want)
+    prog.use_probability_parameters()
+    got = numbers(prog)
+    assert {k: got[k] for k in want} == pytest.approx(want, abs=1e-7)
+    assert sum(p.numel() for p in prog.parameters()) == len(want)
+    facts_only = CompiledProgram.from_program("t(0.4)::a.\nq :- a.\n", ["q"], networks=[],
+                                              use_cache=False).use_probability_parameters()
+    assert [p.numel() for p in facts_only.parameters()] == [1, 0]
+
+
+@pytest.mark.parametrize("space", ["logit", "probability"])
+def test_probabilities_come_in_the_dtype_asked_for(space):
+    prog = compiled("slippery")
+    if space == "probability":
+        prog.use_probability_parameters()
+    for dtype in (torch.float32, torch.float64):
+        assert prog.fact_probabilities(dtype).dtype == dtype
+        assert all(t.dtype == dtype for t in prog.ad_probabilities(dtype))
+        assert all(t.dtype == dtype for t in prog.fact_probability_pair(dtype, log=True))
+
+
+def test_default_learning_rate_is_deepproblogs_example():
+    prog = compiled("wet").use_probability_parameters()
+    assert ProbabilitySGD(prog).param_groups[0]["lr"] == 1e-3
