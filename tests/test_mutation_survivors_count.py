@@ -60,3 +60,16 @@ def test_permutation_budget_edge_and_listing():
 def _is_identity(m: dict) -> bool:
     return all(v["from"] == k and all(str(x) == str(z) for x, z in v["map"].items())
                for k, v in m.items())
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_joint_counts_on_a_support_against_brute_force(structured):
+    """The joint class on a partial support: numpy's vectorised labelling (a recognised
+    structure) and the generic path (none) give brute force's count."""
+    t = xor(3)
+    if not structured:
+        t._structure = None
+    for support in (SUPPORT, [(1, 1, 1), (0, 0, 0)], list(t.all_worlds())):
+        r = count_rs(t, map_class="joint", support=support)
+        assert r.count == brute_force(t, support, map_class="joint")
+        assert r.count_without_identity == r.count - 1
