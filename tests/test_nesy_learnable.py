@@ -266,6 +266,16 @@ def test_a_disjunction_clipped_to_zero_everywhere_becomes_uniform():
     assert torch.all(prog.ad_probs.grad > 0)
     opt.step()
     assert prog.ad_probs.detach().tolist() == pytest.approx([1 / 3] * 3, abs=1e-15)
+    # a small step leaves the heads summing to less than 1: divided by their sum
+    prog = CompiledProgram.from_program(text, ["any"], networks=[], use_cache=False,
+                                        semiring="real").use_probability_parameters()
+    opt = ProbabilitySGD(prog, lr=0.01)
+    prob_true(prog).backward()
+    opt.step()
+    raw = [0.5 - 0.01, 0.3 - 0.01, 0.2 - 0.01]
+    # (the heads start from float32 logits: 1e-8 off the annotations)
+    assert prog.ad_probs.detach().tolist() == pytest.approx([r / sum(raw) for r in raw],
+                                                            abs=1e-7)
 
 
 def test_parameters_start_at_the_annotations_in_either_space():
