@@ -73,3 +73,78 @@ def test_joint_counts_on_a_support_against_brute_force(structured):
         r = count_rs(t, map_class="joint", support=support)
         assert r.count == brute_force(t, support, map_class="joint")
         assert r.count_without_identity == r.count - 1
+
+
+def _linear(coef, depends=None):
+    """Two binary concepts and a ternary one: unequal domain sizes, so a world's mixed-radix
+    position depends on the order of its strides."""
+    spec = {"name": "lin", "knowledge": "kb/shortcuts/linear.lp", "maps": "separate",
+            "concepts": [{"name": "a", "count": 2, "domain": [0, 1]},
+                         {"name": "z", "domain": [0, 1, 2]}],
+            "coef": coef}
+    if depends:
+        spec["depends"] = depends
+    return load_task(spec)
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_joint_counts_with_unequal_domains_against_brute_force(structured):
+    """The joint class's mixed-radix strides: with domains of sizes 2, 2 and 3 and an
+    asymmetric label, strides in the wrong order index other worlds."""
+    t = _linear({"p": {"a(1)": 1, "a(2)": 2, "z": 3}})
+    if not structured:
+        t._structure = None
+    for support in ([(0, 1, 2), (1, 0, 0)], [(1, 1, 1), (0, 0, 2), (1, 0, 1)]):
+        r = count_rs(t, map_class="joint", support=support)
+        assert r.count == brute_force(t, support, map_class="joint")
+
+
+def test_elimination_per_component_against_brute_force():
+    """Exact elimination of one component at a time (``depends:`` splits the labels) on a
+    partial support, with and without supervision, against brute force."""
+    t = _linear({"p": {"a(1)": 1, "z": 2}, "q": {"a(2)": 1}},
+                depends={"p": ["a(1)", "z"], "q": ["a(2)"]})
+    t._structure = None
+    for support in ([(0, 1, 2), (1, 0, 1)], [(1, 1, 0), (0, 0, 2), (1, 0, 1)]):
+        for sup in ((), ("z",)):
+            r = count_rs(t, support=support, engine="elim", supervised=list(sup))
+            assert len(r.components) >= 2
+            assert r.count == brute_force(t, support, maps="separate", supervised=sup)
+
+
+def test_listed_disentangled_maps_are_named_by_group_and_keep_the_labels():
+    """Listing maps of the disentangled class: as many as the count less the identity, each
+    keyed by its group's name, a function from that group's domain into it, distinct, not
+    the identity, and giving every support world its label. Values no support world shows
+    (``a(2) = 0`` and ``z = 1`` here) map anywhere, so most maps differ from the identity
+    only there, and a group no label reads maps freely."""
+    for t in (_linear({"p": {"a(1)": 1, "a(2)": 2, "z": 3}}),
+              _linear({"p": {"a(1)": 1, "z": 3}}, depends={"p": ["a(1)", "z"]})):
+        t._structure = None
+        support = [(0, 1, 2), (1, 1, 0)]
+        n = brute_force(t, support, maps="separate")
+        assert n >= 3
+        for ask in (n + 3, n - 2):
+            listed = count_rs(t, support=support, list_n=ask, engine="asp").rss
+            assert len(listed) == min(ask, n - 1)
+            _check_disentangled_listing(t, support, listed)
+
+
+def _check_disentangled_listing(t, support, listed):
+    groups = t.groups("separate")
+    domains = {key: {str(x): x for x in dom} for key, dom, _ in groups}
+    all_w = list(t.all_worlds())
+    lab = dict(zip(all_w, t.labels_of(all_w)))
+    seen = set()
+    for m in listed:
+        assert set(m) == set(domains)
+        assert any(str(k) != str(v) for table in m.values() for k, v in table.items())
+        for key, table in m.items():
+            assert set(table) == set(domains[key])
+            assert set(table.values()) <= set(domains[key].values())
+        image = {i: {x: m[key][str(x)] for x in dom} for key, dom, ix in groups for i in ix}
+        for w in support:
+            assert lab[tuple(image[i][x] for i, x in enumerate(w))] == lab[w]
+        frozen = tuple(sorted((k, tuple(sorted(v.items()))) for k, v in m.items()))
+        assert frozen not in seen
+        seen.add(frozen)

@@ -357,16 +357,18 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine="auto", *,
             methods.add("exact variable elimination")
         total *= n
         info.append({"groups": [groups[g][0] for g in gs], "labels": labs, "count": n})
-        per_comp_models.append((gs, models))
+        per_comp_models.append((models, unseen))
+    free_seen = []
     for g in free:
         key, dom, ix = groups[g]
         seen = {w[i] for w in worlds for i in ix if i in sup_ix}
         c = len(dom) ** (len(dom) - len(seen))
         total *= c
         info.append({"groups": [key], "labels": [], "count": c, "free": True})
+        free_seen.append((g, seen))
     rss = []
     if list_n:
-        rss = _combine(groups, per_comp_models, free, list_n)
+        rss = _combine(groups, per_comp_models, free_seen, list_n)
     method = " + ".join(sorted(methods)) + (f", {len(info)} independent components"
                                             if len(info) > 1 else "")
     return CountResult(task.name, "disentangled", maps, len(worlds), total, total - 1, method,
@@ -432,18 +434,42 @@ def _as_map(groups, atoms) -> dict:
     return out
 
 
-def _combine(groups, per_comp_models, free, list_n):
-    """The first ``list_n`` non-identity maps from the per-component enumerations (free
-    groups kept at the identity)."""
+def _combine(groups, per_comp_models, free_seen, list_n):
+    """The first ``list_n`` non-identity maps, combining one map of each component.
+
+    A component's maps are its clingo models with every value no support world shows
+    (``unseen``, kept at the identity in the encoding and counted as a factor) sent to each
+    value of its domain in turn; a group no label reads maps its values freely, except the
+    supervised values it shows. Each choice list is cut at ``list_n + 1``: one combination
+    at most is the identity, so that many per component always give ``list_n`` others."""
     import itertools  # noqa: PLC0415
-    ident = lambda gs: {groups[g][0]: {str(x): x for x in groups[g][1]} for g in gs}  # noqa: E731
-    choices = [[_as_map(groups, m) for m in models] for _, models in per_comp_models]
+
+    def component(models, unseen):
+        for atoms in models:
+            base = _as_map(groups, atoms)
+            for images in itertools.product(*[groups[g][1] for g, _ in unseen]):
+                m = {k: dict(v) for k, v in base.items()}
+                for (g, x), z in zip(unseen, images):
+                    m[groups[g][0]][str(x)] = z
+                yield m
+
+    def free_group(g, seen):
+        key, dom, _ = groups[g]
+        open_values = [x for x in dom if x not in seen]
+        for images in itertools.product(dom, repeat=len(open_values)):
+            table = {str(x): x for x in dom}
+            table.update({str(x): z for x, z in zip(open_values, images)})
+            yield {key: table}
+
+    cap = list_n + 1
+    choices = [list(itertools.islice(component(models, unseen), cap))
+               for models, unseen in per_comp_models]
+    choices += [list(itertools.islice(free_group(g, seen), cap)) for g, seen in free_seen]
     out = []
     for combo in itertools.product(*choices):
         m = {}
         for part in combo:
             m.update(part)
-        m.update(ident(free))
         if all(str(k) == str(v) for g in m.values() for k, v in g.items()):
             continue
         out.append(dict(sorted(m.items())))
