@@ -90,7 +90,16 @@ TARGETS: dict[str, list[str]] = {
                            "tests/test_shortcuts_count.py::test_perm_with_supervision_matches_brute_force",
                            "tests/test_oracles.py::test_supervision_on_a_variable_no_label_reads",
                            "tests/test_oracles.py::test_random_tiny_tasks_with_supervision_and_depends_match_brute_force",
-                           "tests/test_mutation_survivors_count.py"],
+                           "tests/test_mutation_survivors_count.py",
+                           "tests/test_shortcuts_scaling.py::test_xor_all_worlds_structured_equals_brute_force",
+                           "tests/test_shortcuts_scaling.py::test_xor_large_closed_forms",
+                           "tests/test_shortcuts_scaling.py::test_perm_symmetry_on_all_worlds_matches_enumeration",
+                           "tests/test_shortcuts_scaling.py::test_read_once_formula_tree_equals_brute_force",
+                           "tests/test_shortcuts_scaling.py::test_state_and_time_budgets_raise_clear_errors",
+                           "tests/test_shortcuts_scaling.py::test_perm_pairs_match_reference_enumeration",
+                           "tests/test_shortcuts_scaling.py::test_multi_digit_addition_row_dp_equals_brute_force",
+                           "tests/test_shortcuts_scaling.py::test_kandinsky_numpy_labels_match_asp",
+                           "tests/test_shortcuts_perm.py::test_perm_agrees_with_clingo_and_brute_force"],
     "nesy/learnable.py": ["tests/test_nesy_learnable.py",
                           "tests/test_nesy_dpl_programs.py",
                           "tests/test_nesy_approx.py::test_learnable_fact_gradient_sign"],
@@ -284,7 +293,19 @@ def main(argv=None) -> int:
     ap.add_argument("--target", type=float, default=0.85, help="kill rate each module needs")
     ap.add_argument("--list", action="store_true", help="only count and list the mutants")
     ap.add_argument("--json", action="store_true", help="print the report as JSON at the end")
+    ap.add_argument("--report", type=Path, help="also write the JSON report to this file")
+    ap.add_argument("--survivors", type=Path, metavar="REPORT",
+                    help="run only the mutants that survived in an earlier JSON report "
+                         "(matched by module, line and mutation: after new tests, which of "
+                         "them are killed now)")
     args = ap.parse_args(argv)
+    earlier = None
+    if args.survivors is not None:
+        try:
+            earlier = {r["module"]: set(r["survivors"])
+                       for r in json.loads(args.survivors.read_text(encoding="utf-8"))}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            ap.error(f"--survivors {args.survivors}: not a report of this script ({e})")
     modules = args.module or list(TARGETS)
     for m in modules:
         if m not in TARGETS:
@@ -296,6 +317,8 @@ def main(argv=None) -> int:
         for module in modules:
             tests = [t for t in TARGETS[module] if (ROOT / t.split("::")[0]).exists()]
             source, mutants = mutants_of(module)
+            if earlier is not None:
+                mutants = [m for m in mutants if f"{m.line}: {m.what}" in earlier.get(module, ())]
             if args.sample and len(mutants) > args.sample:
                 mutants = sorted(random.Random(args.seed).sample(mutants, args.sample),
                                  key=lambda m: m.index)
@@ -337,6 +360,8 @@ def main(argv=None) -> int:
                                    f"({r['rate']:.0%})" for r in report))
     if args.json:
         print(json.dumps(report, indent=2))
+    if args.report is not None:
+        args.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 1 if low else 0
 
 

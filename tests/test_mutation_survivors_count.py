@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from nesybench.errors import BudgetExceeded
+from nesybench.errors import BudgetExceeded, NesyError
 from nesybench.shortcuts.count import brute_force, count_rs
 from nesybench.shortcuts.task import load_task
 
@@ -148,3 +148,147 @@ def _check_disentangled_listing(t, support, listed):
         frozen = tuple(sorted((k, tuple(sorted(v.items()))) for k, v in m.items()))
         assert frozen not in seen
         seen.add(frozen)
+
+
+# -- budgets, reported fields, boundaries (the second, whole-module mutation run) ------------
+def test_time_budget_left_and_exhausted():
+    import time as _time
+
+    from nesybench.shortcuts.count import _deadline_left
+    assert _deadline_left(None) is None
+    left = _deadline_left(_time.monotonic() + 0.5)         # half a second is still time left
+    assert 0 < left <= 0.5
+    with pytest.raises(BudgetExceeded, match="time budget exhausted"):
+        _deadline_left(_time.monotonic() - 1)
+    t = xor(3)
+    t._structure = None
+    n = brute_force(t, SUPPORT)
+    assert count_rs(t, support=SUPPORT, time_limit=None).count == n     # no budget at all
+    with pytest.raises(BudgetExceeded, match="time budget"):
+        count_rs(t, support=SUPPORT, engine="asp", time_limit=1e-9)
+
+
+def test_reported_fields_of_each_class():
+    import time as _time
+    t = xor(3)
+    t0 = _time.perf_counter()
+    r = count_rs(t, support=SUPPORT, supervised=["b(2)"])
+    wall = _time.perf_counter() - t0
+    assert 0 <= r.seconds <= wall + 1e-4 and r.seconds == round(r.seconds, 4)
+    assert r.maps == "separate" and r.supervised == ["b(2)"]
+    for mode in ("functions", "pairs"):
+        p = count_rs(t, support=[(0, 0, 0)], map_class="perm", perm_count=mode)
+        assert p.maps == "-" and p.method.endswith(f"; {mode} counted")
+        assert p.count == (136 if mode == "functions" else 192)
+    assert count_rs(t, support=[(0, 0, 0)], map_class="perm").count == \
+        brute_force(t, [(0, 0, 0)], map_class="perm")
+    assert count_rs(t, map_class="joint", support=SUPPORT).maps == "-"
+
+
+def test_joint_listing_stops_at_every_other_map():
+    """Joint maps of one even-parity world: the four even worlds are its images, so three
+    maps besides the identity, however many are asked for; each distinct and label-keeping."""
+    t = xor(3)
+    for ask in (10, 2):
+        r = count_rs(t, map_class="joint", support=[(0, 0, 0)], list_n=ask)
+        assert r.count == 4
+        images = [m["(0,0,0)"] for m in r.rss]
+        assert len(images) == min(ask, 3) == len(set(images))
+        assert set(images) <= {"(0,1,1)", "(1,0,1)", "(1,1,0)"}
+
+
+def test_components_joined_through_a_shared_group():
+    """Label p reads a(1) and a(2), label q reads a(2) and z: one component of three groups
+    (joined through a(2)); with z read by no label, two components, one free."""
+    joined = _linear({"p": {"a(1)": 1, "a(2)": 2}, "q": {"a(2)": 1, "z": 1}},
+                     depends={"p": ["a(1)", "a(2)"], "q": ["a(2)", "z"]})
+    split = _linear({"p": {"a(1)": 1, "a(2)": 2}}, depends={"p": ["a(1)", "a(2)"]})
+    support = [(0, 1, 2), (1, 1, 0)]
+    for t, comps in ((joined, [["a(1)", "a(2)", "z"]]), (split, [["a(1)", "a(2)"], ["z"]])):
+        t._structure = None
+        r = count_rs(t, support=support, engine="asp")
+        assert r.count == brute_force(t, support, maps="separate")
+        assert [c["groups"] for c in r.components] == comps
+        assert ("2 independent components" in r.method) == (len(comps) == 2)
+
+
+def test_world_and_grounding_limits_at_their_exact_edge(monkeypatch):
+    import nesybench.shortcuts.count as count
+    t = _linear({"p": {"a(1)": 1, "a(2)": 2, "z": 3}})
+    t._structure = None
+    n_worlds = t.n_worlds                                   # 2 * 2 * 3
+    support = [(0, 1, 2), (1, 1, 0)]
+    joint = brute_force(t, support, map_class="joint")
+    dis = brute_force(t, support, maps="separate")
+    monkeypatch.setattr(count, "JOINT_WORLDS", n_worlds)
+    assert count_rs(t, map_class="joint", support=support).count == joint
+    assert count_rs(t, support=support, engine="elim").count == dis
+    monkeypatch.setattr(count, "JOINT_WORLDS", n_worlds - 1)
+    with pytest.raises(NesyError, match="joint class"):
+        count_rs(t, map_class="joint", support=support)
+    with pytest.raises(BudgetExceeded, match="too many worlds"):
+        count_rs(t, support=support, engine="elim")
+    # the quick elimination runs for tasks of up to QUICK_VE_WORLDS worlds
+    monkeypatch.setattr(count, "JOINT_WORLDS", 10_000)
+    monkeypatch.setattr(count, "QUICK_VE_WORLDS", n_worlds)
+    assert "elimination" in count_rs(t, support=support).method
+    monkeypatch.setattr(count, "QUICK_VE_WORLDS", n_worlds - 1)
+    assert "clingo" in count_rs(t, support=support).method
+    # clingo's image atoms: support worlds x variables x the largest domain (x variables
+    # again for the permutation class)
+    size = len(support) * 3 * 3
+    monkeypatch.setattr(count, "GROUND_BUDGET", size)
+    assert count_rs(t, support=support, engine="asp").count == dis
+    monkeypatch.setattr(count, "GROUND_BUDGET", size - 1)
+    with pytest.raises(BudgetExceeded, match=rf"about {size} image atoms \(2 support worlds"):
+        count_rs(t, support=support, engine="asp")
+    monkeypatch.setattr(count, "GROUND_BUDGET", size * 3)
+    assert count_rs(t, support=support, map_class="perm").count == \
+        brute_force(t, support, map_class="perm")
+    monkeypatch.setattr(count, "GROUND_BUDGET", size * 3 - 1)
+    with pytest.raises(BudgetExceeded, match=rf"about {size * 3} image atoms"):
+        count_rs(t, support=support, map_class="perm")
+
+
+def test_permutation_symmetry_shortcut_only_on_symmetric_supports():
+    """The symmetry shortcut (prod |G|! x per-variable count) applies when swapping two
+    variables of a group keeps the support and its labels, and, counting functions, when no
+    optimal map is constant; otherwise the count is clingo's enumeration (forced here by
+    asking for a listing). Each equals brute force or that enumeration."""
+    t = xor(3, maps="shared")
+    t._structure = None
+    every = list(t.all_worlds())
+    r = count_rs(t, support=every, map_class="perm")
+    assert r.method.startswith("symmetry") and r.count == brute_force(t, every, map_class="perm")
+    even = [(0, 0, 0), (0, 1, 1), (1, 0, 1), (1, 1, 0)]
+    functions = count_rs(t, support=even, map_class="perm")      # a constant map exists
+    assert functions.method.startswith("clingo")
+    assert functions.count == brute_force(t, even, map_class="perm")
+    pairs = count_rs(t, support=even, map_class="perm", perm_count="pairs")
+    assert pairs.method.startswith("symmetry")
+    assert pairs.count == count_rs(t, support=even, map_class="perm", perm_count="pairs",
+                                   list_n=1).count
+    for asym in ([(0, 0, 0), (0, 1, 1)], [(0, 1, 1), (1, 1, 0), (1, 0, 1)][:2]):
+        a = count_rs(t, support=asym, map_class="perm", perm_count="pairs")
+        assert a.method.startswith("clingo")
+        assert count_rs(t, support=asym, map_class="perm").count == \
+            brute_force(t, asym, map_class="perm")
+
+
+def test_kandinsky_permutations_pairs_and_functions():
+    """Kandinsky's structured permutation count on one figure of two objects: pairs
+    (permutation, per-variable map) and distinct functions differ when some optimal map is
+    constant; the functions equal brute force and clingo's enumeration."""
+    t = load_task({"name": "kand1x2", "knowledge": "kb/shortcuts/kandinsky.lp",
+                   "maps": "shared",
+                   "concepts": [{"name": "shape", "count": [1, 2], "domain": [0, 1]},
+                                {"name": "color", "count": [1, 2], "domain": [0, 1]}]})
+    worlds = list(t.all_worlds())
+    labels = [lab for lab, in t.labels_of(worlds)]
+    positive = [w for w, y in zip(worlds, labels) if y == 1][:6]
+    f = count_rs(t, support=positive, map_class="perm")
+    p = count_rs(t, support=positive, map_class="perm", perm_count="pairs")
+    assert "Kandinsky" in f.method and "Kandinsky" in p.method
+    assert (f.count, p.count) == (36, 64)
+    assert f.count == brute_force(t, positive, map_class="perm")
+    assert count_rs(t, support=positive, map_class="perm", engine="asp").count == 36
