@@ -209,7 +209,9 @@ def test_components_joined_through_a_shared_group():
         r = count_rs(t, support=support, engine="asp")
         assert r.count == brute_force(t, support, maps="separate")
         assert [c["groups"] for c in r.components] == comps
-        assert ("2 independent components" in r.method) == (len(comps) == 2)
+        assert ("independent components" in r.method) == (len(comps) > 1)
+        if len(comps) > 1:
+            assert f"{len(comps)} independent components" in r.method
 
 
 def test_world_and_grounding_limits_at_their_exact_edge(monkeypatch):
@@ -290,5 +292,163 @@ def test_kandinsky_permutations_pairs_and_functions():
     p = count_rs(t, support=positive, map_class="perm", perm_count="pairs")
     assert "Kandinsky" in f.method and "Kandinsky" in p.method
     assert (f.count, p.count) == (36, 64)
+    assert (f.count_without_identity, p.count_without_identity) == (35, 63)
     assert f.count == brute_force(t, positive, map_class="perm")
     assert count_rs(t, support=positive, map_class="perm", engine="asp").count == 36
+
+
+def _fake_clock(monkeypatch, late: float, after: int):
+    """``time.monotonic`` as counting sees it: 0 for the first ``after`` calls (the deadline
+    is set, the budget checked before clingo starts), then ``late``."""
+    import time as _time
+    from types import SimpleNamespace
+
+    import nesybench.shortcuts.count as count
+    calls = {"n": 0}
+
+    def monotonic():
+        calls["n"] += 1
+        return 0.0 if calls["n"] <= after else late
+    monkeypatch.setattr(count, "time", SimpleNamespace(monotonic=monotonic,
+                                                       perf_counter=_time.perf_counter))
+
+
+def test_clingo_enumeration_stops_when_the_budget_runs_out_during_it(monkeypatch):
+    """The deadline checked as clingo reports each map: a clock just at the deadline goes
+    on; one past it stops the enumeration with a budget error."""
+    t = xor(3)
+    t._structure = None
+    n = brute_force(t, SUPPORT)
+    _fake_clock(monkeypatch, late=10.0, after=2)       # time_limit 10: at the deadline
+    assert count_rs(t, support=SUPPORT, engine="asp", time_limit=10.0).count == n
+    _fake_clock(monkeypatch, late=10.5, after=2)
+    with pytest.raises(BudgetExceeded, match="while clingo enumerated maps"):
+        count_rs(t, support=SUPPORT, engine="asp", time_limit=10.0)
+
+
+def test_default_seed_is_zero_for_joint_listings():
+    t = xor(3)
+    ask = dict(map_class="joint", support=[(0, 0, 0), (1, 1, 0)], list_n=6)
+    assert count_rs(t, **ask).rss == count_rs(t, **ask, seed=0).rss
+    assert any(count_rs(t, **ask, seed=s).rss != count_rs(t, **ask).rss for s in (1, 2, 3))
+
+
+def test_joint_on_all_worlds_respects_the_world_limit(monkeypatch):
+    import nesybench.shortcuts.count as count
+    t = xor(3)
+    # each of the 8 worlds maps to any of the 4 worlds of its parity
+    assert count_rs(t, map_class="joint").count == 4 ** 8
+    monkeypatch.setattr(count, "JOINT_WORLDS", t.n_worlds - 1)
+    with pytest.raises(NesyError, match="joint class"):
+        count_rs(t, map_class="joint")
+
+
+def test_structured_permutations_on_all_worlds_with_a_constant_variable():
+    """Additive labels on all worlds: the permutation count by symmetry needs every group's
+    variables to weigh alike, and, counting functions, no constant variable (z, weight 0,
+    in a group of its own): then the enumeration counts; both equal brute force."""
+    sym = _linear({"p": {"a(1)": 1, "a(2)": 1, "z": 1}})
+    zero = _linear({"p": {"a(1)": 1, "a(2)": 1, "z": 0}})
+    for t in (sym, zero):
+        r = count_rs(t, map_class="perm")
+        assert r.count == brute_force(t, t.support(), map_class="perm")
+        assert r.count_without_identity == r.count - 1
+    assert count_rs(sym, map_class="perm").method.startswith("symmetry on all worlds")
+    assert not count_rs(zero, map_class="perm").method.startswith("symmetry on all worlds")
+    pairs = count_rs(zero, map_class="perm", perm_count="pairs")
+    assert pairs.method.startswith("symmetry on all worlds")
+    assert pairs.count == count_rs(zero, map_class="perm", perm_count="pairs", list_n=1).count
+
+
+def test_disentangled_enumeration_on_all_worlds_at_the_world_limit(monkeypatch):
+    """A recognised structure that is neither additive nor a formula (Kandinsky's) counts
+    the maps of all worlds by enumeration for up to ``JOINT_WORLDS`` worlds."""
+    import nesybench.shortcuts.count as count
+    t = load_task({"name": "kand1x2", "knowledge": "kb/shortcuts/kandinsky.lp",
+                   "maps": "shared",
+                   "concepts": [{"name": "shape", "count": [1, 2], "domain": [0, 1]},
+                                {"name": "color", "count": [1, 2], "domain": [0, 1]}]})
+    monkeypatch.setattr(count, "JOINT_WORLDS", t.n_worlds)
+    r = count_rs(t)
+    assert r.method.startswith("enumeration of all maps")
+    assert r.count == brute_force(t, t.support(), maps="shared")
+
+
+def test_budget_error_names_the_component_groups(monkeypatch):
+    import nesybench.shortcuts.count as count
+    t = _linear({"p": {"a(1)": 1, "a(2)": 2, "z": 3}})
+    t._structure = None
+    monkeypatch.setattr(count, "JOINT_WORLDS", 1)          # no elimination either
+    with pytest.raises(BudgetExceeded, match=r"component of \['a\(1\)', 'a\(2\)', 'z'\]"):
+        count_rs(t, support=[(0, 1, 2)], budget=0)
+
+
+def test_listing_every_disentangled_map_of_a_support_that_shows_every_value():
+    """No unseen value: every listed map comes from clingo's models, as many as asked up to
+    the count less the identity, wherever clingo enumerates the identity."""
+    t = _linear({"p": {"a(1)": 1, "a(2)": 1, "z": 1}})
+    t._structure = None
+    support = [(0, 0, 1), (0, 0, 2), (1, 1, 0)]
+    n = brute_force(t, support, maps="separate")
+    assert n == 12
+    for ask in range(1, n + 1):
+        listed = count_rs(t, support=support, list_n=ask, engine="asp").rss
+        assert len(listed) == min(ask, n - 1)
+        _check_disentangled_listing(t, support, listed)
+
+
+def test_permutation_listing_with_constant_maps():
+    """Permutation maps listed as ``{variable: {"from": source, "map": ...}}``, a constant
+    one as ``{"from": None, "map": {"*": value}}``: on the even-parity worlds of xor some
+    optimal maps are constant; every listed map keeps the labels, and asking for k maps
+    gives k whatever the place of the identity in clingo's order."""
+    t = xor(3, maps="shared")
+    t._structure = None
+    even = [(0, 0, 0), (0, 1, 1), (1, 0, 1), (1, 1, 0)]
+    n = brute_force(t, even, map_class="perm")
+    names = [v.name for v in t.variables]
+    all_w = list(t.all_worlds())
+    lab = dict(zip(all_w, t.labels_of(all_w)))
+    listed = count_rs(t, support=even, map_class="perm", list_n=n).rss
+    assert len(listed) == n - 1
+    constant = 0
+    for m in listed:
+        assert sorted(m) == sorted(names)
+        image = []
+        for k in names:
+            if m[k]["from"] is None:
+                constant += 1
+                image.append(lambda w, z=m[k]["map"]["*"]: z)
+            else:
+                src = names.index(m[k]["from"])
+                image.append(lambda w, src=src, table=m[k]["map"]: table[str(w[src])])
+        for w in even:
+            assert lab[tuple(f(w) for f in image)] == lab[w]
+    assert constant > 0
+    for ask in range(1, 6):
+        assert len(count_rs(t, support=even, map_class="perm", list_n=ask).rss) == ask
+
+
+def test_symmetry_path_budget_edges(monkeypatch):
+    """The symmetry shortcut's per-variable count is clingo's, under the map budget at its
+    exact edge, and its symmetry check is skipped past the grounding budget."""
+    import nesybench.shortcuts.count as count
+    t = xor(3, maps="shared")
+    t._structure = None
+    even = [(0, 0, 0), (0, 1, 1), (1, 0, 1), (1, 1, 0)]
+    sep = xor(3, maps="separate")
+    sep._structure = None
+    n_sep = count_rs(sep, support=even, engine="asp").count
+    pairs = count_rs(t, support=even, map_class="perm", perm_count="pairs", list_n=1).count
+    r = count_rs(t, support=even, map_class="perm", perm_count="pairs", budget=n_sep)
+    assert r.method.startswith("symmetry") and r.count == pairs == n_sep * 6
+    with pytest.raises(BudgetExceeded, match="permutation class"):
+        count_rs(t, support=even, map_class="perm", perm_count="pairs", budget=n_sep - 1)
+    size = len(even) * 3 * 2                 # support worlds x variables x domain
+    monkeypatch.setattr(count, "GROUND_BUDGET", size)
+    # the symmetry check runs; its clingo count fits the budget
+    assert count_rs(t, support=even, map_class="perm", perm_count="pairs").count == pairs
+    monkeypatch.setattr(count, "GROUND_BUDGET", size - 1)
+    # no symmetry check: the permutation encoding's own estimate refuses
+    with pytest.raises(BudgetExceeded, match=rf"about {size * 3} image atoms"):
+        count_rs(t, support=even, map_class="perm", perm_count="pairs")
