@@ -472,6 +472,13 @@ def _swipl_descendants(root: int) -> list[int]:
     return out
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return "?"
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -503,16 +510,26 @@ def test_ilp_run_signal_leaves_no_swipl(tiny, tmp_path, workers, sig):
     loop = tmp_path / "loop_aleph.pl"
     loop.write_text("read_all(_).\ninduce :- repeat, fail.\nwrite_rules(_).\n")
     study = tmp_path / "study"
+    # faulthandler: a command that does not stop is sent SIGABRT and prints every thread's
+    # stack, so that a hang fails with where it hung
     proc = subprocess.Popen([sys.executable, "-m", "nesybench", "kandy", "ilp-run", str(tiny),
                              "--aleph", str(loop), "--tasks", "0", "--timeout", "600",
                              "--workers", str(workers), "--out", str(study), "-q"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     found: list[int] = []
     try:
         found = _wait_for(lambda: _swipl_descendants(proc.pid))
         assert found, "swipl never started"
+        commands = [_cmdline(p) for p in found]
         proc.send_signal(getattr(signal, sig))
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=30)
+            pytest.fail(f"still running 60 s after {sig} (swipl: {commands}); its stacks:\n"
+                        f"{err.decode(errors='replace')[-6000:]}")
         assert proc.returncode != 0
         assert _wait_for(lambda: not any(_alive(p) for p in found), 10.0), \
             f"left running: {[p for p in found if _alive(p)]}"
