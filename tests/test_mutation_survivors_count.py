@@ -119,7 +119,9 @@ def test_listed_disentangled_maps_are_named_by_group_and_keep_the_labels():
     (``a(2) = 0`` and ``z = 1`` here) map anywhere, so most maps differ from the identity
     only there, and a group no label reads maps freely."""
     for t in (_linear({"p": {"a(1)": 1, "a(2)": 2, "z": 3}}),
-              _linear({"p": {"a(1)": 1, "z": 3}}, depends={"p": ["a(1)", "z"]})):
+              _linear({"p": {"a(1)": 1, "z": 3}}, depends={"p": ["a(1)", "z"]}),
+              _linear({"p": {"a(1)": 1, "a(2)": 1}, "q": {"z": 1}},
+                      depends={"p": ["a(1)", "a(2)"], "q": ["z"]})):
         t._structure = None
         support = [(0, 1, 2), (1, 1, 0)]
         n = brute_force(t, support, maps="separate")

@@ -357,7 +357,7 @@ def _disentangled(task, worlds, maps, sup_ix, list_n, budget, engine="auto", *,
             methods.add("exact variable elimination")
         total *= n
         info.append({"groups": [groups[g][0] for g in gs], "labels": labs, "count": n})
-        per_comp_models.append((models, unseen))
+        per_comp_models.append((gs, models, unseen))
     free_seen = []
     for g in free:
         key, dom, ix = groups[g]
@@ -444,9 +444,10 @@ def _combine(groups, per_comp_models, free_seen, list_n):
     at most is the identity, so that many per component always give ``list_n`` others."""
     import itertools  # noqa: PLC0415
 
-    def component(models, unseen):
+    def component(gs, models, unseen):
+        own = {groups[g][0] for g in gs}    # a model shows the other groups at the identity
         for atoms in models:
-            base = _as_map(groups, atoms)
+            base = {k: v for k, v in _as_map(groups, atoms).items() if k in own}
             for images in itertools.product(*[groups[g][1] for g, _ in unseen]):
                 m = {k: dict(v) for k, v in base.items()}
                 for (g, x), z in zip(unseen, images):
@@ -462,8 +463,8 @@ def _combine(groups, per_comp_models, free_seen, list_n):
             yield {key: table}
 
     cap = list_n + 1
-    choices = [list(itertools.islice(component(models, unseen), cap))
-               for models, unseen in per_comp_models]
+    choices = [list(itertools.islice(component(gs, models, unseen), cap))
+               for gs, models, unseen in per_comp_models]
     choices += [list(itertools.islice(free_group(g, seen), cap)) for g, seen in free_seen]
     out = []
     for combo in itertools.product(*choices):
