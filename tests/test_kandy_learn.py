@@ -510,13 +510,16 @@ def test_ilp_run_signal_leaves_no_swipl(tiny, tmp_path, workers, sig):
     loop = tmp_path / "loop_aleph.pl"
     loop.write_text("read_all(_).\ninduce :- repeat, fail.\nwrite_rules(_).\n")
     study = tmp_path / "study"
-    # faulthandler: a command that does not stop is sent SIGABRT and prints every thread's
-    # stack, so that a hang fails with where it hung
+    # The command starts as from a terminal, with SIGINT at its default: a suite run in the
+    # background (`cmd &`, nohup) passes SIGINT on ignored, and a process that starts with it
+    # ignored rightly stays deaf to Ctrl-C. faulthandler: a command that does not stop is
+    # sent SIGABRT and prints every thread's stack, so that a hang fails with where it hung.
     proc = subprocess.Popen([sys.executable, "-m", "nesybench", "kandy", "ilp-run", str(tiny),
                              "--aleph", str(loop), "--tasks", "0", "--timeout", "600",
                              "--workers", str(workers), "--out", str(study), "-q"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     found: list[int] = []
     try:
         found = _wait_for(lambda: _swipl_descendants(proc.pid))
@@ -526,6 +529,10 @@ def test_ilp_run_signal_leaves_no_swipl(tiny, tmp_path, workers, sig):
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            sigs = [ln for ln in status.splitlines() if ln.startswith(("Sig", "ShdPnd"))]
+            commands.append(f"signal state {sigs}, ours blocked "
+                            f"{sorted(s.name for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))}")
             proc.send_signal(signal.SIGABRT)
             _, err = proc.communicate(timeout=30)
             pytest.fail(f"still running 60 s after {sig} (swipl: {commands}); its stacks:\n"
