@@ -306,10 +306,13 @@ def main(argv=None) -> int:
                        for r in json.loads(args.survivors.read_text(encoding="utf-8"))}
         except (OSError, ValueError, KeyError, TypeError) as e:
             ap.error(f"--survivors {args.survivors}: not a report of this script ({e})")
-    modules = args.module or list(TARGETS)
+    modules = args.module or (list(earlier) if earlier is not None else list(TARGETS))
     for m in modules:
         if m not in TARGETS:
             ap.error(f"unknown module {m!r} (known: {', '.join(TARGETS)})")
+        if earlier is not None and m not in earlier:
+            # no mutant would run, and an empty run would read as 100 % killed
+            ap.error(f"--survivors {args.survivors}: no report of {m}")
     report = []
     with tempfile.TemporaryDirectory(prefix="nesybench-mutate-") as tmp:
         work = Path(tmp)

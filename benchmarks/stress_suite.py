@@ -7,8 +7,9 @@ only when the machine is busy (timing, deadlines, signals, subprocesses).
 The load is ``--load`` processes that spin on the CPU (what ``stress --cpu N`` does), started
 before the first run and stopped after the last. Runs go one after the other and stop at the
 first failure (``--keep-going`` runs them all). Each run's outcome, wall time and pytest's
-summary line are printed (a failed run's whole output goes to ``--log-dir``), then ``stress: K/N runs passed under L busy loops``; the exit code
-is 0 only when every run passed.
+summary line are printed (a failed run's whole output goes to ``--log-dir``), then
+``stress: K/N runs passed under L busy loops``; the exit code is 0 only when every run
+passed.
 """
 from __future__ import annotations
 
@@ -46,11 +47,12 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-going", action="store_true", help="do not stop at a failed run")
     ap.add_argument("--log-dir", type=Path, default=Path("out/stress"),
                     help="where a failed run's whole pytest output is written "
-                         "(default out/stress)")
+                         "(default out/stress, under the repository)")
     ap.add_argument("pytest_args", nargs="*", help="arguments for pytest (after --)")
     args = ap.parse_args(argv)
     if args.runs < 1 or args.load < 0:
         ap.error("--runs must be >= 1 and --load >= 0")
+    log_dir = args.log_dir if args.log_dir.is_absolute() else ROOT / args.log_dir
     stop = mp.Event()
     loops = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(args.load)]
     for p in loops:
@@ -69,8 +71,8 @@ def main(argv=None) -> int:
                   f"({_summary(res.stdout)})", flush=True)
             if not ok:
                 failed = [ln for ln in res.stdout.splitlines() if ln.startswith("FAILED")]
-                args.log_dir.mkdir(parents=True, exist_ok=True)
-                log = args.log_dir / f"run{run:02d}.log"
+                log_dir.mkdir(parents=True, exist_ok=True)
+                log = log_dir / f"run{run:02d}.log"
                 log.write_text(res.stdout + res.stderr, encoding="utf-8")
                 print("\n".join(failed[:20]) or res.stdout[-2000:], flush=True)
                 print(f"(the whole output: {log})", flush=True)
