@@ -2,6 +2,7 @@
 only when the machine is busy (timing, deadlines, signals, subprocesses).
 
     .venv/bin/python benchmarks/stress_suite.py --runs 20 --load 2            # the whole suite
+    .venv/bin/python benchmarks/stress_suite.py --runs 20 --timing           # tests marked timing
     .venv/bin/python benchmarks/stress_suite.py --runs 20 -- tests/test_progress_bars.py
 
 The load is ``--load`` processes that spin on the CPU (what ``stress --cpu N`` does), started
@@ -44,6 +45,9 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=20, help="runs of the suite (default 20)")
     ap.add_argument("--load", type=int, default=2,
                     help="busy-loop processes beside the suite (default 2; 0: none)")
+    ap.add_argument("--timing", action="store_true",
+                    help="only the tests marked `timing` (signals, processes, time limits, "
+                         "clocks): the ones a busy machine can break, in minutes per run")
     ap.add_argument("--keep-going", action="store_true", help="do not stop at a failed run")
     ap.add_argument("--log-dir", type=Path, default=Path("out/stress"),
                     help="where a failed run's whole pytest output is written "
@@ -52,6 +56,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.runs < 1 or args.load < 0:
         ap.error("--runs must be >= 1 and --load >= 0")
+    pytest_args = (["-m", "timing"] if args.timing else []) + args.pytest_args
     log_dir = args.log_dir if args.log_dir.is_absolute() else ROOT / args.log_dir
     stop = mp.Event()
     loops = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(args.load)]
@@ -62,7 +67,7 @@ def main(argv=None) -> int:
         for run in range(1, args.runs + 1):
             t0 = time.perf_counter()
             res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                  *args.pytest_args], cwd=ROOT, capture_output=True, text=True,
+                                  *pytest_args], cwd=ROOT, capture_output=True, text=True,
                                  env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
             secs = time.perf_counter() - t0
             ok = res.returncode == 0

@@ -88,6 +88,7 @@ def test_the_budget_counts_ground_atoms_as_clingo_does(tmp_path):
     asp.solve([lp], models=1)                                    # the block's limit is gone
 
 
+@pytest.mark.timing
 def test_grounding_past_the_time_limit_stops(tmp_path):
     lp = tmp_path / "k.lp"
     lp.write_text(BIG)

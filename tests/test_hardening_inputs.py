@@ -3,6 +3,7 @@ line (or the documented exit status), never a traceback, and leaves no output be
 from __future__ import annotations
 
 import json
+import signal
 import textwrap
 from pathlib import Path
 
@@ -146,6 +147,7 @@ def test_looping_rule_hits_the_inference_limit():
     rule.close()
 
 
+@pytest.mark.timing
 def test_sigint_interrupts_a_looping_rule(tmp_path):
     import subprocess
     import sys
@@ -186,6 +188,36 @@ def test_sigint_interrupts_a_looping_rule(tmp_path):
                          env={"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"},
                          timeout=120)
     assert res.stdout.strip() == "interrupted", res.stdout + res.stderr
+
+
+
+@pytest.mark.timing
+def test_ctrl_c_while_prolog_calls_python_is_a_keyboard_interrupt(tmp_path):
+    """A signal whose Python handler would run while janus is at work (here: sent by Python
+    code that Prolog calls) is held until the call returns, then raised in our code: the
+    caller sees KeyboardInterrupt (not a Prolog error wrapping it), and the engine still
+    answers. A handler raising inside janus used to leave a half-built term behind and,
+    now and then, crash the process as it exited (a Ctrl-C burst on a looping rule)."""
+    import subprocess
+    import sys
+    script = textwrap.dedent("""
+        import os
+        from nesybench.logic import prolog
+        for call in (prolog.solutions, prolog.once):
+            try:
+                call("py_call(os:kill(Pid, 2)), X = f(_)", Pid=os.getpid())
+                print("not interrupted")
+            except KeyboardInterrupt:
+                print("interrupted")
+        print(prolog.once("X is 6 * 7")["X"])
+    """)
+    # SIGINT at its default, as from a terminal (a background job starts with it ignored)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"},
+                         timeout=120,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (res.returncode, res.stdout.split(), res.stderr) == \
+        (0, ["interrupted", "interrupted", "42"], "")
 
 
 # ------------------------------------------------------------------------ RS task files
@@ -274,6 +306,7 @@ def test_clingo_unsafe_variable_error_is_one_line(tmp_path, capsys):
     _one_error(capsys, "rs", "count", p, contains="unsafe")
 
 
+@pytest.mark.timing
 def test_clingo_time_limit(tmp_path):
     from nesybench.errors import BudgetExceeded
     from nesybench.logic import asp
@@ -285,6 +318,7 @@ def test_clingo_time_limit(tmp_path):
 
 
 # ------------------------------------------------------------------------ Prolog entry point
+@pytest.mark.timing
 def test_prolog_entry_point_task_valid_reload_limits_and_messages(tmp_path):
     import subprocess
     swipl = ROOT / ".deps" / "swipl" / "bin" / "swipl"

@@ -164,13 +164,17 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.timing
 def test_sigterm_stops_workers_removes_temp_and_exits_143(tmp_path):
     out = tmp_path / "o"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    # faulthandler: a command that does not stop is sent SIGABRT and prints every thread's
+    # stack, so that a hang fails with where it hung and with its signal state
     proc = subprocess.Popen(
         [sys.executable, "-m", "nesybench", "kandy", "generate", str(ROOT / "curricula/kandy/easy.yaml"),
          "--out", str(out), "-q", "-j", "2", "--samples", "400"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        env={**env, "PYTHONFAULTHANDLER": "1"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     kids: set[int] = set()
     while time.monotonic() < deadline and proc.poll() is None:
@@ -182,7 +186,16 @@ def test_sigterm_stops_workers_removes_temp_and_exits_143(tmp_path):
     time.sleep(1.0)
     kids |= _children(proc.pid)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        status = (Path("/proc") / str(proc.pid) / "status").read_text()
+        sigs = [ln for ln in status.splitlines() if ln.startswith(("Sig", "ShdPnd"))]
+        ours = sorted(s.name for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"still running 60 s after SIGTERM; signal state {sigs}, ours blocked "
+                    f"{ours}; children {sorted(kids)}; its stacks:\n{err[-6000:]}")
     assert proc.returncode == 143, err
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []

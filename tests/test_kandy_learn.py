@@ -499,6 +499,7 @@ def _wait_for(pred, limit: float = 60.0):
     return pred()
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
 @pytest.mark.parametrize("workers,sig", [(0, "SIGINT"), (1, "SIGTERM")])
 def test_ilp_run_signal_leaves_no_swipl(tiny, tmp_path, workers, sig):

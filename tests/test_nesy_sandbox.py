@@ -417,6 +417,7 @@ def test_grounding_budget_names_the_limit_and_size():
     assert marginal(compiled(text)) == pytest.approx(0.25, abs=1e-15)   # f(8) and f(9)
 
 
+@pytest.mark.timing
 def test_unbounded_recursion_stops_at_a_budget():
     text = "nat(0).\nnat(s(N)) :- nat(N).\nquery(nat(X)).\n"
     with pytest.raises(BudgetExceeded, match="--timeout of 1 s"):

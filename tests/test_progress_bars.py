@@ -17,6 +17,9 @@ from nesybench.rudas.core import PhaseBar, RudasParams, evaluate, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: bars are drawn on a clock and a Prolog thread runs beside Python: the stress runs take them
+pytestmark = pytest.mark.timing
+
 
 def cli(*args, delay="0"):
     """Run the CLI; ``delay``: NESYBENCH_PROGRESS_DELAY (0: draw the bar at once)."""

@@ -93,6 +93,7 @@ def test_r_score_of_nine_atom_learned_bodies():
                    [f"p(V0,V9) :- {renamed}", learned]) == pytest.approx(1 - (0 + 0.7) / 2)
 
 
+@pytest.mark.timing
 def test_r_score_stops_at_its_time_limit():
     """R-score is under a time budget; when it runs out the result is the best
     bound found (a lower bound of the R-score) and flagged partial."""

@@ -252,6 +252,7 @@ def _done_cells(study: Path) -> dict:
         con.close()
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_resume_after_a_kill_loses_and_reruns_no_finished_cell(tmp_path, sig):
     spec = tmp_path / "slow.yaml"

@@ -101,6 +101,7 @@ def _check_fault_study(study: Path, tmp: Path) -> None:
 
 # -- a cell that crashes its worker or hangs ---------------------------------------------------
 
+@pytest.mark.timing
 def test_crashing_and_hanging_cells_fail_with_their_cause_local(tmp_path, tmpdir_env):
     spec = _write_spec(tmp_path / "faults.yaml", FAULT_SPEC)
     study = tmp_path / "study"
@@ -232,6 +233,7 @@ def _alive(pid: int, start: int) -> bool:
     return int(fields[19]) == start and fields[0] != "Z"
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.parametrize("executor", ["local", "ray"])
 def test_workers_die_with_a_driver_killed_alone(tmp_path, executor):
@@ -283,6 +285,7 @@ def _cmdline(pid: int) -> str:
 
 # -- status: running vs interrupted; scratch folders after SIGTERM -----------------------------
 
+@pytest.mark.timing
 def test_status_tells_running_from_interrupted_and_sigterm_leaves_no_scratch(tmp_path,
                                                                             tmpdir_env):
     spec = _write_spec(tmp_path / "hang.yaml", {

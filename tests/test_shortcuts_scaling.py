@@ -131,6 +131,7 @@ def test_four_digit_numbers_scale():
         numbers(4, hi=4), support=low).count
 
 
+@pytest.mark.timing
 def test_state_and_time_budgets_raise_clear_errors(monkeypatch):
     monkeypatch.setattr(structure, "LATTICE_ENUM", 0)     # force the row-by-row programme
     t = numbers(2, hi=9)

@@ -90,10 +90,11 @@ def use(path: str | os.PathLike) -> None:
         jan = janus()
         if not p.exists():
             raise PrologError(f"Prolog file not found: {p}")
-        res = jan.query_once(
-            "catch(load_files(user:File, [if(not_loaded), silent(true)]), _E, true),"
-            "(var(_E) -> Msg = ok ; message_to_string(_E, Msg))",
-            {"File": key})
+        with _DeferredSignals():
+            res = jan.query_once(
+                "catch(load_files(user:File, [if(not_loaded), silent(true)]), _E, true),"
+                "(var(_E) -> Msg = ok ; message_to_string(_E, Msg))",
+                {"File": key})
         msg = res.get("Msg") if res else None
         if msg not in ("ok", None):
             raise PrologError(f"could not load {p}: {msg}", file=str(p))
@@ -109,12 +110,48 @@ _SIGNAL_WRAP = (
     "(on_signal(int, _, _NesyOI), on_signal(term, _, _NesyOT)))")
 
 
-def _restore_python_handlers() -> None:
-    import signal  # noqa: PLC0415
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(sig)
-        if handler is not None:
+class _DeferredSignals:
+    """Hold Python's SIGINT/SIGTERM handlers back while janus is at work (main thread only).
+
+    janus builds Python objects (answers, exception terms) from C. A handler that raises
+    there (Ctrl-C's ``KeyboardInterrupt``) leaves janus half-way: a ``Term`` without its record,
+    an open query, and the process crashes when it exits. So while a call is in janus a
+    signal is only recorded; on the way out the handlers are put back (which also re-installs
+    Python's own C handler over the one Prolog's ``on_signal/3`` restored) and the first
+    recorded signal's handler runs, in our code. A signal Prolog itself turned into an
+    exception is not run a second time.
+    """
+
+    _SIGNALS = ("SIGINT", "SIGTERM")
+
+    def __init__(self):
+        self.pending: list[int] = []
+        self.saved: dict = {}
+
+    def _record(self, signum, frame):
+        self.pending.append(signum)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            import signal  # noqa: PLC0415
+            for name in self._SIGNALS:
+                sig = getattr(signal, name)
+                handler = signal.getsignal(sig)
+                if handler is not None:
+                    self.saved[sig] = handler
+                    if callable(handler):
+                        signal.signal(sig, self._record)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        import signal  # noqa: PLC0415
+        for sig, handler in self.saved.items():
             signal.signal(sig, handler)
+        if self.pending and not (exc_type is not None
+                                 and issubclass(exc_type, (KeyboardInterrupt, SystemExit))):
+            sig = self.pending[0]
+            self.saved[sig](sig, None)
+        return False
 
 
 def once(goal: str, **inputs):
@@ -129,18 +166,16 @@ def once(goal: str, **inputs):
     query = _SIGNAL_WRAP.format(goal=goal) if main else goal
     with _lock:
         jan = janus()
-        try:
-            res = jan.query_once(query, inputs)
-        except jan.PrologError as exc:
-            text = str(exc)
-            if "nesybench_signal(term)" in text:
-                _raise_signal("term")
-            if "nesybench_signal(int)" in text:
-                _raise_signal("int")
-            raise PrologError(_clean(text)) from None
-        finally:
-            if main:
-                _restore_python_handlers()
+        with _DeferredSignals():
+            try:
+                res = jan.query_once(query, inputs)
+            except jan.PrologError as exc:
+                text = str(exc)
+                if "nesybench_signal(term)" in text:
+                    _raise_signal("term")
+                if "nesybench_signal(int)" in text:
+                    _raise_signal("int")
+                raise PrologError(_clean(text)) from None
     if not res.pop("truth", True):
         return None
     return res
@@ -161,13 +196,13 @@ def progress(callback):
     """
     global _progress_cb
     use("prolog/progress.pl")
-    with _lock:
+    with _lock, _DeferredSignals():
         _progress_cb = callback
         janus().query_once("flag(nesy_progress, _, 1)")
     try:
         yield
     finally:
-        with _lock:
+        with _lock, _DeferredSignals():
             _progress_cb = None
             janus().query_once("flag(nesy_progress, _, 0)")
 
@@ -190,10 +225,12 @@ def solutions(goal: str, **inputs) -> list[dict]:
     """Every solution of ``goal`` as a list of binding dicts (in Prolog's order)."""
     with _lock:
         jan = janus()
-        try:
-            return [{k: v for k, v in s.items() if k != "truth"} for s in jan.query(goal, inputs)]
-        except jan.PrologError as exc:
-            raise PrologError(_clean(str(exc))) from None
+        with _DeferredSignals():
+            try:
+                return [{k: v for k, v in s.items() if k != "truth"}
+                        for s in jan.query(goal, inputs)]
+            except jan.PrologError as exc:
+                raise PrologError(_clean(str(exc))) from None
 
 
 def load_rules(module: str, text: str, imports: list[str], *, source: str | None = None,
