@@ -51,21 +51,23 @@ def janus():
     global _janus
     with _lock:
         if _janus is None:
-            home = _swi_home()
-            if home:
-                os.environ.setdefault("SWI_HOME_DIR", home)
-            try:
-                import janus_swi  # noqa: PLC0415 - the one place janus is imported
-            except ImportError as exc:  # pragma: no cover - set-up problem
-                raise NesyError(
-                    "janus-swi is not importable; run `make setup` (it builds SWI-Prolog "
-                    f">= 9.1.12 if needed and installs janus-swi): {exc}") from exc
-            _janus = janus_swi
-            # Quiet, and fail loudly on unknown predicates everywhere.
-            _janus.query_once("set_prolog_flag(verbose, silent)")
-            _janus.query_once(
-                "assertz(file_search_path(nesybench, Dir))", {"Dir": str(PROLOG_DIR)})
-            _janus.query_once("assertz(file_search_path(kb, Dir))", {"Dir": str(KB_DIR)})
+            # started whole: a Ctrl-C in the middle would leave a half-started engine
+            with _DeferredSignals():
+                home = _swi_home()
+                if home:
+                    os.environ.setdefault("SWI_HOME_DIR", home)
+                try:
+                    import janus_swi  # noqa: PLC0415 - the one place janus is imported
+                except ImportError as exc:  # pragma: no cover - set-up problem
+                    raise NesyError(
+                        "janus-swi is not importable; run `make setup` (it builds SWI-Prolog "
+                        f">= 9.1.12 if needed and installs janus-swi): {exc}") from exc
+                _janus = janus_swi
+                # Quiet, and fail loudly on unknown predicates everywhere.
+                _janus.query_once("set_prolog_flag(verbose, silent)")
+                _janus.query_once(
+                    "assertz(file_search_path(nesybench, Dir))", {"Dir": str(PROLOG_DIR)})
+                _janus.query_once("assertz(file_search_path(kb, Dir))", {"Dir": str(KB_DIR)})
         return _janus
 
 
