@@ -195,20 +195,23 @@ def test_sigint_interrupts_a_looping_rule(tmp_path):
 def test_ctrl_c_while_prolog_calls_python_is_a_keyboard_interrupt(tmp_path):
     """A signal whose Python handler would run while janus is at work (here: sent by Python
     code that Prolog calls) is held until the call returns, then raised in our code: the
-    caller sees KeyboardInterrupt (not a Prolog error wrapping it), and the engine still
-    answers. A handler raising inside janus used to leave a half-built term behind and,
+    caller sees KeyboardInterrupt or the CLI's Terminated (not a Prolog error wrapping it),
+    and the engine still answers. A handler raising inside janus used to leave a half-built term behind and,
     now and then, crash the process as it exited (a Ctrl-C burst on a looping rule)."""
     import subprocess
     import sys
     script = textwrap.dedent("""
         import os
+        from nesybench import cli
         from nesybench.logic import prolog
+        cli._install_sigterm()                    # SIGTERM raises Terminated, as in a command
         for call in (prolog.solutions, prolog.once):
-            try:
-                call("py_call(os:kill(Pid, 2)), X = f(_)", Pid=os.getpid())
-                print("not interrupted")
-            except KeyboardInterrupt:
-                print("interrupted")
+            for sig in (2, 15):
+                try:
+                    call("py_call(os:kill(Pid, Sig)), X = f(_)", Pid=os.getpid(), Sig=sig)
+                    print("not-interrupted")
+                except KeyboardInterrupt as exc:
+                    print(type(exc).__name__)
         print(prolog.once("X is 6 * 7")["X"])
     """)
     # SIGINT at its default, as from a terminal (a background job starts with it ignored)
@@ -217,7 +220,7 @@ def test_ctrl_c_while_prolog_calls_python_is_a_keyboard_interrupt(tmp_path):
                          timeout=120,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert (res.returncode, res.stdout.split(), res.stderr) == \
-        (0, ["interrupted", "interrupted", "42"], "")
+        (0, ["KeyboardInterrupt", "Terminated"] * 2 + ["42"], "")
 
 
 # ------------------------------------------------------------------------ RS task files
