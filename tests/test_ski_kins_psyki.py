@@ -253,6 +253,45 @@ def test_training_moves_the_mlp_not_the_modules(bcw):
     assert all(torch.equal(a, b) for a, b in zip(again.params, net.params))
 
 
+
+@pytest.mark.parametrize("name", ["bcw", "splice", "census"])
+@pytest.mark.parametrize("per_member", [False, True])
+def test_modules_computed_once_give_the_same_training(name, per_member, monkeypatch):
+    """The trainer evaluates the fixed modules once per training set (``constants``), not
+    once per mini-batch: every parameter after training is the same to the bit as with the
+    modules evaluated on each batch, on the three data sets' rules (splice's with m-of-n),
+    for a shared X and for one X per member (noise)."""
+    from nesybench.ski.injectors.kins import KINS
+    ds = cells.dataset(name)
+    kn = cells.knowledge(ds)
+    D, K = ds.X.shape[1], len(ds.classes)
+    X = torch.from_numpy(ds.X[:300])
+    if per_member:       # two different matrices, as a noise cell has
+        X = torch.stack([X, (X + 0.3 * torch.randn(X.shape, generator=torch.Generator()
+                                                   .manual_seed(1))).to(X.dtype)])
+    else:
+        X = X.unsqueeze(0)
+    data = Members(X, torch.from_numpy(ds.y[:300]).unsqueeze(0),
+                   [torch.arange(300), torch.arange(40, 260)])
+    runs, calls = [], []
+    real = KINS.constants
+    for once in (True, False):
+        def constants(self, X, once=once):
+            calls.append(once)
+            return real(self, X) if once else None
+        monkeypatch.setattr(KINS, "constants", constants)
+        net = injectors.make("kins", D, K, [16, 8], kn, modules="psyki", epochs=2,
+                             engine="torch")
+        net.fit(data, [7, 8])
+        runs.append(net.params)
+        if once:
+            c = real(net, X)
+            assert c.shape == (X.shape[0], 300, len(kn.clipped_net().classes))
+            assert torch.equal(c, kn.clipped_net()(X))
+    assert calls == [True, False]
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
 def test_unknown_module_style():
     with pytest.raises(NesyError, match="modules must be one of sigmoid, psyki"):
         injectors.make("kins", 2, 2, [4], rules.Knowledge("x", ["a"], ["p"], {}),

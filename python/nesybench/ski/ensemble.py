@@ -179,7 +179,10 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
 
     ``model`` gives ``forward(params, x) -> logits [E, B, K]`` and optionally
     ``aux(X [S, N, D]) -> [S, N, A] | None`` (per-sample constants, e.g. rule truths) and
-    ``penalty(logits, aux_batch) -> [E, B]`` added to each sample's loss.
+    ``penalty(logits, aux_batch) -> [E, B]`` added to each sample's loss, and
+    ``constants(X [S, N, D]) -> [S, N, C] | None``: per-sample values of the forward pass
+    that no parameter changes (fixed rule modules), computed once here and handed to
+    ``forward(params, x, constants_batch)`` instead of once per batch.
 
     Cost (why it looks the way it does): at the paper's batch of 32 the matmuls are small, so
     what used to dominate was everything around them. Each parameter tensor is its own
@@ -201,6 +204,7 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
     rows = [data.rows[e] for e in order]
     sizes = torch.tensor([len(r) for r in rows])
     aux = model.aux(data.X) if hasattr(model, "aux") else None
+    const = model.constants(data.X) if hasattr(model, "constants") else None
     exp_avg = [torch.zeros_like(p) for p in P]
     exp_avg_sq = [torch.zeros_like(p) for p in P]
     # one step count per parameter and group: Adam's functional API advances each listed
@@ -229,6 +233,7 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
     inv_perm[perm] = torch.arange(E)
     X, y = data.X, data.y
     xbuf = torch.empty(E * B, *X.shape[2:])
+    cbuf = None if const is None else torch.empty(E * B, *const.shape[2:])
     for _epoch in range(cfg.epochs):
         idx = torch.zeros(E, nb_max * B, dtype=torch.long)
         mask = torch.zeros(E, nb_max * B)
@@ -246,7 +251,10 @@ def _train(model, params: list[torch.Tensor], data: Members, cfg: TrainConfig,
             xs = _gather(X, off[:k, 0], ib, xbuf)
             ys = _gather(y, off[:k, 0], ib)
             leaves = [p[:k].detach().requires_grad_(True) for p in P]
-            logits = model.forward(leaves, xs)
+            if const is None:
+                logits = model.forward(leaves, xs)
+            else:
+                logits = model.forward(leaves, xs, _gather(const, off[:k, 0], ib, cbuf))
             per, logits = _cross_entropy(logits, ys)
             if aux is not None:
                 per = per + model.penalty(logits, _gather(aux, off[:k, 0], ib))

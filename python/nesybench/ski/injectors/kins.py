@@ -32,6 +32,10 @@ from ..ensemble import dense, glorot, matmul_t
 from .base import MLPMixin, Predictor
 from .kbann import rule_forward, rule_layers, rule_plan
 
+#: rows per evaluation of the fixed modules in :meth:`KINS.constants` (bounds the memory of
+#: their intermediate state)
+_CHUNK = 65536
+
 
 class KINS(MLPMixin, Predictor):
     name = "kins"
@@ -151,10 +155,27 @@ class KINS(MLPMixin, Predictor):
         h, _ = rule_forward(self._net, params[:self._n_mod], x)
         return h[..., self._cols]
 
-    def forward(self, params, x):
+    def constants(self, X):
+        """The fixed PSyKI-style modules' truths of every training row, [S, N, R] (None for
+        sigmoid modules, which train): the trainer computes them once instead of once per
+        mini-batch, about a quarter of a census step. Row by row, in chunks (a noise cell's
+        X holds one matrix per member), with the same operations as in :meth:`forward`:
+        the same numbers."""
+        self.laid_out()
+        if not self._psyki:
+            return None
+        flat = X.reshape(-1, X.shape[-1])
+        out = torch.cat([self._net(flat[s:s + _CHUNK])
+                         for s in range(0, flat.shape[0], _CHUNK)])
+        return out.view(*X.shape[:-1], out.shape[-1])
+
+    def forward(self, params, x, rules=None):
+        """Logits [E, B, K] of inputs ``x [E, B, D]``; ``rules``: the fixed modules' truths
+        of these rows from :meth:`constants` (PSyKI style; computed here when None)."""
         self.laid_out()
         if self._psyki:
-            rules = self._net(x)
+            if rules is None:
+                rules = self._net(x)
             z = dense(x, params[0], params[1])
             for i in range((len(params) - 1) // 2):
                 if i:
