@@ -42,6 +42,9 @@ def test_study_row_and_cells_field_by_field(store, tmp_path):
     assert store.mark_running(["c1"]) == 1
     assert store.mark_running(["c1", "c2"]) == 1            # the attempt of the last cell
     assert store.mark_running(["c2", "c1"]) == 3
+    # a cell the store does not hold: no row changes, and it counts as a first attempt
+    assert store.mark_running(["c9"]) == 1
+    assert store.counts() == {"queued": 0, "running": 2, "done": 0, "failed": 0}
     out = CellOutcome("c1", "done", final={"acc": 0.75, "loss": 0.5},
                       curves=[("loss", 0, 2.0), ("loss", 1, 1.0)],
                       artifacts={"a/b.txt": b"hi"}, started=100.0, finished=103.5,
