@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nesybench import io
+from processes import alive, hang_report
 from nesybench.cli import main as cli_main
 from nesybench.errors import NesyError
 
@@ -156,14 +157,6 @@ def _children(pid: int) -> set[int]:
     return kids
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.timing
 def test_sigterm_stops_workers_removes_temp_and_exits_143(tmp_path):
     out = tmp_path / "o"
@@ -189,18 +182,13 @@ def test_sigterm_stops_workers_removes_temp_and_exits_143(tmp_path):
     try:
         _, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
-        status = (Path("/proc") / str(proc.pid) / "status").read_text()
-        sigs = [ln for ln in status.splitlines() if ln.startswith(("Sig", "ShdPnd"))]
-        ours = sorted(s.name for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))
-        proc.send_signal(signal.SIGABRT)
-        _, err = proc.communicate(timeout=30)
-        pytest.fail(f"still running 60 s after SIGTERM; signal state {sigs}, ours blocked "
-                    f"{ours}; children {sorted(kids)}; its stacks:\n{err[-6000:]}")
+        pytest.fail(f"still running 60 s after SIGTERM (children {sorted(kids)}); "
+                    f"{hang_report(proc)}")
     assert proc.returncode == 143, err
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
     time.sleep(0.5)
-    assert not [k for k in kids if _alive(k)]
+    assert not [k for k in kids if alive(k)]
 
 
 def test_browser_of_a_no_images_dataset_says_so(small_ds):

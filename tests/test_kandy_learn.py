@@ -23,6 +23,7 @@ from nesybench.kandy.learn.models import CNN, ResNet50, build_model
 from nesybench.kandy.learn.replay import ClassBalancedReservoir
 from nesybench.kandy.learn.settings import SETTINGS, resolve_config, train
 from nesybench.runs import CellContext
+from processes import alive, hang_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -479,14 +480,6 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _wait_for(pred, limit: float = 60.0):
     import time
 
@@ -530,20 +523,14 @@ def test_ilp_run_signal_leaves_no_swipl(tiny, tmp_path, workers, sig):
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-            sigs = [ln for ln in status.splitlines() if ln.startswith(("Sig", "ShdPnd"))]
-            commands.append(f"signal state {sigs}, ours blocked "
-                            f"{sorted(s.name for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))}")
-            proc.send_signal(signal.SIGABRT)
-            _, err = proc.communicate(timeout=30)
-            pytest.fail(f"still running 60 s after {sig} (swipl: {commands}); its stacks:\n"
-                        f"{err.decode(errors='replace')[-6000:]}")
+            pytest.fail(f"still running 60 s after {sig} (swipl: {commands}); "
+                        f"{hang_report(proc)}")
         assert proc.returncode != 0
-        assert _wait_for(lambda: not any(_alive(p) for p in found), 10.0), \
-            f"left running: {[p for p in found if _alive(p)]}"
+        assert _wait_for(lambda: not any(alive(p) for p in found), 10.0), \
+            f"left running: {[p for p in found if alive(p)]}"
     finally:
         for p in found:
-            if _alive(p):
+            if alive(p):
                 os.kill(p, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
