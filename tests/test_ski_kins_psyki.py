@@ -253,7 +253,6 @@ def test_training_moves_the_mlp_not_the_modules(bcw):
     assert all(torch.equal(a, b) for a, b in zip(again.params, net.params))
 
 
-
 @pytest.mark.parametrize("name", ["bcw", "splice", "census"])
 @pytest.mark.parametrize("per_member", [False, True])
 def test_modules_computed_once_give_the_same_training(name, per_member, monkeypatch):
