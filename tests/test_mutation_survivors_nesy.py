@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
+import sys
 
 import numpy as np
 import pytest
@@ -136,8 +136,10 @@ def test_index_labels_of_one_and_of_several_labels():
 
 
 def test_cache_folder_default_and_from_the_environment(tmp_path, monkeypatch):
-    repo = Path(__file__).resolve().parents[1]
     monkeypatch.delenv("NESYBENCH_CACHE", raising=False)
-    assert S.cache_dir() == repo / ".deps" / "cache" / "nesy"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert S.cache_dir() == tmp_path / "xdg" / "nesybench" / "nesy"
+    assert ".deps" not in S.cache_dir().parts
     monkeypatch.setenv("NESYBENCH_CACHE", str(tmp_path / "c"))
     assert S.cache_dir() == tmp_path / "c" / "nesy"

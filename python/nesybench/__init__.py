@@ -4,15 +4,18 @@ Capabilities live in one subpackage each (``kandy``, ``rudas``, ``shortcuts``); 
 SWI-Prolog (janus) and clingo live in :mod:`nesybench.logic` and nowhere else.
 """
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 try:        # the one place the version is kept is pyproject.toml (the package metadata)
     __version__ = version("nesybench")
 except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
     __version__ = "0+unknown"
 
-#: Repository root holding ``prolog/``, ``kb/`` and ``curricula/`` (editable install layout).
-ROOT = Path(__file__).resolve().parents[2]
+from .paths import data_root  # noqa: E402
+
+#: The folder holding ``prolog/``, ``kb/`` and ``curricula/``: ``nesybench/_data`` in an
+#: installed distribution, the repository root in a source tree (see :mod:`nesybench.paths`).
+#: Relative paths such as ``kb/kandy/bk.pl`` are resolved against it.
+ROOT = data_root()
 PROLOG_DIR = ROOT / "prolog"
 KB_DIR = ROOT / "kb"
 CURRICULA_DIR = ROOT / "curricula"

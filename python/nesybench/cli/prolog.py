@@ -10,12 +10,12 @@ import os
 import shlex
 import shutil
 import sys
-from pathlib import Path
 
 import click
 
-from .. import PROLOG_DIR, ROOT
+from .. import PROLOG_DIR
 from ..errors import NesyError
+from ..paths import project_swipl
 
 LIBRARY = PROLOG_DIR / "nesybench.pl"
 
@@ -23,8 +23,8 @@ LIBRARY = PROLOG_DIR / "nesybench.pl"
 def find_swipl() -> str:
     """The project's SWI-Prolog: ``.deps/swipl/bin/swipl`` when ``make setup`` built one,
     else the ``swipl`` on ``PATH``."""
-    built = ROOT / ".deps" / "swipl" / "bin" / "swipl"
-    if built.is_file() and os.access(built, os.X_OK):
+    built = project_swipl()
+    if built is not None:
         return str(built)
     found = shutil.which("swipl")
     if found:

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 
 from .. import KB_DIR, PROLOG_DIR, ROOT
+from ..paths import project_swipl
 from ..errors import NesyError, PrologError, UnsafeRuleError
 
 _lock = threading.RLock()
@@ -32,7 +33,8 @@ def _swi_home() -> str | None:
     """Locate SWI-Prolog's home: the project-local build first, then ``swipl`` on PATH."""
     if os.environ.get("SWI_HOME_DIR"):
         return os.environ["SWI_HOME_DIR"]
-    candidates = [ROOT / ".deps" / "swipl" / "bin" / "swipl"]
+    built = project_swipl()
+    candidates = [built] if built else []
     on_path = shutil.which("swipl")
     if on_path:
         candidates.append(Path(on_path))
@@ -72,7 +74,7 @@ def janus():
 
 
 def resolve(path: str | os.PathLike) -> Path:
-    """Resolve ``prolog/x.pl`` or ``kb/y.pl`` style paths against the repository root."""
+    """Resolve ``prolog/x.pl`` or ``kb/y.pl`` style paths against :data:`nesybench.ROOT`."""
     p = Path(path)
     if not p.is_absolute():
         p = ROOT / p

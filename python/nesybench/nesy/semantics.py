@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .. import ROOT
 from ..errors import NesyError
+from ..paths import cache_root
 
 #: worlds (per component) that :class:`WorldEnumeration` is willing to label and sum over
 WORLD_BUDGET = 1 << 20
@@ -80,9 +80,9 @@ class Component:
 
 
 def cache_dir() -> Path:
-    """``$NESYBENCH_CACHE/nesy`` or ``<repo>/.deps/cache/nesy`` (world tables)."""
-    base = os.environ.get("NESYBENCH_CACHE")
-    return Path(base) / "nesy" if base else ROOT / ".deps" / "cache" / "nesy"
+    """``nesy/`` in the user cache folder (``$NESYBENCH_CACHE``, else the platform's; world
+    tables)."""
+    return cache_root() / "nesy"
 
 
 def task_fingerprint(task) -> str:

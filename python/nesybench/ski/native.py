@@ -9,9 +9,9 @@ inputs (census: 8.8 non-zeros of 85 features; splice: 60 of 240) and fuses the l
 Adam. PyTorch's trainer (``engine="torch"``) stays the reference it is tested against.
 
 The kernel is compiled with the system C compiler (``$CC``, else ``cc``; the set-up already
-needs one for SWI-Prolog) into ``$NESYBENCH_KERNELS`` (default ``<repo>/.deps/kernels``),
-keyed by the source, the flags and the CPU, so it is built once per machine; ``make setup``
-builds it. ``$NESYBENCH_KERNEL_TARGET`` picks another target CPU (``-march``, e.g.
+needs one for SWI-Prolog) into ``$NESYBENCH_KERNELS`` (default: ``kernels/`` in the user cache
+folder, :func:`nesybench.paths.cache_root`), keyed by the source, the flags and the CPU, so
+it is built once per machine; ``make setup`` builds it. ``$NESYBENCH_KERNEL_TARGET`` picks another target CPU (``-march``, e.g.
 ``x86-64-v3`` for any AVX2 + FMA machine; ``default`` for the compiler's own). Its numbers
 are the same on every machine (see the comment at the top of
 ``kernel.c``) and differ from the PyTorch trainer's only by float summation order.
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import ROOT
+from ..paths import cache_root
 from ..errors import NesyError
 
 SOURCE = Path(__file__).with_name("kernel.c")
@@ -60,7 +60,8 @@ def _pad(n: int) -> int:
 # -- building the kernel ----------------------------------------------------------------
 
 def kernel_dir() -> Path:
-    return Path(os.environ.get("NESYBENCH_KERNELS") or ROOT / ".deps" / "kernels")
+    """``$NESYBENCH_KERNELS``, else ``kernels/`` in the user cache folder."""
+    return Path(os.environ.get("NESYBENCH_KERNELS") or cache_root() / "kernels")
 
 
 def _cpu_key() -> str:

