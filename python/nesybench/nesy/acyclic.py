@@ -17,6 +17,17 @@ from __future__ import annotations
 from problog.formula import LogicDAG, LogicFormula
 
 
+class _DAG(LogicDAG):
+    """A :class:`LogicDAG` that keeps an atom's own name when a query label is added for it.
+    ProbLog renames a fact's atom after a query proved by that fact alone; the query here is
+    nesybench's internal label atom, and the fact (a learnable ``t(P)`` one, say) must keep the
+    name users know it by."""
+
+    def add_name(self, name, key, label=None, keep_name=False):
+        keep_name = keep_name or getattr(name, "functor", None) == "nesy__label"
+        return super().add_name(name, key, label=label, keep_name=keep_name)
+
+
 def _roots(source: LogicFormula) -> list[int]:
     return ([abs(n) for _, n, _ in source.labeled() if source.is_probabilistic(n)]
             + [abs(n) for _, n, _ in source.evidence_all() if source.is_probabilistic(n)])
@@ -91,8 +102,9 @@ def _copy(source: LogicFormula, target: LogicDAG, root: int, memo: dict,
 def to_dag(source: LogicFormula) -> LogicDAG:
     """``LogicDAG.create_from(source)``, made as a memoised copy when no cycle is reachable."""
     if has_cycle(source):
-        return LogicDAG.create_from(source)
-    target = LogicDAG()
+        from problog.cycles import break_cycles
+        return break_cycles(source, _DAG())
+    target = _DAG()
     memo: dict = {}
     for q, n, label in source.labeled():
         new = _copy(source, target, n, memo, False) if source.is_probabilistic(n) else n

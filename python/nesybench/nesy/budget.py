@@ -187,11 +187,19 @@ class _Interrupted(BaseException):
 
 
 def budgeted_grounding(clock: Clock):
-    """``(engine, target)``: ProbLog's engine and ground formula, both checking ``clock``."""
+    """``(engine, target)``: ProbLog's engine with only the allow-listed builtins
+    (:func:`~nesybench.nesy.sandbox.safe_engine`) and a ground formula, both checking
+    ``clock``."""
     from problog.engine_stack import StackBasedEngine
     from problog.formula import LogicFormula
 
     class Formula(LogicFormula):
+        def add_name(self, name, key, label=None, keep_name=False):
+            # a query proved by one fact alone would rename that fact's atom after the query
+            # (nesybench's internal label atom): keep the fact's own name
+            keep_name = keep_name or getattr(name, "functor", None) == "nesy__label"
+            return super().add_name(name, key, label=label, keep_name=keep_name)
+
         def _add(self, node, key=None, reuse=True):
             out = super()._add(node, key=key, reuse=reuse)
             n = len(self)
@@ -213,4 +221,5 @@ def budgeted_grounding(clock: Clock):
             clock.check_stack(self.stack_size * 2)
             super().grow_stack()
 
-    return Engine(), Formula()
+    from .sandbox import safe_engine
+    return safe_engine(Engine), Formula()

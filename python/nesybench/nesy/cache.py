@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-ENGINE_VERSION = "nesy-engine-4"
+ENGINE_VERSION = "nesy-engine-5"
 
 
 def cache_dir() -> Path:

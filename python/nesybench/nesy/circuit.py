@@ -296,8 +296,32 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
         out = self._evaluate(x, ip, ineg)
         out = out if self.semiring == "log" else torch.log(out)
         if self.evidence:
-            out = out - self.log_evidence(x)
+            out = out - self._checked_evidence(x, concept_probs, log_input)
         return out
+
+    def _checked_evidence(self, x, concept_probs, log_input: bool):
+        """``log P(e)`` per example (B,), after checking that no example's evidence is
+        impossible. An impossible observation (P(e) = 0: logically, through 0/1 weights, or
+        through a concept probability of exactly 0) raises :class:`NesyError` naming the
+        evidence and the examples: conditioning on it has no meaning, and the clamp that keeps
+        log-space gradients finite would otherwise renormalise a ~1e-308 mass silently."""
+        log_e = self.log_evidence(x)
+        with torch.no_grad():
+            exact = log_e
+            if self.semiring == "log" and not log_input and concept_probs and \
+                    any(bool((p == 0).any()) for p in concept_probs):
+                # the inputs were clamped to the smallest normal number: evaluate once more
+                # with exact zeros (log 0 = -inf, which the log-semiring circuit carries through)
+                exact = self.log_evidence(torch.log(torch.cat(list(concept_probs), dim=1)
+                                                    .to(x.dtype)))
+            bad = torch.isneginf(exact) | torch.isnan(exact)
+        if bool(bad.any()):
+            rows = torch.nonzero(bad).flatten().tolist()
+            which = ", ".join(map(str, rows[:10])) + (" ..." if len(rows) > 10 else "")
+            raise NesyError(f"evidence {', '.join(self.evidence)} is impossible (probability 0) "
+                            f"for {len(rows)} of {x.shape[0]} example(s) (rows {which}); "
+                            "conditioning on it is undefined", field="evidence")
+        return log_e
 
     def log_evidence(self, x):
         """``log P(e)`` per example (B,) for concept inputs ``x`` in the circuit's semiring:
@@ -332,7 +356,7 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
             val = self._evaluate(xx, ipos, ineg).reshape(B, m)
             outs.append(torch.exp(val) if self.semiring == "log" else val)
         if self.evidence:
-            z = torch.exp(self.log_evidence(x))[:, None]
+            z = torch.exp(self._checked_evidence(x, concept_probs, log_input))[:, None]
             outs = [o / z for o in outs]
         return outs
 

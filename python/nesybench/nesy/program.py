@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NesyError
-from .sandbox import check_program, position
+from .sandbox import ProgramChecker, check_program, engine_builtin_names, position
 
 NN_FUNCTOR = "nn"
 NN_PROB = "nesy__nn"   # probability of a ground neural choice: nesy__nn(Net, Inputs, V, Values)
@@ -140,7 +140,7 @@ def parse(text: str, source: str | None = None, networks=None) -> list:
     except RecursionError:
         raise NesyError("program does not parse: a term is nested too deeply",
                         file=source) from None
-    clauses = check_program(clauses, text, source)
+    clauses = [_name_anonymous(cl) for cl in check_program(clauses, text, source)]
     known = None if networks is None else set(networks)
     out = []
     for cl in clauses:
@@ -195,6 +195,30 @@ def parse(text: str, source: str | None = None, networks=None) -> list:
         else:
             out.append(cl)
     return out
+
+
+def _name_anonymous(cl):
+    """``cl`` with each anonymous variable ``_`` of its body renamed apart (``_Anon1``, ...).
+    The meaning is the same; ProbLog's clause compiler crashes on a bare ``_`` as an argument of
+    ``findall/3`` and the other aggregates, which it mistakes for its own wrapper."""
+    from problog.logic import AnnotatedDisjunction, Clause, Term, Var
+    count = [0]
+
+    def rename(t):
+        if isinstance(t, Var):
+            if t.name != "_":
+                return t
+            count[0] += 1
+            return Var(f"_Anon{count[0]}")
+        if isinstance(t, Term) and t.args:
+            return t.with_args(*(rename(a) for a in t.args))
+        return t
+
+    if isinstance(cl, AnnotatedDisjunction):
+        return AnnotatedDisjunction(cl.heads, rename(cl.body))
+    if isinstance(cl, Clause) and cl.head is not None:
+        return Clause(cl.head, rename(cl.body), location=getattr(cl, "location", None))
+    return cl
 
 
 def _free_parameters(cl):
@@ -309,8 +333,14 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     for cl in clauses:
         prog.add_clause(cl)
     qvars = []
+    checker = ProgramChecker(text, source)
+    checker.known = _defined(clauses)
     for j, q in enumerate(queries):
         qt = _query_term(q, source)
+        try:
+            checker.check_atom(qt, "query", qt)
+        except NesyError as exc:
+            raise NesyError(exc.message, file=source, field="query") from None
         vs = _free_vars(qt)
         qvars.append(vs)
         head = Term(LABEL_FUNCTOR, Constant(j), *vs)
@@ -322,8 +352,7 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
             lf = eng.ground_all(eng.prepare(prog), target=target)
             dag = to_dag(lf)   # ProbLog's DAG; no quadratic cycle bookkeeping when acyclic
     except ProbLogError as exc:
-        raise NesyError(f"grounding failed: {getattr(exc, 'base_message', exc)}", file=source,
-                        **_where(text, getattr(exc, "location", None))) from None
+        raise _grounding_error(exc, text, source) from None
     except RecursionError:
         raise NesyError("grounding failed: recursion too deep", file=source) from None
 
@@ -476,6 +505,44 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     h = hashlib.sha256(text.encode()).hexdigest()
     return GroundProgram(choices=choices, nodes=nodes, labels=labels, source=source, text_hash=h,
                          evidence=evidence)
+
+
+def _defined(clauses) -> set[str]:
+    """``name/arity`` of every predicate ``clauses`` define (heads of clauses, facts and
+    disjunctions, library clauses included)."""
+    from problog.logic import AnnotatedDisjunction, Clause, Or, Term
+    from .sandbox import _disjuncts, _signature
+    out = set()
+    for cl in clauses:
+        if isinstance(cl, AnnotatedDisjunction):
+            heads = cl.heads
+        elif isinstance(cl, Clause):
+            heads = [cl.head]
+        elif isinstance(cl, Or):
+            heads = list(_disjuncts(cl))
+        else:
+            heads = [cl]
+        out.update(_signature(h) for h in heads if isinstance(h, Term))
+    return out
+
+
+def _grounding_error(exc, text: str, source) -> NesyError:
+    """One line for a ProbLog error while grounding, with file:line:column where the engine
+    gives a position. A call that reached a predicate the engine does not have (a builtin
+    outside the allow-list, named in a goal built at run time) is a refusal."""
+    from problog.engine import UnknownClause
+    where = _where(text, getattr(exc, "location", None))
+    message = str(getattr(exc, "base_message", None) or exc).strip().splitlines()[0]
+    if isinstance(exc, UnknownClause):
+        sig = message.split("'")[1] if message.count("'") >= 2 else message
+        if sig in engine_builtin_names() or sig.startswith("_"):
+            return NesyError(f"program refused: {sig} was called, and it is not allowed in a "
+                             "program (file, database, output and engine builtins do not exist "
+                             "in nesybench's engine; see nesybench.nesy.sandbox)", file=source,
+                             **where)
+        return NesyError(f"grounding failed: {sig} was called but has no clauses", file=source,
+                         **where)
+    return NesyError(f"grounding failed: {message}", file=source, **where)
 
 
 def _sort_key(v):

@@ -1,35 +1,32 @@
-r"""What a ProbLog program handed to nesybench may do: an allow-list, checked before grounding.
+r"""What a ProbLog program handed to nesybench may do: an engine that has only pure builtins,
+and an allow-list checked before grounding for clear errors.
 
 ProbLog is a Prolog engine written in Python, and its builtin table reaches far beyond logic:
 ``consult/1``, ``use_module/1`` (which imports a Python file), ``'_use_module'/2``,
 ``subquery/2``, ``writeln/1``, ``cmd_args/1``, ``dbg_printdb/0``... A program from someone else
-(a shared task file, a model zoo entry) is therefore code. This module decides, before ProbLog
-sees the text, that a program uses only
+(a shared task file, a model zoo entry) is therefore code. Two layers keep it logic:
 
-* the **language**: facts, rules, probabilistic facts and annotated disjunctions (numeric, ``t(_)``
-  learnable or ``nn(...)`` neural), ``query/1``, ``evidence/1``, ``evidence/2``;
-* the **builtins listed in** :data:`BUILTINS` (unification, comparison, arithmetic, type checks,
-  term inspection) and the **meta-calls** of :data:`META` whose goal arguments are themselves
-  checked (a goal that is a variable at load time, e.g. built with ``=..`` and passed to
-  ``call/1``, is refused because nothing can be known about it);
-* the predicates of the libraries in :data:`LIBRARIES`, imported with
-  ``:- use_module(library(Name)).`` — the only directive there is;
-* **predicates the program defines itself**, with any name and arity, unless the name starts
-  with an underscore (ProbLog's internal predicates) or is one of ProbLog's builtins (a
-  definition there would not be the one that runs).
+1. **The engine** (:func:`safe_engine`) is ProbLog's stack-based engine built *without* its
+   builtin table; only the builtins of :data:`ENGINE_BUILTINS` are registered (pure logic:
+   unification, comparison, arithmetic, type checks, term inspection, and the meta-calls
+   ``call/N``, ``once/1``, ``findall/3`` whose goals this same engine resolves). Whatever path
+   a goal takes (``call/N``, ``\+``, ``findall``, ``maplist``/``include``/``foldl`` of any
+   arity, ``query/1``, ``evidence/1,2``, a goal built with ``=..``), a predicate outside that
+   table does not exist there: grounding stops with a one-line refusal naming it.
+   ``:- use_module(library(lists|apply))`` is resolved by :func:`library_clauses`, which adds
+   the clauses of ProbLog's Prolog libraries (no file is loaded at run time, no Python module
+   imported).
+2. **The static check** (:class:`ProgramChecker`), before ProbLog sees the program, refuses
+   with file, line and column what would fail or be refused later: a goal that is not
+   a predicate the program defines, a builtin of :data:`BUILTINS` or :data:`META`, or a
+   predicate of an imported library in :data:`LIBRARIES`; directives other than the library
+   imports; ``query``/``evidence`` written as rules or probabilistic facts, or over an atom the
+   program cannot define. Goals that are variables at load time cannot be checked in advance:
+   they run on the engine above, which is the layer that holds.
 
-A goal that is a variable when the program is loaded (``and([H|T]) :- H, and(T).``, or the
-goal of ``\+``, ``once/1``, ``call/1``, ``findall/3``) cannot be checked in advance. It is run
-through a **dispatcher** instead: the variable becomes ``nesy__call(G)``, and ``nesy__call/1``
-has one clause per allowed predicate (those the program defines, its imported libraries' and
-the builtins above, plus ``,``/``;``/``\+``), so whatever ``G`` is bound to at run time either
-is one of them or fails. (Unlike Prolog, an unbound ``G`` enumerates them rather than raising
-an instantiation error.) A variable goal that would receive extra arguments (``call(G, X)``,
-``maplist(G, L)``) is refused.
-
-Anything else is refused with the file, line and column of the goal and its ``name/arity``.
-The check walks goals, not data: an atom ``'x.py'`` as an argument is inert unless something
-executes it, and nothing on the lists executes data.
+Programs may define predicates with any name and arity, unless the name starts with an
+underscore (ProbLog's internal predicates) or is one of ProbLog's builtins (a definition there
+would not be the one that runs).
 """
 from __future__ import annotations
 
@@ -62,7 +59,7 @@ META: dict[str, tuple[tuple[int, int], ...]] = {
     # library(apply)
     **{f"maplist/{n}": ((0, n - 1),) for n in range(2, 6)},
     "include/3": ((0, 1),), "exclude/3": ((0, 1),), "partition/4": ((0, 1),),
-    **{f"foldl/{n}": ((0, n - 2),) for n in range(4, 7)},
+    **{f"foldl/{n}": ((0, n - 1),) for n in range(4, 7)},
 }
 
 #: libraries a program may import, and the predicates each defines for it
@@ -79,6 +76,20 @@ LIBRARIES: dict[str, frozenset[str]] = {
     "apply": frozenset({"maplist/2", "maplist/3", "maplist/4", "maplist/5", "include/3",
                         "exclude/3", "partition/4", "foldl/4", "foldl/5", "foldl/6"}),
 }
+
+#: the builtins the grounding engine registers at all (:func:`safe_engine`): :data:`BUILTINS`,
+#: the meta-calls that are builtins of ProbLog's engine (their goals are resolved by the same
+#: engine), and the two pure helpers ProbLog's ``lists.pl`` calls. Nothing else exists there.
+ENGINE_BUILTINS: frozenset[str] = BUILTINS | frozenset({
+    "findall/3", "all/3", "all_or_none/3", "once/1", *(f"call/{n}" for n in range(1, 10)),
+    "memberchk_ground/2", "ground_list/2",
+})
+
+#: ProbLog's engine refers to its first eight builtins by position: they are registered first,
+#: in this order (all eight are pure; the three aggregates resolve their goal on this engine)
+_FIXED_ORDER = ("true/0", "fail/0", "false/0", "=/2", "\\=/2", "findall/3", "all/3",
+                "all_or_none/3")
+
 
 #: facts with a meaning to the engine (they are statements, not calls)
 STATEMENTS = frozenset({"query/1", "evidence/1", "evidence/2"})
@@ -129,10 +140,21 @@ def _signature(term) -> str:
     return f"{_name(term)}/{term.arity}"
 
 
+_FULL_TABLE: list[frozenset[str]] = []
+
+
 def _engine_builtins() -> frozenset[str]:
-    """Every builtin of ProbLog's engine (names a program may not redefine)."""
-    from problog.engine import DefaultEngine
-    return frozenset(DefaultEngine().get_builtins())
+    """Every builtin of ProbLog's full engine (names a program may not redefine or call). The
+    full engine is built only to read its table's names; it never runs a program."""
+    if not _FULL_TABLE:
+        from problog.engine import DefaultEngine
+        _FULL_TABLE.append(frozenset(DefaultEngine().get_builtins()))
+    return _FULL_TABLE[0]
+
+
+def engine_builtin_names() -> frozenset[str]:
+    """The signatures of every builtin ProbLog's full engine registers (public name)."""
+    return _engine_builtins()
 
 
 class ProgramChecker:
@@ -145,7 +167,7 @@ class ProgramChecker:
         self.text = text
         self.source = source
         self.reserved = _engine_builtins() | CONTROL | {"\\+/1", ":-/1", ":-/2", "::/2"}
-        self.needs_dispatch = False     # a variable goal was found (see the module docstring)
+        self.libraries: set[str] = set()
         self.known: set[str] = set()
         self.defined: set[str] = set()
 
@@ -164,6 +186,7 @@ class ProgramChecker:
         defined: set[str] = set()
         libraries: set[str] = set()
         bodies = []          # (body, clause) pairs, checked once every head is known
+        statements = []      # query/evidence facts, their atoms checked likewise
         for cl in clauses:
             if isinstance(cl, Clause) and (cl.head is None or _name(cl.head) == "_directive") \
                     or (isinstance(cl, Term) and cl.functor == ":-" and cl.arity == 1):
@@ -180,6 +203,10 @@ class ProgramChecker:
                 heads, body = [cl], None
             for h in heads:
                 self._head(h, cl)
+                if _signature(h) in STATEMENTS:
+                    self._statement_form(h, cl, body, len(heads))
+                    statements.append((h, cl))
+                    continue
                 self._probability(getattr(h, "probability", None), h, cl)
                 defined.add(_signature(h))
             if body is not None:
@@ -187,9 +214,49 @@ class ProgramChecker:
         known = set(defined)
         for lib in libraries:
             known |= LIBRARIES[lib]
-        self.known, self.defined = known, defined
+        self.known, self.defined, self.libraries = known, defined, libraries
         for body, cl in bodies:
             self._goal(body, cl, known, 0)
+        for h, cl in statements:
+            self.check_atom(h.args[0], f"{_signature(h)}", h, cl)
+
+    def _statement_form(self, head, clause, body, n_heads: int) -> None:
+        """``query/1`` and ``evidence/1,2`` are statements: plain facts, never rules,
+        probabilistic facts or heads of a disjunction (ProbLog would ground their argument as a
+        goal, or crash)."""
+        from problog.logic import Term
+        sig = _signature(head)
+        if body is not None or n_heads > 1 or getattr(head, "probability", None) is not None:
+            raise self._refuse(f"{sig} is a statement: write it as a plain fact, "
+                               f"e.g. {_name(head)}(a).", head, clause)
+        if sig == "evidence/2":
+            value = head.args[1]
+            if not (isinstance(value, Term) and not value.is_var() and value.arity == 0
+                    and _name(value) in ("true", "false")):
+                raise self._refuse(f"evidence/2: the observed value must be true or false, "
+                                   f"not {value}", head, clause)
+
+    def check_atom(self, atom, what: str, node, clause=None) -> None:
+        """``atom`` (the argument of a ``query``/``evidence`` statement, or a query atom given
+        from outside) must be an atom the program can define, or a pure builtin."""
+        from problog.logic import Not, Term, Var
+        if isinstance(atom, Not) or (isinstance(atom, Term) and _signature(atom) == "\\+/1"):
+            self.check_atom(atom.args[0], what, node, clause)   # evidence(\+ a): a is false
+            return
+        if isinstance(atom, Var) or not isinstance(atom, Term) or atom.is_var() or \
+                isinstance(atom.functor, ARITH_OK):
+            raise self._refuse(f"{what}: {atom} is not an atom", node, clause)
+        sig = _signature(atom)
+        if _name(atom).startswith("_"):
+            raise self._refuse(f"{what}: {sig} is internal to the engine and not allowed",
+                               node, clause)
+        if sig in self.known and sig not in self.reserved or sig in BUILTINS:
+            return
+        if sig in self.reserved or sig in META:
+            raise self._refuse(f"{what}: {sig} is not allowed in a program (file, database, "
+                               "output and engine builtins are refused; see the allowed list "
+                               "in nesybench.nesy.sandbox)", node, clause)
+        raise self._refuse(f"{what}: {sig} is not defined in the program", node, clause)
 
     def _directive(self, goal, clause) -> str:
         from problog.logic import Term
@@ -240,8 +307,7 @@ class ProgramChecker:
         if depth > 10_000:
             raise self._refuse("clause body nested too deeply", goal, clause)
         if isinstance(goal, Var) or (isinstance(goal, Term) and goal.is_var()):
-            self.needs_dispatch = True      # checked at run time by nesy__call/1
-            return
+            return          # known only at run time: the engine has nothing unsafe to reach
         if not isinstance(goal, Term) or isinstance(goal.functor, ARITH_OK):
             raise self._refuse(f"{goal} is not a goal", goal, clause)
         if isinstance(goal, (And, Or)) or _signature(goal) in CONTROL:
@@ -258,12 +324,7 @@ class ProgramChecker:
             for pos, extra in META[sig]:
                 sub = goal.args[pos]
                 if isinstance(sub, Var) or (isinstance(sub, Term) and sub.is_var()):
-                    if extra == 0:
-                        self.needs_dispatch = True
-                        continue
-                    raise self._refuse(f"{sig}: its goal is a variable at load time and gets "
-                                       f"{extra} more argument(s); it cannot be checked",
-                                       goal, clause)
+                    continue        # resolved at run time by the engine (module docstring)
                 if not isinstance(sub, Term) or isinstance(sub.functor, ARITH_OK):
                     raise self._refuse(f"{sig}: {sub} is not a goal", goal, clause)
                 if extra:
@@ -288,60 +349,144 @@ class ProgramChecker:
                            "builtin", goal, clause)
 
 
-DISPATCH = "nesy__call"
+class _Registrar:
+    """Stands in for an engine while ProbLog's standard builtins are added: only the
+    signatures of ``allowed`` reach the real engine, the rest are never registered."""
+
+    def __init__(self, engine, allowed: frozenset[str]):
+        self.engine = engine
+        self.allowed = allowed
+        self.registered: list[str] = []
+
+    def add_builtin(self, name, arity, function) -> None:
+        sig = f"{name}/{arity}"
+        if sig in self.allowed and sig not in self.registered:
+            self.engine.add_builtin(name, arity, function)
+            self.registered.append(sig)
 
 
-def _is_var(t) -> bool:
-    from problog.logic import Term, Var
-    return isinstance(t, Var) or (isinstance(t, Term) and t.is_var())
+def _memberchk_ground(element, lst, **_):
+    """``memberchk_ground(X, L)`` of ProbLog's ``lists.pl``: memberchk/2 over a ground list,
+    walked here rather than by one tabled call per element; fails for anything else."""
+    from problog.engine_unify import UnifyError, unify_value
+    from problog.logic import is_ground, term2list
+    if lst is None or not is_ground(lst):
+        return []
+    try:
+        elements = term2list(lst, deep=False)
+    except ValueError:
+        return []
+    for e in elements:
+        if element is None:
+            return [(e, lst)]
+        try:
+            unify_value(element, e, {})
+        except UnifyError:
+            continue
+        return [(e, lst)]
+    return []
 
 
-def guard_body(goal, defined=frozenset()):
-    """``goal`` with every variable in a goal position wrapped as ``nesy__call(G)``
-    (``defined``: the program's own predicates, which are not meta-calls even when a library
-    predicate has their name)."""
-    from problog.logic import And, Not, Or, Term
-    if _is_var(goal):
-        return Term(DISPATCH, goal)
-    if isinstance(goal, And):
-        return And(guard_body(goal.op1, defined), guard_body(goal.op2, defined))
-    if isinstance(goal, Or):
-        return Or(guard_body(goal.op1, defined), guard_body(goal.op2, defined))
-    if isinstance(goal, Not):
-        return Not(goal.functor, guard_body(goal.child, defined))
-    if isinstance(goal, Term) and _signature(goal) in META and not (
-            defined and _signature(goal) in defined):
-        args = list(goal.args)
-        changed = False
-        for pos, extra in META[_signature(goal)]:
-            if extra == 0 and _is_var(args[pos]):
-                args[pos] = Term(DISPATCH, args[pos])
-                changed = True
-            elif extra == 0 and isinstance(args[pos], Term):
-                new = guard_body(args[pos], defined)
-                changed = changed or new is not args[pos]
-                args[pos] = new
-        if changed:
-            return goal(*args)
-    return goal
+def _ground_list(lst, flag, **_):
+    """``ground_list(L, B)``: ``B`` is ``true`` when ``L`` is a ground proper list."""
+    from problog.engine_unify import UnifyError, unify_value
+    from problog.logic import Term, is_ground, term2list
+    answer = Term("false")
+    if lst is not None and is_ground(lst):
+        try:
+            term2list(lst, deep=False)
+            answer = Term("true")
+        except ValueError:
+            pass
+    if flag is None:
+        return [(lst, answer)]
+    try:
+        unify_value(flag, answer, {})
+    except UnifyError:
+        return []
+    return [(lst, answer)]
 
 
-def dispatcher(known: set[str]) -> list:
-    """The clauses of ``nesy__call/1``: one per allowed predicate, and the control constructs."""
+def install_builtins(engine) -> list[str]:
+    """Register on ``engine`` (built with ``builtins=False``) the builtins of
+    :data:`ENGINE_BUILTINS` and nothing else; return their signatures in table order."""
+    from problog.engine_builtin import add_standard_builtins
+    from problog.engine_stack import (BooleanBuiltIn, SimpleBuiltIn,
+                                      SimpleProbabilisticBuiltIn)
+    reg = _Registrar(engine, ENGINE_BUILTINS)
+    # the positional eight first: let them through alone, then the whole table filtered
+    first = _Registrar(engine, frozenset(_FIXED_ORDER))
+    add_standard_builtins(first, BooleanBuiltIn, SimpleBuiltIn, SimpleProbabilisticBuiltIn)
+    if tuple(first.registered) != _FIXED_ORDER:      # a ProbLog release that changed its table
+        raise NesyError("ProbLog's builtin table is not the one nesybench was built for "
+                        f"(first entries {first.registered}); refusing to ground")
+    reg.registered = list(first.registered)
+    add_standard_builtins(reg, BooleanBuiltIn, SimpleBuiltIn, SimpleProbabilisticBuiltIn)
+    engine.add_builtin("memberchk_ground", 2, SimpleBuiltIn(_memberchk_ground))
+    engine.add_builtin("ground_list", 2, SimpleBuiltIn(_ground_list))
+    reg.registered += ["memberchk_ground/2", "ground_list/2"]
+    registered = set(engine.get_builtins())
+    if not registered <= ENGINE_BUILTINS:           # by construction; checked all the same
+        raise NesyError("the grounding engine holds builtins outside the allow-list: "
+                        + ", ".join(sorted(registered - ENGINE_BUILTINS)))
+    return reg.registered
+
+
+def safe_engine(cls=None, **kwargs):
+    """An instance of ProbLog's stack-based engine (or of ``cls``, a subclass) that has only the
+    builtins of :data:`ENGINE_BUILTINS`. A goal naming any other builtin finds no definition:
+    ProbLog raises ``UnknownClause``, which :func:`nesybench.nesy.program.ground` reports as a
+    refusal."""
+    from problog.engine_stack import StackBasedEngine
+    engine = (cls or StackBasedEngine)(builtins=False, **kwargs)
+    install_builtins(engine)
+    return engine
+
+
+_LIBRARY_TEXT: dict[str, str] = {}
+
+
+def library_clauses(name: str) -> list:
+    """The clauses of ProbLog's Prolog library ``name`` (one of :data:`LIBRARIES`), read from
+    the installed ``problog`` package and parsed as data: its ``:- module`` and
+    ``:- use_module`` directives are dropped (the Python helpers ``lists.pl`` imports are the
+    two pure builtins of :data:`ENGINE_BUILTINS`)."""
+    from importlib.resources import files
+
+    from problog.logic import Clause, Term
+    from problog.program import PrologString
+    if name not in LIBRARIES:
+        raise NesyError(f"library {name!r} is not allowed")
+    text = _LIBRARY_TEXT.get(name)
+    if text is None:
+        text = (files("problog") / "library" / f"{name}.pl").read_text(encoding="utf-8")
+        _LIBRARY_TEXT[name] = text
+    out = []
+    for cl in PrologString(text):
+        if isinstance(cl, Clause) and cl.head is not None and _name(cl.head) == "_directive":
+            continue
+        if isinstance(cl, Term) and cl.functor == ":-" and cl.arity == 1:
+            continue
+        out.append(cl)
+    return out
+
+
+def control_clauses() -> list:
+    """Clauses for ``','/2``, ``';'/2`` and ``'\\+'/1`` as goals built at run time
+    (``G = (a, b), call(G)``): ProbLog compiles these constructs when they are written in a
+    body, and has no definition for them as called terms."""
     from problog.logic import And, Clause, Not, Term, Var
-    clauses = []
-    for sig in sorted(known | BUILTINS):
-        name, arity = sig.rsplit("/", 1)
-        args = [Var(f"A{i}") for i in range(int(arity))]
-        goal = Term(name, *args)
-        clauses.append(Clause(Term(DISPATCH, goal), goal))
     a, b = Var("A"), Var("B")
-    call_a, call_b = Term(DISPATCH, a), Term(DISPATCH, b)
-    clauses.append(Clause(Term(DISPATCH, Term(",", a, b)), And(call_a, call_b)))
-    clauses.append(Clause(Term(DISPATCH, Term(";", a, b)), call_a))
-    clauses.append(Clause(Term(DISPATCH, Term(";", a, b)), call_b))
-    clauses.append(Clause(Term(DISPATCH, Term("\\+", a)), Not("\\+", call_a)))
-    return clauses
+    return [Clause(Term(",", a, b), And(Term("call", a), Term("call", b))),
+            Clause(Term(";", a, b), Term("call", a)),
+            Clause(Term(";", a, b), Term("call", b)),
+            Clause(Term("\\+", a), Not("\\+", Term("call", a)))]
+
+
+def _is_directive(cl) -> bool:
+    from problog.logic import Clause, Term
+    return (isinstance(cl, Clause) and (cl.head is None or _name(cl.head) == "_directive")) \
+        or (isinstance(cl, Term) and cl.functor == ":-" and cl.arity == 1)
 
 
 def _disjuncts(term):
@@ -359,17 +504,11 @@ def _disjuncts(term):
 
 def check_program(clauses, text: str, source: str | None = None) -> list:
     """Refuse ``clauses`` (parsed from ``text``) unless every goal is on the allow-list; return
-    the clauses to run: the same, or with variable goals guarded by the dispatcher."""
-    from problog.logic import AnnotatedDisjunction, Clause
+    the clauses to ground: the program's own (without its directives) followed by the clauses
+    of the libraries it imports."""
     checker = ProgramChecker(text, source)
     checker.check(clauses)
-    if not checker.needs_dispatch:
-        return list(clauses)
-    out = []
-    for cl in clauses:
-        if isinstance(cl, Clause) and cl.head is not None and _name(cl.head) != "_directive":
-            cl = Clause(cl.head, guard_body(cl.body, checker.defined), location=getattr(cl, "location", None))
-        elif isinstance(cl, AnnotatedDisjunction):
-            cl = AnnotatedDisjunction(cl.heads, guard_body(cl.body, checker.defined))
-        out.append(cl)
-    return out + dispatcher(checker.known)
+    out = [cl for cl in clauses if not _is_directive(cl)]
+    for lib in sorted(checker.libraries):
+        out.extend(library_clauses(lib))
+    return out + control_clauses()
