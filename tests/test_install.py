@@ -96,3 +96,65 @@ def test_data_list_and_a_cached_fetch_are_offline(capsys):
                           cached[0]], capture_output=True, text=True, env=env, check=False)
     assert res.returncode == 0, res.stderr
     assert "1 data file(s) cached" in res.stdout
+
+
+# -- nesybench doctor --------------------------------------------------------------------------
+
+def test_doctor_reports_every_component(capsys):
+    from nesybench import doctor
+    assert main(["doctor", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True
+    names = {c["name"]: c for c in report["components"]}
+    for name in ("swipl", "janus", "clingo", "problog", "pysdd", "klay", "torch", "ray", "hub",
+                 "clip", "docs", "aleph", "ski-kernel", "data-cache"):
+        assert name in names, name
+    assert all(names[n]["status"] == "ok" for n in ("swipl", "janus", "clingo", "torch"))
+    swipl = tuple(int(x) for x in names["swipl"]["version"].split("."))
+    assert swipl >= doctor.SWIPL_MIN
+    assert main(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("ready")
+    assert sum(line.split()[2] == "janus" for line in lines[1:-1]) == 1   # one line each
+
+
+def test_doctor_fails_when_a_core_part_is_missing(capsys, monkeypatch):
+    from nesybench import doctor
+    real = doctor._dist_version
+    monkeypatch.setattr(doctor, "_dist_version",
+                        lambda dist: None if dist in ("clingo", "ray") else real(dist))
+    monkeypatch.setattr(doctor, "check_swipl", lambda: doctor.Component(
+        "core", "swipl", "old", "9.0.4", "/usr/bin/swipl: janus needs >= 9.1.12",
+        doctor.SWIPL_FIX))
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    lines = {line.split()[2]: line for line in out.splitlines()[1:-1]}
+    assert lines["clingo"].startswith("missing") and "pip install 'clingo'" in lines["clingo"]
+    assert lines["swipl"].startswith("old") and "9.0.4" in lines["swipl"]
+    assert ">= 9.1.12" in lines["swipl"]
+    assert lines["ray"].startswith("off") and "nesybench[ray]" in lines["ray"]
+    assert "NOT READY" in out.splitlines()[-1]
+    assert main(["doctor", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False
+
+
+def test_doctor_a_missing_extra_is_not_a_failure(capsys, monkeypatch):
+    from nesybench import doctor
+    real = doctor._dist_version
+    monkeypatch.setattr(doctor, "_dist_version",
+                        lambda dist: None if dist in ("transformers", "mkdocs") else real(dist))
+    monkeypatch.setenv("NESYBENCH_ALEPH", "/nonexistent/aleph.pl")
+    assert main(["doctor", "--json"]) == 0
+    names = {c["name"]: c for c in json.loads(capsys.readouterr().out)["components"]}
+    assert names["clip"]["status"] == "off" and "nesybench[clip]" in names["clip"]["fix"]
+    assert names["docs"]["status"] == "off"
+    assert names["aleph"]["status"] == "missing" and "NESYBENCH_ALEPH" in names["aleph"]["fix"]
+
+
+def test_doctor_reports_an_empty_data_cache(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NESYBENCH_DATA", str(tmp_path / "empty"))
+    assert main(["doctor", "--json"]) == 0          # the data cache is not a core part
+    names = {c["name"]: c for c in json.loads(capsys.readouterr().out)["components"]}
+    assert names["data-cache"]["status"] == "missing"
+    assert names["data-cache"]["fix"].startswith("nesybench data fetch")
