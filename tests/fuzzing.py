@@ -240,6 +240,38 @@ def asp_with_directives(draw) -> str:
     return base + "%* block *%\n" + directive + "\n"
 
 
+#: run functions a hostile spec may name: importable callables and modules with side effects
+HOSTILE_FUNCTIONS = ["builtins:print", "this:x", "os:system", "subprocess:run", "builtins:exec",
+                     "nesybench.cli:main", "nesybench.runs.demo:nope", " demo.toy",
+                     "demo.toy:toy_cell", "runs.demo.toy", "__import__"]
+#: a file that only a command run from a hostile spec would create (in the working folder)
+CANARY = "NESYBENCH-FUZZ-CANARY"
+#: ways a spec names a program: a shell learner, a command key, a learner's Prolog file
+_CODE = [{"system": "cmd"}, {"system": "CMD "}, {"command": f"touch {CANARY}"},
+         {"system": "cmd", "options": {"command": f"touch {CANARY}"}},
+         {"system": "aleph", "options": {"aleph": f"{CANARY}.pl"}}, {"aleph": f"{CANARY}.pl"}]
+
+
+@st.composite
+def spec_naming_code(draw) -> dict:
+    """A sweep spec that names code: a non-registered ``function``, or a registered one
+    with a shell learner / learner Prolog file buried at some depth of its params or axes."""
+    spec = {"study": "hostile", "function": "demo.toy", "axes": {"x": [1]}}
+    if draw(st.booleans()):
+        spec["function"] = draw(st.sampled_from(HOSTILE_FUNCTIONS))
+        return spec
+    spec["function"] = draw(st.sampled_from(["demo.toy", "rudas.learn", "kandy.aleph"]))
+    node = draw(st.sampled_from(_CODE))
+    for _ in range(draw(st.integers(0, 6))):
+        node = draw(st.sampled_from([[node], {"learners": {"x": node}}, {"options": node},
+                                     {"systems": [node]}]))
+    if draw(st.booleans()):
+        spec["params"] = {"payload": node}
+    else:
+        spec["axes"] = {"payload": [node]}
+    return spec
+
+
 def check_outcome(res: Outcome, *, ok=(0,), what: str = "") -> None:
     """The property: a success status, or 2 with exactly one stderr line."""
     assert "Traceback" not in res.err, f"{what}\n{res.err}"
@@ -275,4 +307,4 @@ def fresh(folder: Path) -> Path:
 __all__ = ["KANDY_KEYS", "RS_KEYS", "mutated_yaml", "mutated_text", "run_cli", "check_outcome",
            "check_no_leftovers", "save_failure", "fresh", "ROOT", "FUZZ_DIR", "random",
            "deep_term", "deep_body", "function_symbol_rules", "huge_grounding",
-           "asp_with_directives", "STATS"]
+           "asp_with_directives", "STATS", "spec_naming_code", "HOSTILE_FUNCTIONS", "CANARY"]

@@ -18,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzzing import (FUZZ_DIR, KANDY_KEYS, ROOT, RS_KEYS, asp_with_directives,
+from fuzzing import (CANARY, FUZZ_DIR, KANDY_KEYS, ROOT, RS_KEYS, asp_with_directives,
                      check_no_leftovers, check_outcome, deep_body, deep_term, fresh,
-                     function_symbol_rules, huge_grounding, mutated_text, mutated_yaml, run_cli)
+                     function_symbol_rules, huge_grounding, mutated_text, mutated_yaml, run_cli,
+                     spec_naming_code)
 
 #: benchmarks/fuzz.py sets NESYBENCH_FUZZ_SCALE (examples x scale, random instead of the fixed
 #: CI examples) and NESYBENCH_FUZZ_SAVE (keep the last failing input of each test in the corpus)
@@ -261,6 +262,28 @@ def test_cli_option_values(case, data):
         check_no_leftovers(d, set())
 
 
+def _refused_without_running(res, spec_text: str, out: Path) -> None:
+    """A spec that names code: exit 2 with one line, no study folder, no command run."""
+    check_outcome(res, what=spec_text)
+    assert res.rc == 2, f"{spec_text}: accepted"
+    assert not out.exists(), f"{spec_text}: wrote {out}"
+    assert not Path(CANARY).exists(), f"{spec_text}: a command ran"
+
+
+@settings(max_examples=examples(25), **SETTINGS)
+@given(spec_naming_code())
+def test_specs_never_name_code(spec):
+    """A sweep spec naming an unregistered function or holding a shell learner / learner
+    Prolog file at any depth: refused (without --allow-commands) before anything runs."""
+    import yaml  # noqa: PLC0415
+    d = _dir("spec")
+    text = yaml.safe_dump(spec)
+    (d / "s.yaml").write_text(text)
+    res = run_cli(["runs", "start", d / "s.yaml", "--out", d / "o", "-e", "inline", "-q"])
+    with keep("spec", ".yaml", text):
+        _refused_without_running(res, text, d / "o")
+
+
 CORPUS = sorted(p for p in FUZZ_DIR.rglob("*") if p.is_file() and p.name != "README.md")
 
 
@@ -290,5 +313,11 @@ def test_corpus(path, rudas_ds):
         (d / "t.yaml").write_text(f"name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\n"
                                   f"knowledge: {path}\n")
         check_outcome(run_cli(["rs", "count", d / "t.yaml"]))
+    elif kind == "spec":
+        res = run_cli(["runs", "start", path, "--out", d / "o", "-e", "inline", "-q"])
+        _refused_without_running(res, path.name, d / "o")
+    elif kind == "experiment":
+        res = run_cli(["rudas", "experiment", path, "--out", d / "o", "-j", "0", "-q"])
+        _refused_without_running(res, path.name, d / "o")
     else:
         pytest.fail(f"unknown corpus kind {kind}")

@@ -91,7 +91,7 @@ def test_unknown_keys_function_and_params_are_refused_before_anything_is_written
         load_spec({"study": "s", "function": "demo.toy", "axis": {}})
     with pytest.raises(NesyError, match="unknown run function"):
         run_grid(toy_spec(function="no_such"), tmp_path / "a", executor="inline")
-    with pytest.raises(NesyError, match="cannot import"):
+    with pytest.raises(NesyError, match="is not registered"):
         run_grid(toy_spec(function="nesybench.nope:f"), tmp_path / "b", executor="inline")
     with pytest.raises(NesyError, match="unknown parameter 'z'"):
         run_grid(toy_spec(axes={"z": [1]}), tmp_path / "c", executor="inline")

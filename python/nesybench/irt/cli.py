@@ -115,7 +115,7 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
               help="equal-frequency difficulty bins")
 @click.option("--outlier", type=click.FloatRange(0, min_open=True), default=6.0,
               show_default=True, help="drop items with |b| above this")
-@click.option("--out", type=click.Path(dir_okay=False),
+@click.option("--out", "-o", type=click.Path(dir_okay=False),
               help="with --responses: write b, a, theta, kept, se_b, se_a, infit, outfit to "
                    "this .npz")
 @click.option("--json", "as_json", is_flag=True)

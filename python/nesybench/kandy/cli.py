@@ -282,15 +282,17 @@ def _names(value: str, what: str, choices) -> list[str]:
     return out
 
 
-def _run_sweep(spec, out: str, workers: int, quiet: bool, keep_going: bool, force_new: bool):
+def _run_sweep(spec, out: str, workers: int, quiet: bool, keep_going: bool, force_new: bool,
+               allow_commands: bool = False):
     """Run ``spec`` into the study ``out``; returns (Results, failed cells of this study).
-    Without ``keep_going`` the sweep stops at the first run that failed for good."""
+    Without ``keep_going`` the sweep stops at the first run that failed for good.
+    ``allow_commands``: the spec's programs (Aleph's file) were named on this command line."""
     from ..runs import Results, run_grid
 
     try:
         res = run_grid(spec, out, executor="inline" if workers == 0 else "local",
                        workers=max(workers, 1), progress=not quiet, fail_fast=not keep_going,
-                       force_new=force_new)
+                       force_new=force_new, allow_commands=allow_commands)
     except NesyError as exc:
         if keep_going or "(--fail-fast)" not in str(exc):
             raise
@@ -559,7 +561,9 @@ def ilp_run_cmd(ctx, dataset, aleph, encoding, bk, timeout, aleph_set, tasks, ou
     out = out or str(Path("studies") / f"kandy-{root.name}-aleph")
     if workers < 0:
         raise NesyError(f"--workers must be >= 0, got {workers}", field="workers")
-    res, fails = _run_sweep(spec, out, workers, quiet, keep_going, force_new)
+    # the Aleph file was named on this command line (--aleph): the user's own program
+    res, fails = _run_sweep(spec, out, workers, quiet, keep_going, force_new,
+                            allow_commands=True)
     # Aleph itself crashing is recorded as the task's row (scored as the empty theory), but
     # the run did not do its job: it counts as failed for the exit status
     for r in res.rows():

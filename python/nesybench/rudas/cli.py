@@ -310,8 +310,9 @@ def learn(dataset, system, out, command, aleph, targets, max_body, options, time
               help="replace an experiment of another configuration in --out (default: refuse; "
                    "the same configuration resumes)")
 @click.option("--allow-commands", is_flag=True,
-              help="run the shell commands of the spec's `command:` systems (refused "
-                   "otherwise: a spec from someone else would run code)")
+              help="run the spec's shell learners (system: cmd, a command at any depth) and "
+                   "learner Prolog files (aleph); refused otherwise: a spec from someone else "
+                   "would run code")
 @click.option("--json", "as_json", is_flag=True, help="print the tables and thresholds as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars and no tables")
 @click.pass_context
@@ -330,7 +331,8 @@ def experiment(ctx, spec, out, small, systems, workers, seed, cell_timeout, over
                          allow_commands=allow_commands)
     report, summary, fails, total = run_experiment(
         sp, out, workers=workers, overwrite=overwrite, force_new=force_new,
-        progress=not (quiet or as_json), cell_timeout=cell_timeout)
+        progress=not (quiet or as_json), cell_timeout=cell_timeout,
+        allow_commands=allow_commands)
     if as_json:
         click.echo(dumps({"tables": report["tables"], "thresholds": report["thresholds"],
                           "report": report["report"], "figure": report["figure"],

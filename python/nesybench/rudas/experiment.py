@@ -85,9 +85,10 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
     ``seed`` and ``systems`` (names of the spec's systems) override. One :class:`NesyError`
     naming the field on bad input.
 
-    A system with a ``command`` runs that shell command: a spec from someone else would be
-    code. Such a spec is refused unless ``allow_commands`` (``--allow-commands``) says the
-    user has read it."""
+    A shell learner (``system: cmd``, or a ``command`` at any depth of a system, its
+    ``options`` included) runs a shell command, and a learner's ``aleph`` file is Prolog run
+    unsandboxed: a spec from someone else would be code. Such a spec is refused unless
+    ``allow_commands`` (``--allow-commands``) says the user has read it."""
     p = Path(path)
     if not p.is_file():
         raise NesyError("experiment spec not found", file=str(p))
@@ -118,7 +119,8 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
     if isinstance(spec["seed"], bool) or not isinstance(spec["seed"], int):
         raise err(f"must be an integer, got {spec['seed']!r}", "seed")
     # systems: a name, or {name, system, options, command}
-    learners = {}
+    from ..runs.trust import commands_in, require_allowed  # noqa: PLC0415
+    learners, where = {}, {}
     for i, s in enumerate(spec.get("systems") or []):
         if isinstance(s, str):
             s = {"name": s}
@@ -128,17 +130,16 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
         if bad:
             raise err(f"unknown key {bad[0]!r} (name, system, options, command)",
                       f"systems[{i}]")
+        if s.get("options") is not None and not isinstance(s["options"], dict):
+            raise err("must be a mapping of option names to values", f"systems[{i}].options")
         entry = {"system": s.get("system", s["name"]),
                  "options": {str(k): str(v) for k, v in (s.get("options") or {}).items()}}
         if s.get("command") is not None:
-            if not allow_commands:
-                raise err(f"system {s['name']!r} runs the shell command {str(s['command'])!r}; "
-                          "pass --allow-commands to run the shell commands of this spec",
-                          f"systems[{i}].command")
             entry["options"]["command"] = str(s["command"])
         if s["name"] in learners:
             raise err(f"system {s['name']!r} listed twice", f"systems[{i}]")
         learners[s["name"]] = entry
+        where[s["name"]] = commands_in({**s, "system": entry["system"]}, f"systems[{i}]")
     if not learners:
         raise err("lists no system", "systems")
     if systems:
@@ -147,6 +148,9 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
             raise NesyError(f"--systems: {missing[0]!r} is not a system of the spec "
                             f"({', '.join(learners)})", field="systems")
         learners = {k: learners[k] for k in systems}
+    # a shell learner or a learner's Prolog file, at any depth of a system that will run, is
+    # code: refused before anything is written unless the user passed --allow-commands
+    require_allowed([f for name in learners for f in where[name]], allow_commands, source=src)
     from .learners import learner_class  # noqa: PLC0415
     for name, entry in learners.items():
         learner_class(entry["system"])          # unknown systems fail here, before anything
@@ -593,8 +597,13 @@ def plot_figure2(table2: dict, path: Path) -> None:
 
 def run_experiment(spec: dict, out, *, workers: int = 1, overwrite: bool = False,
                    force_new: bool = False, progress: bool = False,
-                   cell_timeout: float | None = None):
-    """Generate, sweep, report. Returns (report dict, run summary, failed cells)."""
+                   cell_timeout: float | None = None, allow_commands: bool = False):
+    """Generate, sweep, report. Returns (report dict, run summary, failed cells).
+    ``allow_commands``: run the spec's shell learners and learner Prolog files (refused
+    otherwise, before anything is written)."""
+    from ..runs.trust import commands_in, require_allowed  # noqa: PLC0415
+    require_allowed(commands_in(spec["learners"], "systems"), allow_commands,
+                    source=spec.get("source"))
     from ..runs import run_grid  # noqa: PLC0415
     out = Path(out)
     marker = out / "experiment.json"
@@ -625,6 +634,6 @@ def run_experiment(spec: dict, out, *, workers: int = 1, overwrite: bool = False
     gs = grid_spec(spec, items, out / "datasets")
     res = run_grid(gs, out / "study", executor="inline" if workers == 0 else "local",
                    workers=max(workers, 1), progress=progress, force_new=force_new,
-                   cell_timeout=cell_timeout)
+                   cell_timeout=cell_timeout, allow_commands=allow_commands)
     report = write_report(out)
     return report, res.summary, report.pop("failures"), len(items) * len(spec["learners"])

@@ -39,6 +39,10 @@ def _executor_options(f):
                           "[default: the spec's max_attempts, else 1]")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="no progress bar")(f)
     f = click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")(f)
+    f = click.option("--allow-commands", is_flag=True,
+                     help="run the shell learners (system: cmd, a command at any depth) and "
+                          "learner Prolog files (aleph) the spec or study names; refused "
+                          "otherwise: a spec or study from someone else would run code")(f)
     return f
 
 
@@ -106,8 +110,12 @@ def group():
 @_executor_options
 @_boundary
 def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
-          no_retry_failed, cell_timeout, max_attempts, quiet, as_json):
+          no_retry_failed, cell_timeout, max_attempts, quiet, as_json, allow_commands):
     """Run every cell of SPEC that is not done yet into the study folder --out.
+
+    SPEC's function is a registered run function (built-in or an installed entry point of
+    nesybench.cells); a spec never names a module to import. Shell learners and learner
+    Prolog files in its parameters run only with --allow-commands.
 
     Exit status: 0 when every cell run is done, 1 when some cell failed (recorded with its
     cause; `runs resume` runs it again), 2 for bad input or an OS error."""
@@ -118,7 +126,7 @@ def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
                        fail_fast=fail_fast, force_new=force_new,
                        retry_failed=not no_retry_failed, threads=threads,
                        progress=not (quiet or as_json), cell_timeout=cell_timeout,
-                       max_attempts=max_attempts)
+                       max_attempts=max_attempts, allow_commands=allow_commands)
     except KeyboardInterrupt:
         _interrupted(out)
         raise
@@ -130,16 +138,20 @@ def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
 @_executor_options
 @_boundary
 def resume(study, executor, workers, address, threads, fail_fast, no_retry_failed,
-           cell_timeout, max_attempts, quiet, as_json):
+           cell_timeout, max_attempts, quiet, as_json, allow_commands):
     """Run the cells of STUDY that are not done (queued, interrupted, and failed ones
-    unless --no-retry-failed). Exit status as for `start`."""
+    unless --no-retry-failed). Exit status as for `start`.
+
+    Only registered run functions are called; a study that runs shell learners or learner
+    Prolog files needs --allow-commands again on each resume."""
     from .runner import resume as do_resume  # noqa: PLC0415
 
     try:
         res = do_resume(study, executor=executor, workers=workers, address=address,
                         fail_fast=fail_fast, retry_failed=not no_retry_failed,
                         threads=threads, progress=not (quiet or as_json),
-                        cell_timeout=cell_timeout, max_attempts=max_attempts)
+                        cell_timeout=cell_timeout, max_attempts=max_attempts,
+                        allow_commands=allow_commands)
     except KeyboardInterrupt:
         _interrupted(study)
         raise
@@ -248,9 +260,10 @@ def plot(study, x, y, hue, out):
 
 @group.command(context_settings=CTX)
 @click.argument("study", type=click.Path(file_okay=False))
-@click.option("--csv", "dest", required=True, type=click.Path(file_okay=False),
+@click.option("--out", "-o", "--csv", "dest", required=True,
+              type=click.Path(file_okay=False),
               help="folder for cells.csv, metrics.csv, artifacts.csv, attempts.csv, "
-                   "study.json")
+                   "study.json (--csv: the same, its former name)")
 @_boundary
 def export(study, dest):
     """Export the results store of STUDY as CSV files."""

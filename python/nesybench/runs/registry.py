@@ -1,15 +1,26 @@
 """Short names of the run functions that capabilities offer to sweeps.
 
-A spec's ``function`` is either one of these names or ``package.module:function``. A run
-function may declare the parameters it accepts as ``fn.params_schema = {"n": int, ...}``
-(types: int, float, str, bool, list, dict; a tuple of types for alternatives): the runner
-then rejects unknown parameter names and values of the wrong type before anything runs.
+A spec's ``function`` names a *registered* run function: one of the built-in names below,
+or a name an installed package registers under the entry-point group ``nesybench.cells``::
+
+    [project.entry-points."nesybench.cells"]
+    mylab.train = "mylab.sweeps:train_cell"
+
+A spec never names code itself: ``module:function`` is accepted only when it is the target
+of a registered name (what older studies stored), so a spec or a study folder from someone
+else cannot import a module or call an arbitrary callable. A run function may declare the
+parameters it accepts as ``fn.params_schema = {"n": int, ...}`` (types: int, float, str,
+bool, list, dict; a tuple of types for alternatives): the runner then rejects unknown
+parameter names and values of the wrong type before anything runs.
 """
 from __future__ import annotations
 
 import importlib
 
 from ..errors import NesyError
+
+#: the entry-point group of run functions that installed packages add
+ENTRY_POINT_GROUP = "nesybench.cells"
 
 #: short name -> "module:function"
 CELLS: dict[str, str] = {
@@ -27,25 +38,62 @@ CELLS: dict[str, str] = {
 }
 
 
+def _entry_points() -> list:
+    from importlib.metadata import entry_points  # noqa: PLC0415
+    try:
+        return list(entry_points(group=ENTRY_POINT_GROUP))
+    except Exception:  # noqa: BLE001 - broken package metadata: no plug-in cells
+        return []
+
+
+def registered() -> dict[str, str]:
+    """Every name a spec may give as ``function``: the built-ins and the installed entry
+    points of ``nesybench.cells`` (name -> ``module:function``; a built-in name wins)."""
+    out = dict(CELLS)
+    for ep in _entry_points():
+        out.setdefault(ep.name, ep.value)
+    return out
+
+
 def resolve_name(name: str) -> str:
-    """The ``module:function`` path of a registered name (or the path itself)."""
-    path = CELLS.get(name, name)
-    if ":" not in path:
-        raise NesyError(f"unknown run function {name!r}: not a registered name "
-                        f"({', '.join(sorted(CELLS))}) nor module:function", field="function")
-    return path
+    """The ``module:function`` path of a registered name. A path is accepted only when it
+    is the target of a registered name; anything else is one :class:`NesyError`, and
+    nothing is imported."""
+    if not isinstance(name, str) or not name.strip():
+        raise NesyError("must name a registered run function", field="function")
+    if name in CELLS:
+        return CELLS[name]
+    if name in CELLS.values():
+        return name
+    known = registered()
+    if name in known:
+        return known[name]
+    if name in known.values():
+        return name
+    shown = ", ".join(sorted(known))
+    if ":" in name:
+        raise NesyError(f"run function {name!r} is not registered: a spec names a registered "
+                        f"run function ({shown}), or one an installed package registers under "
+                        f"the entry-point group {ENTRY_POINT_GROUP}; it never imports a module "
+                        "itself", field="function")
+    raise NesyError(f"unknown run function {name!r}: not a registered name ({shown}); "
+                    f"packages register more under the entry-point group {ENTRY_POINT_GROUP}",
+                    field="function")
 
 
 def resolve(name: str):
-    """Import and return the run function named by ``name``."""
+    """Import and return the registered run function ``name`` (a registered name, or the
+    ``module:function`` target of one)."""
     path = resolve_name(name)
     module, _, attr = path.partition(":")
     try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
+        mod = importlib.import_module(module.strip())
+    except ImportError as exc:
         raise NesyError(f"run function {name!r}: cannot import {module} ({exc})",
                         field="function") from None
-    fn = getattr(mod, attr, None)
+    fn = mod
+    for part in attr.strip().split("."):
+        fn = getattr(fn, part, None) if part else None
     if not callable(fn):
         raise NesyError(f"run function {name!r}: {module} has no function {attr!r}",
                         field="function")

@@ -29,6 +29,7 @@ from .executors import make_executor
 from .registry import check_params, resolve, resolve_name
 from .spec import GridSpec, load_spec, value_key
 from .store import STORE_NAME, Store, remove_creation_leftovers, store_error
+from .trust import commands_in, require_allowed
 
 
 @dataclass
@@ -312,7 +313,7 @@ def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
              address: str | None = None, fail_fast: bool = False, force_new: bool = False,
              retry_failed: bool = True, threads: int = 1, progress: bool = True,
              only_existing: bool = False, cell_timeout: float | None = None,
-             max_attempts: int | None = None) -> Results:
+             max_attempts: int | None = None, allow_commands: bool = False) -> Results:
     """Run every not-yet-done cell of ``spec`` into the study folder ``out``.
 
     ``spec``: a :class:`GridSpec`, a mapping or a YAML path. ``executor``: ``local``
@@ -324,6 +325,11 @@ def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
     first cell that failed for good, with an error). ``cell_timeout`` and ``max_attempts``
     override the spec's ``timeout`` and ``max_attempts``. Returns a :class:`Results` whose
     ``summary`` says what ran.
+
+    ``function`` must be a registered run function (:mod:`nesybench.runs.registry`). A spec
+    whose parameters hold a shell learner (``system: cmd``, a ``command``) or a Prolog file
+    for a learner (``aleph``), at any depth, is refused unless ``allow_commands``
+    (``--allow-commands``); the study records that it needs them, and resuming it asks again.
     """
     t0 = time.perf_counter()
     spec = load_spec(spec)
@@ -334,6 +340,8 @@ def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
         raise NesyError(f"--max-attempts must be >= 1, got {max_attempts}")
     # everything that can be wrong with the spec is found before anything is written
     fn_path = resolve_name(spec.function)
+    needs = commands_in(spec.params, "params") + commands_in(spec.axes, "axes")
+    require_allowed(needs, allow_commands, source=spec.source, resume=only_existing)
     fn = resolve(spec.function)
     cells = spec.cells()
     for cell in cells:
@@ -358,13 +366,15 @@ def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
                                        yaml.safe_dump(spec.to_dict(), sort_keys=False))
                 if not only_existing:
                     store.add_cells(cells)
+                if needs:
+                    store.set_note("needs_commands", sorted({f for f, _ in needs}))
                 store.reset_running()
                 run = store.study()["spec"]
                 limit = cell_timeout if cell_timeout is not None else run.get("timeout")
                 tries = max_attempts if max_attempts is not None else \
                     run.get("max_attempts", 1)
                 summary = _drive(store, out, spec, fn_path, ex, fail_fast, retry_failed,
-                                 threads, progress, limit, tries)
+                                 threads, progress, limit, tries, allow_commands)
             finally:
                 store.close()
     except BaseException as exc:
@@ -380,15 +390,41 @@ def run_grid(spec, out, *, executor: str = "local", workers: int | None = None,
     return Results(out, summary)
 
 
-def resume(out, **kw) -> Results:
-    """Run the not-yet-done cells of the study in ``out`` (its stored spec)."""
+def resume(out, *, allow_commands: bool = False, **kw) -> Results:
+    """Run the not-yet-done cells of the study in ``out`` (its stored spec).
+
+    A study folder may come from someone else: its function is resolved through the
+    registry only, and a study that runs programs (recorded when it was started, or found
+    in its stored cells) is refused unless ``allow_commands`` is given again."""
     store = Store.open(out, readonly=True, check=True)
     try:
         spec_dict = store.study()["spec"]
+        _refuse_stored_commands(store, out, allow_commands,
+                                retry_failed=kw.get("retry_failed", True))
     finally:
         store.close()
+    if not isinstance(spec_dict, dict):
+        raise NesyError("the stored spec is not a mapping (damaged study)",
+                        file=str(Path(out) / STORE_NAME))
     return run_grid(load_spec(spec_dict, source=str(Path(out) / "spec.yaml")), out,
-                    only_existing=True, **kw)
+                    only_existing=True, allow_commands=allow_commands, **kw)
+
+
+def _refuse_stored_commands(store: Store, out, allow_commands: bool, *,
+                            retry_failed: bool = True, todo: list | None = None) -> None:
+    """Refuse a study whose record says it runs programs, or whose cells still to run hold
+    one, unless ``allow_commands``."""
+    if allow_commands:
+        return
+    noted = store.note("needs_commands") or []
+    found = [(str(f), "a program the study runs (recorded when it was started)")
+             for f in (noted if isinstance(noted, list) else [noted])]
+    if todo is None:
+        pending = set(store.pending(retry_failed))
+        todo = [c for c in store.cells() if c["cell_id"] in pending]
+    for c in todo:
+        found += commands_in(c["params"], f"cell {c['cell_id']} params")
+    require_allowed(found, False, source=out, resume=True)
 
 
 _KEPT = re.compile(r"^scratch folder kept: (.+)$", re.MULTILINE)
@@ -396,10 +432,12 @@ _KEPT = re.compile(r"^scratch folder kept: (.+)$", re.MULTILINE)
 
 def _drive(store: Store, out: Path, spec: GridSpec, fn_path: str, ex, fail_fast: bool,
            retry_failed: bool, threads: int, progress: bool, timeout: float | None,
-           max_attempts: int) -> RunSummary:
+           max_attempts: int, allow_commands: bool = False) -> RunSummary:
     pending_ids = set(store.pending(retry_failed))
     all_cells = store.cells()
     todo = [c for c in all_cells if c["cell_id"] in pending_ids]
+    # the cells run with the parameters stored with them: check those, not only the spec
+    _refuse_stored_commands(store, out, allow_commands, todo=todo)
     total = len(all_cells)
     done = failed = 0
     bar = None

@@ -9,6 +9,7 @@ Tables
 ``artifacts``  (cell, path relative to the study, sha256, bytes)
 ``attempts``   one row per run of a cell: attempt number, status, error (the cause: a
                traceback, the signal or exit status of a crashed worker, a timeout), timings
+``notes``      (key, JSON value): facts that are not the spec, e.g. ``needs_commands``
 
 Only the driver writes. Each finished cell is committed in one transaction (its status,
 metrics and artifact rows; the artifact files are written before the commit), so a sweep
@@ -68,6 +69,12 @@ CREATE TABLE IF NOT EXISTS attempts (
   status TEXT NOT NULL, error TEXT, started REAL, finished REAL, host TEXT, pid INTEGER,
   PRIMARY KEY (cell_id, attempt)
 );
+"""
+
+#: added later: facts about the study that are not its spec (``needs_commands``: the fields
+#: of its cells that run programs, so resuming it asks for --allow-commands again)
+_NOTES = """
+CREATE TABLE IF NOT EXISTS notes (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 #: how to recover from a damaged store (said by every refusal)
@@ -170,7 +177,7 @@ class Store:
             store.check()
         if not readonly:
             try:
-                store.conn.executescript(_ATTEMPTS)
+                store.conn.executescript(_ATTEMPTS + _NOTES)
             except sqlite3.OperationalError as exc:
                 store.close()
                 raise store_error(exc, path) from None
@@ -198,7 +205,7 @@ class Store:
         remove_creation_leftovers(study_dir)
         try:
             conn = cls._connect(tmp)
-            conn.executescript(_SCHEMA + _ATTEMPTS)
+            conn.executescript(_SCHEMA + _ATTEMPTS + _NOTES)
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("INSERT INTO study VALUES (1, ?, ?, ?, ?, ?, ?)",
                          (name, json.dumps(spec_dict), spec_hash, SCHEMA_VERSION,
@@ -244,6 +251,26 @@ class Store:
         with self.transaction():
             self.conn.execute("UPDATE study SET spec = ?, spec_hash = ?",
                               (json.dumps(spec_dict), spec_hash))
+
+    def set_note(self, key: str, value) -> None:
+        """Record a fact about the study (JSON value) under ``key``."""
+        self.conn.executescript(_NOTES)
+        with self.transaction():
+            self.conn.execute("INSERT OR REPLACE INTO notes (key, value) VALUES (?, ?)",
+                              (key, json.dumps(value)))
+
+    def note(self, key: str, default=None):
+        """A recorded fact (``default`` when absent, or in a store made before notes)."""
+        try:
+            row = self.conn.execute("SELECT value FROM notes WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return default
+        if row is None:
+            return default
+        try:
+            return json.loads(row[0])
+        except ValueError:
+            return default
 
     def axis_columns(self) -> list[str]:
         cols = [r[1] for r in self.conn.execute("PRAGMA table_info(cells)")]
