@@ -131,6 +131,13 @@ def main(argv=None) -> int:
         code = _interrupted(exc)
         click.echo("nesybench: terminated" if code == 143 else "nesybench: aborted", err=True)
         return code
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # a bare `nesybench` (or group): its formatted help; the top level is not an error
+        if exc.ctx is None or exc.ctx.parent is None:
+            click.echo(exc.ctx.get_help() if exc.ctx else cli.get_help(click.Context(cli)))
+            return 0
+        click.echo(exc.ctx.get_help(), err=True)
+        return exc.exit_code
     except click.UsageError as exc:
         # one line, like every other error: what is wrong, and where to read more
         cmd = exc.ctx.command_path if exc.ctx else "nesybench"
