@@ -540,8 +540,8 @@ def _grounding_error(exc, text: str, source) -> NesyError:
                              "program (file, database, output and engine builtins do not exist "
                              "in nesybench's engine; see nesybench.nesy.sandbox)", file=source,
                              **where)
-        return NesyError(f"grounding failed: {sig} was called but has no clauses", file=source,
-                         **where)
+        return NesyError(f"program refused: {sig} was called, and it is neither defined in the "
+                         "program nor an allowed builtin", file=source, **where)
     return NesyError(f"grounding failed: {message}", file=source, **where)
 
 
