@@ -158,3 +158,101 @@ def test_doctor_reports_an_empty_data_cache(tmp_path, capsys, monkeypatch):
     names = {c["name"]: c for c in json.loads(capsys.readouterr().out)["components"]}
     assert names["data-cache"]["status"] == "missing"
     assert names["data-cache"]["fix"].startswith("nesybench data fetch")
+
+
+# -- the built distribution --------------------------------------------------------------------
+
+SHIPPED = ("prolog/nesybench.pl", "kb/kandy/bk.pl", "curricula/kandy/easy.yaml")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """sdist built from a copy of the source tree, then the wheel built from that sdist."""
+    import shutil
+    import tarfile
+
+    tmp = tmp_path_factory.mktemp("dist")
+    src = tmp / "src"
+    src.mkdir()
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "CHANGELOG.md"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("python", "prolog", "kb", "curricula"):
+        shutil.copytree(ROOT / name, src / name, ignore=skip)
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    res = subprocess.run([sys.executable, "-c", "import sys; from setuptools import build_meta "
+                          "as b; print(b.build_sdist(sys.argv[1]))", str(tmp / "sdist")],
+                         cwd=src, capture_output=True, text=True, env=env, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    sdist = tmp / "sdist" / res.stdout.split()[-1]
+    with tarfile.open(sdist) as tf:
+        names = tf.getnames()
+        tf.extractall(tmp / "unpacked", filter="data")
+    top = names[0].split("/")[0]
+    for rel in SHIPPED:
+        assert f"{top}/{rel}" in names, rel
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                          "--no-build-isolation", str(tmp / "unpacked" / top), "-w",
+                          str(tmp / "wheel")], capture_output=True, text=True, env=env,
+                         check=False, cwd=tmp)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (whl,) = (tmp / "wheel").glob("nesybench-*.whl")
+    return whl
+
+
+def test_the_wheel_ships_the_logic_core(wheel):
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for rel in SHIPPED:
+        assert f"nesybench/_data/{rel}" in names, rel
+    shipped = {n for n in names if n.startswith("nesybench/_data/")}
+    tracked = [p for folder in ("prolog", "kb", "curricula")
+               for p in (ROOT / folder).rglob("*") if p.is_file()
+               and not any(x == "__pycache__" or x.startswith(".") for x in p.parts[-4:])]
+    assert len(shipped) == len(tracked)
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+
+
+def test_the_installed_wheel_runs_from_any_folder(wheel, tmp_path):
+    """The wheel in a fresh environment (its dependencies from this one), used from a folder
+    outside the source tree: nothing is read from or written into the source tree."""
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                "['purelib'])"], capture_output=True, text=True,
+                               check=True).stdout.strip())
+    # this environment's dependencies, but not its editable nesybench (a .pth listed in a .pth
+    # is not read: the source tree stays off sys.path)
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q",
+                    "--no-deps", "--disable-pip-version-check", str(wheel)], check=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    swipl_bin = ROOT / ".deps" / "swipl" / "bin"           # janus's SWI-Prolog, as on PATH
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "NESYBENCH_DATA", "NESYBENCH_KERNELS")}
+    env.update(NESYBENCH_CACHE=str(tmp_path / "cache"),
+               PATH=os.pathsep.join([str(venv / "bin"), str(swipl_bin), env.get("PATH", "")]))
+
+    def run(*args):
+        return subprocess.run(args, cwd=work, capture_output=True, text=True, env=env,
+                              check=False, timeout=300)
+
+    res = run(str(py), "-c", "import nesybench; print(nesybench.__file__); "
+              "print(nesybench.ROOT)")
+    assert res.returncode == 0, res.stderr
+    module, data = res.stdout.split()
+    assert Path(module).is_relative_to(site) and Path(data) == site / "nesybench" / "_data"
+    res = run(str(venv / "bin" / "nesybench"), "doctor")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "packaged" in res.stdout and "data-cache" in res.stdout
+    rule = site / "nesybench" / "_data" / "kb" / "kandy" / "rules" / "easy" / "t15.pl"
+    res = run(str(venv / "bin" / "nesybench"), "kandy", "check", str(rule),
+              "side_by_side([stack([triangle_red_small, square_red_small])])")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("valid")
+    assert sorted(p.name for p in work.iterdir()) == []       # nothing in the current folder
