@@ -269,10 +269,9 @@ def mutated_source(source: str, index: int) -> str:
 
 
 def _pytest(work: Path, tests: list[str], timeout: float) -> tuple[str, float]:
-    # the copy has no .deps: its tests read the data sets this checkout has cached
+    # the copy's tests read the data sets cached in the user cache folder, as these do
     env = {**os.environ, "PYTHONPATH": str(work / "python"), "PYTHONDONTWRITEBYTECODE": "1",
-           "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "default"),
-           "NESYBENCH_DATA": os.environ.get("NESYBENCH_DATA") or str(ROOT / ".deps" / "data")}
+           "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "default")}
     t0 = time.perf_counter()
     try:
         res = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p",

@@ -103,8 +103,8 @@ def run(bug: Bug, work: Path) -> str:
     if original.count(bug.old) != 1:
         return "stale"
     target.write_text(original.replace(bug.old, bug.new), encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(work / "python"), str(work / "tests")]),
-               NESYBENCH_DATA=os.environ.get("NESYBENCH_DATA") or str(ROOT / ".deps" / "data"))
+    # the data files are in the user cache folder, which the copy's tests read as well
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(work / "python"), str(work / "tests")]))
     try:
         res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                               *bug.tests], cwd=work, env=env, capture_output=True, text=True,
