@@ -284,6 +284,46 @@ def test_specs_never_name_code(spec):
         _refused_without_running(res, text, d / "o")
 
 
+OUT_CASES = ["user-file", "user-folder", "edited-file", "symlink", "dangling-symlink",
+             "long-name", "long-parent"]
+
+
+@settings(max_examples=examples(8), **SETTINGS)
+@given(st.sampled_from(OUT_CASES), st.booleans())
+def test_hostile_out_folders(case, overwrite):
+    """--out over a user's files, through a link or with an over-long name: exit 2 with one
+    line, and nothing of the user's deleted or created at a link's target."""
+    d = _dir("out")
+    out = d / "o"
+    gen = ["rudas", "generate", "--size", "xs", "--seed", "1", "-q"]
+    assert run_cli([*gen, "--out", out]).rc == 0
+    keep_file = None
+    if case == "user-file":
+        keep_file = out / "NOTES.md"
+    elif case == "user-folder":
+        (out / "mywork").mkdir()
+        keep_file = out / "mywork" / "a.txt"
+    elif case == "edited-file":
+        keep_file = out / "train.txt"
+    if keep_file is not None:
+        keep_file.write_text("mine")
+    target = out
+    if case in ("symlink", "dangling-symlink"):
+        target = d / "link"
+        target.symlink_to(out if case == "symlink" else d / "nowhere")
+    elif case == "long-name":
+        target = d / ("n" * 300)
+    elif case == "long-parent":
+        target = d / ("p" * 256) / "o"
+    args = [*gen, "--out", target] + (["--overwrite"] if overwrite else [])
+    res = run_cli(args)
+    check_outcome(res, what=f"{case} {overwrite}")
+    assert res.rc == 2, f"{case}: accepted"
+    if keep_file is not None:
+        assert keep_file.read_text() == "mine"
+    assert not (d / "nowhere").exists()
+
+
 CORPUS = sorted(p for p in FUZZ_DIR.rglob("*") if p.is_file() and p.name != "README.md")
 
 

@@ -202,3 +202,145 @@ def test_irt_fit_refuses_an_object_array(tmp_path):
     txt = tmp_path / "s.npy"
     np.save(txt, np.array([["a", "b"]]))
     _one_error("irt", "fit", "--responses", txt, contains="not a numeric .npy matrix")
+
+
+# ---------------------------------------------------------------------- --overwrite keeps a user's files
+def _rudas(out, *extra):
+    return _run("rudas", "generate", "--out", out, "--size", "xs", "--seed", "3", *extra)
+
+
+def test_overwrite_refuses_a_folder_holding_a_users_file(tmp_path):
+    """A user's NOTES.md, mywork/ or an edited file inside an earlier output: --overwrite
+    names them (at most 5) and deletes nothing; the unchanged output is replaced."""
+    out = tmp_path / "ds"
+    assert _rudas(out)[0] == 0
+    record = __import__("json").loads((out / nio.MARKER).read_text())
+    assert "manifest.json" in record["files"]             # every file with its hash
+    assert _rudas(out, "--overwrite")[0] == 0             # nothing added: replaced
+    (out / "NOTES.md").write_text("my notes")
+    err = _one_error("rudas", "generate", "--out", out, "--size", "xs", "--overwrite",
+                     contains="NOTES.md")
+    assert "not written by nesybench" in err
+    assert (out / "NOTES.md").read_text() == "my notes"
+    (out / "NOTES.md").unlink()
+    (out / "mywork").mkdir()
+    (out / "mywork" / "a.txt").write_text("a")
+    _one_error("rudas", "generate", "--out", out, "--size", "xs", "--overwrite",
+               contains="mywork/")
+    assert (out / "mywork" / "a.txt").read_text() == "a"
+    for i in range(7):
+        (out / f"extra{i}.txt").write_text(str(i))
+    err = _one_error("rudas", "generate", "--out", out, "--size", "xs", "--overwrite",
+                     contains="and 3 more")
+    assert "extra4.txt" in err and "extra5.txt" not in err
+    assert len(list(out.glob("extra*.txt"))) == 7
+
+
+def test_a_changed_file_or_a_symlink_inside_an_output_is_a_users(tmp_path):
+    out = tmp_path / "ds"
+    assert _rudas(out)[0] == 0
+    (out / "train.txt").write_text("p(a,b).\n")       # edited by the user
+    _one_error("rudas", "generate", "--out", out, "--size", "xs", "--overwrite",
+               contains="train.txt")
+    assert (out / "train.txt").read_text() == "p(a,b).\n"
+    other = tmp_path / "o2"
+    assert _rudas(other)[0] == 0
+    (other / "link").symlink_to(tmp_path)
+    _one_error("rudas", "generate", "--out", other, "--size", "xs", "--overwrite",
+               contains="link")
+    assert (other / "link").is_symlink()
+
+
+def test_a_later_nesybench_output_inside_an_output_is_not_a_users_file(tmp_path):
+    out = tmp_path / "ds"
+    with nio.atomic_output_dir(out) as tmp:
+        (tmp / "a.txt").write_text("a")
+    with nio.atomic_output_dir(out / "grids") as tmp:        # e.g. kandy show's DS/grids
+        (tmp / "g.png").write_bytes(b"png")
+    assert nio.unexpected_files(out) == []
+    with nio.atomic_output_dir(out, overwrite=True) as tmp:
+        (tmp / "b.txt").write_text("b")
+    assert sorted(p.name for p in out.iterdir()) == [nio.MARKER, "b.txt"]
+
+
+def test_export_refuses_a_table_input_inside_out(tmp_path):
+    csv = ROOT / "tests" / "data" / "readme" / "my_vectors.csv"
+    out = tmp_path / "D"
+    # an output folder that nesybench wrote and that lists the table: still an input
+    with nio.atomic_output_dir(out) as tmp:
+        (tmp / "t.csv").write_bytes(csv.read_bytes())
+    _one_error("export", out / "t.csv", "--out", out, "--overwrite", "-q", contains="input")
+    assert (out / "t.csv").read_bytes() == csv.read_bytes()
+
+
+def test_a_symlinked_or_over_long_out_is_one_line(tmp_path):
+    target = tmp_path / "elsewhere"
+    link = tmp_path / "link"
+    link.symlink_to(target)                                  # dangling
+    _one_error("rudas", "generate", "--out", link, "--size", "xs", contains="symbolic link")
+    assert not target.exists()
+    target.mkdir()
+    _one_error("rudas", "generate", "--out", link, "--size", "xs", "--overwrite",
+               contains="symbolic link")
+    assert not any(target.iterdir())
+    long = tmp_path / ("x" * 300)
+    _one_error("rudas", "generate", "--out", long, "--size", "xs",
+               contains="longer than 255 bytes")
+    _one_error("rudas", "learn", tmp_path, "--system", "foil", "--out", long / "r.pl",
+               contains="")
+    with pytest.raises(NesyError, match="longer than 255"):
+        nio.write_output_file(tmp_path / ("y" * 256), "x")
+
+
+# ---------------------------------------------------------------------- file outputs
+@pytest.fixture(scope="module")
+def toy_study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("study")
+    spec = tmp / "spec.yaml"
+    spec.write_text("study: toy\nfunction: demo.toy\naxes: {x: [1, 2]}\n")
+    rc, _, err = _run("runs", "start", spec, "--out", tmp / "s", "-e", "inline", "-q")
+    assert rc == 0, err
+    return tmp / "s"
+
+
+def test_runs_plot_out_needs_overwrite_to_replace_a_file(tmp_path, toy_study):
+    fig = tmp_path / "fig.png"
+    fig.write_text("my figure")
+    _one_error("runs", "plot", toy_study, "--x", "x", "--y", "y", "--out", fig,
+               contains="--overwrite")
+    assert fig.read_text() == "my figure"
+    rc, out, err = _run("runs", "plot", toy_study, "--x", "x", "--y", "y", "--out", fig,
+                        "--overwrite")
+    assert rc == 0, err
+    assert fig.read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.png"]
+    # the default file inside the study is refreshed without --overwrite
+    assert _run("runs", "plot", toy_study, "--x", "x", "--y", "y")[0] == 0
+    assert _run("runs", "plot", toy_study, "--x", "x", "--y", "y")[0] == 0
+
+
+def test_irt_fit_out_is_exactly_the_named_npz(tmp_path):
+    responses = ROOT / "tests" / "data" / "readme" / "responses.csv"
+    _one_error("irt", "fit", "--responses", responses, "--out", tmp_path / "c.json",
+               contains=".npz")
+    assert list(tmp_path.iterdir()) == []
+    out = tmp_path / "c.npz"
+    out.write_text("mine")
+    _one_error("irt", "fit", "--responses", responses, "--out", out, contains="--overwrite")
+    assert out.read_text() == "mine"
+    rc, _, err = _run("irt", "fit", "--responses", responses, "--out", out, "--overwrite")
+    assert rc == 0, err
+    assert sorted(np.load(out).files) == sorted(["b", "b_raw", "a", "theta", "kept", "se_b",
+                                                 "se_a", "infit", "outfit"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npz"]
+
+
+def test_rudas_learn_checks_out_before_the_learner_runs(tmp_path):
+    ds = tmp_path / "ds"
+    assert _rudas(ds)[0] == 0
+    out = tmp_path / "rules.pl"
+    out.write_text("% mine\n")
+    canary = tmp_path / "ran"
+    _one_error("rudas", "learn", ds, "--system", "cmd", "--command", f"touch {canary}",
+               "--out", out, contains="--overwrite")
+    assert not canary.exists() and out.read_text() == "% mine\n"

@@ -50,6 +50,9 @@ def _umask() -> int:
     return mask
 
 
+#: a marker larger than this is not one nesybench wrote (it lists every file: 64 MiB)
+MAX_MARKER_BYTES = 64 << 20
+
 #: the manifest a :data:`MARKER` is bound to, when the folder has one
 MANIFEST = "manifest.json"
 #: what the marker names instead when the folder has no :data:`MANIFEST`
@@ -82,36 +85,105 @@ def _folder_digest(path: Path) -> tuple[str, str] | None:
     return LISTING, hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def _folder_entries(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
+    """``(files, folders, others)`` under ``path``: every regular file's relative POSIX path
+    with its SHA-256, every folder's, and whatever is neither (symbolic links, FIFOs,
+    devices: never written by nesybench). The marker and the pid file are left out."""
+    files: dict[str, str] = {}
+    dirs: list[str] = []
+    others: list[str] = []
+    stack = [(path, "")]
+    while stack:
+        folder, rel = stack.pop()
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            name = f"{rel}{entry.name}"
+            if not rel and entry.name in (MARKER, PID_FILE):
+                continue
+            if entry.is_symlink():
+                others.append(name)
+            elif entry.is_dir(follow_symlinks=False):
+                dirs.append(name)
+                stack.append((Path(entry.path), name + "/"))
+            elif entry.is_file(follow_symlinks=False):
+                files[name] = sha256_file(entry.path)
+            else:
+                others.append(name)
+    return files, sorted(dirs), sorted(others)
+
+
 def marker_record(path: str | os.PathLike) -> dict:
-    """The :data:`MARKER` record for the finished folder ``path`` (see :func:`_folder_digest`)."""
+    """The :data:`MARKER` record for the finished folder ``path``: the digest of its manifest
+    (see :func:`_folder_digest`) and every file it holds with its SHA-256 (``files``) and
+    every folder (``folders``), so ``--overwrite`` can tell nesybench's files from a user's."""
     digest = _folder_digest(Path(path))
     if digest is None:
         raise OSError(f"cannot list {path}")
     what, sha = digest
+    files, dirs, _others = _folder_entries(Path(path))
     return {"format_version": FORMAT_VERSION, "manifest": what, "sha256": sha,
-            "written_by": "nesybench"}
+            "files": files, "folders": dirs, "written_by": "nesybench"}
+
+
+#: at most this many unexpected files are named when ``--overwrite`` is refused
+SHOW_UNEXPECTED = 5
+
+
+def unexpected_files(path: str | os.PathLike) -> list[str] | None:
+    """What in the folder ``path`` its :data:`MARKER` does not list with the same SHA-256:
+    a user's file or folder added since, a file changed since, a symbolic link. ``None`` when
+    the folder has no valid marker of the current format (then nothing in it may be
+    replaced); ``[]`` when every entry is one nesybench wrote."""
+    path = Path(path)
+    marker = path / MARKER
+    try:
+        if marker.is_symlink() or not marker.is_file() or \
+                marker.stat().st_size > MAX_MARKER_BYTES:
+            return None
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(data, dict) and data.get("written_by") == "nesybench"
+            and isinstance(data.get("files"), dict) and isinstance(data.get("folders"), list)
+            and isinstance(data.get("sha256"), str)):
+        return None
+    listed, folders = data["files"], set(map(str, data["folders"]))
+    bad: list[str] = []
+    try:
+        stack = [(path, "")]
+        while stack:
+            folder, rel = stack.pop()
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            for entry in entries:
+                name = f"{rel}{entry.name}"
+                if not rel and entry.name in (MARKER, PID_FILE):
+                    continue
+                if entry.is_symlink():
+                    bad.append(name)
+                elif entry.is_dir(follow_symlinks=False):
+                    if name in folders:
+                        stack.append((Path(entry.path), name + "/"))
+                    elif unexpected_files(entry.path) != []:
+                        # not ours, unless a later nesybench output of its own (DS/grids)
+                        bad.append(name + "/")
+                elif not entry.is_file(follow_symlinks=False) or \
+                        listed.get(name) != sha256_file(entry.path):
+                    bad.append(name)
+    except OSError:
+        return None
+    return sorted(bad)
 
 
 def is_nesybench_output(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a folder that a finished nesybench run wrote and nobody changed
-    since: its :data:`MARKER` is the JSON record nesybench writes and its ``sha256`` is the
-    digest of the folder's manifest now (an empty marker, a hand-made one, or one copied from
-    another folder does not make a folder replaceable). The record holds no random part:
-    finished outputs stay byte-identical across runs and worker counts."""
-    path = Path(path)
-    marker = path / MARKER
-    try:
-        if marker.is_symlink() or not marker.is_file() or marker.stat().st_size > 4096:
-            return False
-        data = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not (isinstance(data, dict) and data.get("written_by") == "nesybench"
-            and isinstance(data.get("format_version"), str)
-            and isinstance(data.get("sha256"), str)):
-        return False
-    digest = _folder_digest(path)
-    return digest is not None and digest == (data.get("manifest"), data["sha256"])
+    since: its :data:`MARKER` is the JSON record nesybench writes, and every file in the
+    folder is one the record lists, with the same SHA-256 (see :func:`unexpected_files`; an
+    empty marker, a hand-made one, one copied from another folder, or a folder a user added
+    a file to does not make it replaceable). The record holds no random part: finished
+    outputs stay byte-identical across runs and worker counts."""
+    return unexpected_files(path) == []
 
 
 def pid_alive(pid: int) -> bool:
@@ -161,22 +233,55 @@ def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 
 
+#: the longest name of one path component on common file systems (bytes)
+NAME_MAX = 255
+
+
+def check_output_path(out: str | os.PathLike) -> Path:
+    """The checks every output path gets before it is used: no component longer than
+    :data:`NAME_MAX` bytes, not a symbolic link (a dangling one included: the command would
+    write at the link's target). Returns ``out`` as a :class:`Path`; one :class:`NesyError`
+    otherwise (never an ``OSError``)."""
+    p = Path(out)
+    for part in p.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise NesyError(f"a name in the output path is longer than {NAME_MAX} bytes "
+                            f"({part[:40]}...)", file=str(p)[:300] + "...")
+    try:
+        link = p.is_symlink()
+    except OSError as exc:
+        raise NesyError(f"cannot use the output path: {exc.strerror or exc}",
+                        file=str(p)) from None
+    if link:
+        raise NesyError("the output path is a symbolic link; give its target (or another "
+                        "--out) instead", file=str(p))
+    return p
+
+
 def check_replaceable(out: str | os.PathLike, *, overwrite: bool,
                       inputs: Iterable[str | os.PathLike] = ()) -> Path:
     """Apply the safety rules to ``out`` before anything is written; return it resolved.
 
-    Raises :class:`NesyError` when ``out`` is or contains an input, when it exists and
-    ``overwrite`` is False, or when it exists, is not empty and was not written by nesybench.
+    Raises :class:`NesyError` when ``out`` is a symbolic link or has an over-long name, is or
+    contains an input (a folder or a file), when it exists and ``overwrite`` is False, or when
+    it exists and holds anything that its nesybench marker does not list with its SHA-256
+    (naming up to :data:`SHOW_UNEXPECTED` such files; nothing is deleted).
     """
-    out = Path(out).resolve()
-    for inp in inputs:
-        if inp is None:
-            continue
-        p = Path(inp).resolve()
-        if _inside(p, out):
-            raise NesyError("the output folder is or contains an input of this command "
-                            f"({p}); choose another --out", file=str(out))
-    if out.exists() or out.is_symlink():
+    check_output_path(out)
+    try:
+        out = Path(out).resolve()
+        for inp in inputs:
+            if inp is None:
+                continue
+            p = Path(inp).resolve()
+            if _inside(p, out):
+                raise NesyError("the output folder is or contains an input of this command "
+                                f"({p}); choose another --out", file=str(out))
+        exists = out.exists() or out.is_symlink()
+    except OSError as exc:
+        raise NesyError(f"cannot use the output path: {exc.strerror or exc}",
+                        file=str(out)) from None
+    if exists:
         if not out.is_dir() or out.is_symlink():
             raise NesyError("the output path exists and is not a folder; refusing to replace it",
                             file=str(out))
@@ -189,8 +294,16 @@ def check_replaceable(out: str | os.PathLike, *, overwrite: bool,
             raise NesyError(f"cannot read the output folder: {exc.strerror}",
                             file=str(out)) from None
         if not empty and not is_nesybench_output(out):
+            bad = unexpected_files(out)
+            if bad:
+                shown = ", ".join(bad[:SHOW_UNEXPECTED]) + \
+                    (f" and {len(bad) - SHOW_UNEXPECTED} more" if len(bad) > SHOW_UNEXPECTED
+                     else "")
+                raise NesyError(f"output folder holds files not written by nesybench (or "
+                                f"changed since): {shown}; refusing to replace it even with "
+                                "--overwrite (move them away first)", file=str(out))
             raise NesyError("output folder exists, is not empty and was not written by "
-                            f"nesybench (no {MARKER} file matching its manifest); refusing "
+                            f"nesybench (no {MARKER} file listing its files); refusing "
                             "to replace it even with --overwrite", file=str(out))
     return out
 
@@ -242,47 +355,65 @@ def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
         raise
 
 
-def write_output_file(out: str | os.PathLike, text: str, *, overwrite: bool = False,
+def check_output_file(out: str | os.PathLike, *, overwrite: bool = False,
                       inputs: Iterable[str | os.PathLike] = ()) -> Path:
-    """Write ``text`` to the result file ``out`` atomically, under the output rules.
+    """The output rules for a single result file, checked before any work starts.
 
-    Refused with :class:`NesyError` (nothing written): ``out`` is a symbolic link, a folder,
-    or one of ``inputs`` (same file, any path); ``out`` exists and ``overwrite`` is False; its
-    folder does not exist or is not writable. The text goes to a temporary sibling first and
-    is renamed over ``out``, so a reader never sees half a file.
+    Refused with :class:`NesyError`: ``out`` is a symbolic link, has a name over
+    :data:`NAME_MAX` bytes, is a folder, or is one of ``inputs`` (same file, any path);
+    ``out`` exists and ``overwrite`` is False; its folder does not exist.
     """
-    p = Path(out)
-    if p.is_symlink():
-        raise NesyError("the output path is a symbolic link; refusing to write through it",
-                        file=str(p))
-    for inp in inputs:
-        if inp is None:
-            continue
-        try:
-            same = p.exists() and os.path.samefile(p, inp)
-        except OSError:
-            same = False
-        if same or p.resolve() == Path(inp).resolve():
-            raise NesyError(f"the output file is an input of this command ({inp}); choose "
-                            "another --out", file=str(p))
-    if p.exists():
-        if p.is_dir():
-            raise NesyError("the output path is a folder", file=str(p))
-        if not overwrite:
-            raise NesyError("output file already exists (use --overwrite to replace it)",
-                            file=str(p))
+    p = check_output_path(out)
+    try:
+        for inp in inputs:
+            if inp is None:
+                continue
+            try:
+                same = p.exists() and os.path.samefile(p, inp)
+            except OSError:
+                same = False
+            if same or p.resolve() == Path(inp).resolve():
+                raise NesyError(f"the output file is an input of this command ({inp}); "
+                                "choose another --out", file=str(p))
+        if p.exists():
+            if p.is_dir():
+                raise NesyError("the output path is a folder", file=str(p))
+            if not overwrite:
+                raise NesyError("output file already exists (use --overwrite to replace it)",
+                                file=str(p))
+        parent = p.parent if str(p.parent) else Path(".")
+        if not parent.is_dir():
+            raise NesyError("cannot write the result: the folder of the output file does not "
+                            "exist", file=str(p))
+    except OSError as exc:
+        raise NesyError(f"cannot use the output path: {exc.strerror or exc}",
+                        file=str(p)) from None
+    return p
+
+
+@contextlib.contextmanager
+def atomic_output_file(out: str | os.PathLike, *, overwrite: bool = False,
+                       inputs: Iterable[str | os.PathLike] = ()) -> Iterator[Path]:
+    """Yield a temporary path beside ``out`` (same suffix, so writers that pick a format by
+    suffix, or append one, write exactly this file) that is renamed to ``out`` when the block
+    succeeds; on any exception it is removed and ``out`` is untouched. The rules of
+    :func:`check_output_file` apply, before the block and again just before the rename."""
+    inputs = list(inputs)
+    p = check_output_file(out, overwrite=overwrite, inputs=inputs)
     parent = p.parent if str(p.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.tmp-", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.stem[:100]}.tmp-", suffix=p.suffix,
+                                   dir=parent)
+        os.close(fd)
     except OSError as exc:
         raise NesyError(f"cannot write the result: {exc.strerror or exc}", file=str(p)) from None
+    tmp = Path(tmp)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        yield tmp
+        if not tmp.is_file() or tmp.is_symlink():
+            raise NesyError("the result was not written", file=str(p))
         os.chmod(tmp, 0o666 & ~_umask())
-        if p.is_symlink():      # appeared while we wrote: still never through a link
-            raise NesyError("the output path is a symbolic link; refusing to write through it",
-                            file=str(p))
+        check_output_file(p, overwrite=overwrite, inputs=inputs)
         os.replace(tmp, p)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -291,7 +422,19 @@ def write_output_file(out: str | os.PathLike, text: str, *, overwrite: bool = Fa
             raise NesyError(f"cannot write the result: {exc.strerror or exc}",
                             file=str(p)) from None
         raise
-    return p
+
+
+def write_output_file(out: str | os.PathLike, text: str, *, overwrite: bool = False,
+                      inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Write ``text`` to the result file ``out`` atomically, under the output rules.
+
+    Refused with :class:`NesyError` (nothing written): see :func:`check_output_file`. The
+    text goes to a temporary sibling first and is renamed over ``out``, so a reader never
+    sees half a file.
+    """
+    with atomic_output_file(out, overwrite=overwrite, inputs=inputs) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(out)
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

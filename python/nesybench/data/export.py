@@ -39,7 +39,7 @@ from pathlib import Path
 from nesybench import __version__
 from nesybench.data.core import BenchmarkData
 from nesybench.errors import NesyError
-from nesybench.io import atomic_output_dir, checksums, dumps
+from nesybench.io import atomic_output_dir, check_replaceable, checksums, dumps
 
 FORMATS = ("hf", "parquet", "croissant")
 EXPORT_FORMAT = "nesybench-export"
@@ -287,8 +287,13 @@ def export(data: BenchmarkData, out, fmt: str, *, overwrite: bool = False,
         datasets.disable_progress_bars()
     else:
         datasets.enable_progress_bars()
-    dd = dataset_dict(data, progress=progress)
     inputs = [data.root] if data.root is not None else []
+    # a table (CSV/ARFF) or task file read for the export is an input too: never inside --out
+    source = (data.meta.get("spec") or {}).get("source") if isinstance(data.meta, dict) else None
+    if isinstance(source, str) and source and Path(source).exists():
+        inputs.append(source)
+    check_replaceable(out, overwrite=overwrite, inputs=inputs)     # before the work
+    dd = dataset_dict(data, progress=progress)
     with atomic_output_dir(out, overwrite=overwrite, inputs=inputs) as tmp:
         if fmt == "hf":
             dd.save_to_disk(str(tmp))

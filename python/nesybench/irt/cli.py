@@ -117,9 +117,10 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
               show_default=True, help="drop items with |b| above this")
 @click.option("--out", "-o", type=click.Path(dir_okay=False),
               help="with --responses: write b, a, theta, kept, se_b, se_a, infit, outfit to "
-                   "this .npz")
+                   "this .npz file (exactly this path; it must end in .npz)")
+@click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True)
-def fit_cmd(study, responses, irt_model, bins, outlier, out, as_json):
+def fit_cmd(study, responses, irt_model, bins, outlier, out, overwrite, as_json):
     """Fit 1PL/2PL IRT (Bock–Aitkin EM) to each data set's responses: difficulties, bins,
     difficulty.csv and figures/difficulty.png."""
     if bool(study) == bool(responses):
@@ -131,17 +132,24 @@ def fit_cmd(study, responses, irt_model, bins, outlier, out, as_json):
 
         from .data import load_responses  # noqa: PLC0415
 
-        if out and not Path(out).resolve().parent.is_dir():
-            raise NesyError("the folder of --out does not exist", file=out, field="--out")
+        from ..io import atomic_output_file, check_output_file  # noqa: PLC0415
+
+        if out:
+            if Path(out).suffix.lower() != ".npz":
+                raise NesyError("--out is a NumPy archive written at exactly this path: give "
+                                "a file name ending in .npz", file=out, field="--out")
+            check_output_file(out, overwrite=overwrite, inputs=[responses])
         U = load_responses(responses)
         try:
             fit = fit_irt(U, irt_model, outlier=outlier)
         except NesyError as exc:
             raise exc.where(file=responses)
         if out:
-            np.savez_compressed(out, b=fit.b, b_raw=fit.b_raw, a=fit.a, theta=fit.theta,
-                                kept=fit.kept, se_b=fit.se_b, se_a=fit.se_a, infit=fit.infit,
-                                outfit=fit.outfit)
+            with atomic_output_file(out, overwrite=overwrite, inputs=[responses]) as tmp, \
+                    open(tmp, "wb") as fh:      # a file object: numpy appends no suffix
+                np.savez_compressed(fh, b=fit.b, b_raw=fit.b_raw, a=fit.a, theta=fit.theta,
+                                    kept=fit.kept, se_b=fit.se_b, se_a=fit.se_a,
+                                    infit=fit.infit, outfit=fit.outfit)
         s = fit.summary()
         _warn_2pl(fit)
         click.echo(dumps(s) if as_json else

@@ -276,7 +276,10 @@ def learn(dataset, system, out, command, aleph, targets, max_body, options, time
     if targets is not None and not tl:
         raise NesyError("--targets is empty", field="targets")
     from .learners import load_dataset  # noqa: PLC0415
+    from ..io import check_output_file  # noqa: PLC0415
     ds = load_dataset(dataset)
+    # --out is checked before the learner runs (minutes for some), and again when written
+    check_output_file(out, overwrite=overwrite, inputs=[ds.train_file])
     if tl:
         unknown = [t for t in tl if t not in ds.facts]
         if unknown:

@@ -248,13 +248,15 @@ def table(study, group_by, metric, agg, as_csv, as_json):
 @click.option("--y", "y", required=True, help="a metric")
 @click.option("--hue", default=None, help="an axis: one line per value")
 @click.option("--out", "-o", default=None, type=click.Path(dir_okay=False),
-              help="PNG/SVG/PDF file [default: STUDY/plots/<y>_vs_<x>.png]")
+              help="PNG/SVG/PDF file, written at exactly this path "
+                   "[default: STUDY/plots/<y>_vs_<x>.png, refreshed on every run]")
+@click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @_boundary
-def plot(study, x, y, hue, out):
+def plot(study, x, y, hue, out, overwrite):
     """Plot metric Y against X with the mean and a 95% confidence band."""
     from .report import plot as make_plot  # noqa: PLC0415
 
-    path = make_plot(study, x=x, y=y, hue=hue, out=out)
+    path = make_plot(study, x=x, y=y, hue=hue, out=out, overwrite=overwrite)
     click.echo(f"wrote {path}")
 
 

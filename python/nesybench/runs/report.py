@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NesyError
-from ..io import dumps
+from ..io import atomic_output_file, check_output_file, check_output_path, dumps
 from .runner import Results
 from .spec import value_key
 from .store import Store
@@ -139,10 +139,11 @@ def _ci(values: np.ndarray) -> tuple[float, float]:
 
 
 def plot(study_dir, *, x: str, y: str, hue: str | None = None, out=None,
-         title: str | None = None) -> Path:
+         title: str | None = None, overwrite: bool = False) -> Path:
     """Draw ``y`` against ``x`` (an axis, or ``step`` for curves) with 95 % CI bands.
 
-    Writes ``out`` (PNG or SVG by suffix; default ``<study>/plots/<y>_vs_<x>.png``)."""
+    Writes exactly ``out`` (PNG, SVG or PDF by suffix), which must not exist unless
+    ``overwrite``; the default ``<study>/plots/<y>_vs_<x>.png`` is refreshed on every run."""
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
@@ -156,9 +157,15 @@ def plot(study_dir, *, x: str, y: str, hue: str | None = None, out=None,
     if hue is not None and hue not in axes:
         raise NesyError(f"unknown hue axis {hue!r} (axes: {', '.join(axes)})",
                         file=str(study_dir))
+    given = out is not None
     out = Path(out) if out else Path(study_dir) / "plots" / f"{y}_vs_{x}.png"
     if out.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise NesyError("the plot file must end in .png, .svg or .pdf", file=str(out))
+    if given:
+        check_output_file(out, overwrite=overwrite,
+                          inputs=[Path(study_dir) / "results.sqlite"])
+    else:
+        check_output_path(out)
     if x == "step":
         pts = [(r["step"], r.get(hue) if hue else None, r["value"])
                for r in study.curves(y)]
@@ -200,14 +207,11 @@ def plot(study_dir, *, x: str, y: str, hue: str | None = None, out=None,
     if hue:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.part{out.suffix}")
+    if not given:
+        out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fig.savefig(tmp)
-        tmp.replace(out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        with atomic_output_file(out, overwrite=overwrite or not given) as tmp:
+            fig.savefig(tmp)
     finally:
         plt.close(fig)
     return out

@@ -249,21 +249,31 @@ def table(study, as_json, bootstrap):
 @group.command(context_settings=CTX)
 @click.argument("study", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
-              help="image file (default STUDY/figure1.png)")
-def plot(study, out):
+              help="image file (default STUDY/figure1.png, refreshed on every run); with "
+                   "several studies, OUT's stem + '-<study>' + its suffix per study")
+@click.option("--overwrite", is_flag=True, help="replace existing --out files")
+def plot(study, out, overwrite):
     """Figure 1: accuracy vs degradation level (mean ± 95% CI), one panel per data set ×
     degradation."""
     from pathlib import Path  # noqa: PLC0415
 
+    from ..io import atomic_output_file, check_output_file  # noqa: PLC0415
     from .plots import figure1  # noqa: PLC0415
     try:
         subs = _studies(study)
-        outs = []
+        targets = []
         for s in subs:
             target = Path(out) if (out and len(subs) == 1) else \
                 (Path(out).with_name(f"{Path(out).stem}-{s.name}{Path(out).suffix}") if out
                  else s / "figure1.png")
-            outs.append(figure1(s, target))
+            targets.append(target)
+            if out:         # every named file is checked before any is drawn
+                check_output_file(target, overwrite=overwrite)
+        outs = []
+        for s, target in zip(subs, targets):
+            with atomic_output_file(target, overwrite=overwrite or not out) as tmp:
+                figure1(s, tmp)
+            outs.append(target)
     except NesyError as exc:
         _fail(exc)
     for o in outs:
