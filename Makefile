@@ -3,7 +3,7 @@ PY := .venv/bin/python
 NB := .venv/bin/nesybench
 WORKERS ?= 2
 
-.PHONY: setup demo test docs bench fuzz planted mutate clean
+.PHONY: setup demo test docs pack bench fuzz planted mutate clean
 
 setup:            ## SWI-Prolog >= 9.1.12 (cached build if needed) + .venv with every dependency
 	@bash scripts/setup.sh
@@ -18,6 +18,9 @@ test: setup       ## the whole test suite (what CI runs)
 
 docs: setup       ## the documentation site into site/ (mkdocs build --strict: broken links fail)
 	$(PY) -m mkdocs build --strict --site-dir site
+
+pack:             ## the SWI-Prolog pack archive dist/nesybench-<version>.tgz (pack.pl, prolog/, kb/)
+	@bash scripts/build_pack.sh dist
 
 bench: setup      ## performance figures (see docs/performance.md)
 	$(PY) benchmarks/kandy_generate.py
@@ -36,4 +39,4 @@ mutate: setup     ## mutation testing of the modules behind the papers' figures 
 	$(PY) benchmarks/mutate.py $(MUTATE_ARGS)
 
 clean:
-	rm -rf out site .pytest_cache
+	rm -rf out site dist .pytest_cache
