@@ -122,9 +122,9 @@ def _edit(ref: Path, split: str, fn) -> None:
     ("column", lambda r, f: ([{k: v for k, v in x.items() if k != "supervised"} for x in r],
                              [c for c in f if c != "supervised"]), "missing column(s) supervised"),
     ("escape", lambda r, f: ([{**r[0], "filename": "../../../../etc/passwd"}] + r[1:], f),
-     "is not a file below the split folder"),
+     "leaves the data-set folder"),
     ("image", lambda r, f: ([{**r[0], "filename": "0/9999.png"}] + r[1:], f),
-     "image '0/9999.png' not found"),
+     "val/0/9999.png: missing"),
 ])
 def test_import_reference_bad_input(tmp_path, capsys, case, edit, msg):
     ref = _reference(tmp_path / "ref")

@@ -60,21 +60,24 @@ def names() -> dict[str, str]:
 
 
 def load(path_or_name, split: str | None = None, *, seed: int | None = None,
-         progress: bool = True) -> BenchmarkData:
+         progress: bool = True, verify: bool = True) -> BenchmarkData:
     """Load a data set (see the module docstring for what ``path_or_name`` may be).
 
     ``split`` selects one split (``train``, ``val``, ``test``, ``ood``; RuDaS: ``train``,
     ``test``, ``train_support`` ...); ``seed`` is the generation seed for a curriculum or task
     that is generated here (default: the file's own); ``progress`` shows a bar while
-    generating. Anything else than a data set is one :class:`~nesybench.errors.NesyError`.
+    generating; ``verify=False`` skips checking files against the SHA-256 their manifest
+    lists. Anything else than a data set is one :class:`~nesybench.errors.NesyError`: every
+    file of a folder is read through :class:`nesybench.folder.DataFolder` (paths stay inside
+    the folder, regular files only, bounded sizes, checksums checked).
     """
-    data = _load(str(path_or_name), seed=seed, progress=progress)
+    data = _load(str(path_or_name), seed=seed, progress=progress, verify=verify)
     if split is not None:
         data = data[split]
     return data
 
 
-def _load(spec: str, *, seed, progress) -> BenchmarkData:
+def _load(spec: str, *, seed, progress, verify=True) -> BenchmarkData:
     from nesybench.data import kinds  # noqa: PLC0415
 
     key = spec.replace("_", "-")
@@ -93,7 +96,7 @@ def _load(spec: str, *, seed, progress) -> BenchmarkData:
                         f"{', '.join(builtin)})", file=spec)
     path = Path(spec)
     if path.is_dir():
-        return load_folder(path)
+        return load_folder(path, verify=verify)
     low = path.name.lower()
     if low.endswith((".yaml", ".yml")):
         return _generated(path, path.stem, seed=seed, progress=progress)
@@ -103,38 +106,35 @@ def _load(spec: str, *, seed, progress) -> BenchmarkData:
                     "task YAML, a CSV/ARFF table, or a built-in name)", file=spec)
 
 
-def load_folder(root: Path, name: str | None = None) -> BenchmarkData:
+def load_folder(root: Path, name: str | None = None, *, verify: bool = True) -> BenchmarkData:
     """A generated folder; its kind comes from ``manifest.json``."""
     from nesybench.data import kinds  # noqa: PLC0415
+    from nesybench.folder import DataFolder  # noqa: PLC0415
 
     root = Path(root)
     name = name or root.resolve().name
-    if not (root / "manifest.json").is_file():
+    folder = DataFolder(root, verify=verify)
+    if not folder.exists("manifest.json"):
         raise NesyError("not a nesybench data set (no manifest.json; generate one with "
                         "`nesybench kandy generate`, `rs generate` or `rudas generate`)",
                         file=str(root))
-    man = kinds.read_manifest(root)
+    man = kinds.read_manifest(folder)
     fmt = man.get("format")
     if fmt == "nesybench-kandy":
-        return kinds.load_kandy(root, man, name)
+        return kinds.load_kandy(folder, man, name)
     if fmt == "nesybench-rs":
-        return kinds.load_rs(root, man, name)
+        return kinds.load_rs(folder, man, name)
     if fmt == "rudas":
-        return kinds.load_rudas(root, man, name)
+        return kinds.load_rudas(folder, man, name)
     raise NesyError(f"unknown data set format {fmt!r} in manifest.json (known: "
                     "nesybench-kandy, nesybench-rs, rudas)", file=str(root))
 
 
 def _yaml_kind(path: Path) -> str:
-    import yaml  # noqa: PLC0415
+    from nesybench.folder import read_input_text  # noqa: PLC0415
+    from nesybench.yamlsafe import load_yaml  # noqa: PLC0415
 
-    from nesybench.errors import yaml_error  # noqa: PLC0415
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise yaml_error(exc, str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise NesyError(f"cannot read: {exc}", file=str(path)) from None
+    data = load_yaml(read_input_text(path), str(path))
     if isinstance(data, dict) and "tasks" in data:
         return "kandy"
     if isinstance(data, dict) and "concepts" in data:
@@ -145,8 +145,10 @@ def _yaml_kind(path: Path) -> str:
 
 def cache_folder(source: Path, name: str, *, seed: int | None) -> Path:
     """Where the data set generated from ``source`` with ``seed`` lives in the cache."""
+    from nesybench.folder import read_input  # noqa: PLC0415
+
     h = hashlib.sha256()
-    h.update(source.read_bytes())
+    h.update(read_input(source))
     h.update(json.dumps({"seed": seed, "version": __version__}).encode())
     return cache_root() / f"{name}-{h.hexdigest()[:12]}"
 

@@ -18,9 +18,12 @@ from nesybench.io import dumps
 @click.option("--seed", type=int, default=None,
               help="generation seed when DATASET is a curriculum/task YAML or a built-in name")
 @click.option("--overwrite", is_flag=True, help="replace an existing output folder")
+@click.option("--no-verify", is_flag=True,
+              help="do not check the data set's files against the SHA-256 its manifest lists "
+                   "(the exported sha256 column is then computed from the bytes exported)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
-def group(dataset, fmt, out, split, seed, overwrite, as_json, quiet):
+def group(dataset, fmt, out, split, seed, overwrite, no_verify, as_json, quiet):
     """Export DATASET for the Hugging Face Hub and Croissant readers, with a dataset card.
 
     DATASET is a generated folder (kandy generate, rs generate, rudas generate), a
@@ -31,7 +34,7 @@ def group(dataset, fmt, out, split, seed, overwrite, as_json, quiet):
     from nesybench.data.export import export  # noqa: PLC0415
 
     progress = not (quiet or as_json)
-    data = load(dataset, split, seed=seed, progress=progress)
+    data = load(dataset, split, seed=seed, progress=progress, verify=not no_verify)
     res = export(data, out, fmt, overwrite=overwrite, progress=progress)
     if as_json:
         click.echo(dumps(res), nl=False)

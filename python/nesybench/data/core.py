@@ -61,6 +61,8 @@ class BenchmarkData:
     torch_spec: dict = field(default_factory=dict)
     split: str | None = None
     _encode: object = None          # row -> dict of tensors (kind specific)
+    #: the :class:`~nesybench.folder.DataFolder` every file of the data set is read through
+    folder: object = None
 
     # -- the uniform surface --------------------------------------------------------------
     @property
@@ -108,16 +110,13 @@ class BenchmarkData:
             return BenchmarkData(kind=self.kind, name=self.name, root=self.root,
                                  columns=self.columns, rows_by_split=self.rows_by_split,
                                  meta=self.meta, card=self.card, torch_spec=self.torch_spec,
-                                 split=key, _encode=self._encode)
+                                 split=key, _encode=self._encode, folder=self.folder)
         split, row = self._locate(key)
         sample = {"split": split}
         for c in self.columns:
             v = row[c.name]
             if c.dtype == "image":
-                from PIL import Image  # noqa: PLC0415
-                with Image.open(self.root / v) as im:
-                    im.load()
-                    v = im.copy()
+                v = self.folder.image(v)
             elif c.dtype == "objects":
                 v = [dict(o) for o in v]
             sample[c.name] = v
@@ -132,8 +131,10 @@ class BenchmarkData:
         return f"<{self.kind} data set {self.name!r} ({sizes})>"
 
     def image_bytes(self, rel: str) -> bytes:
-        """The bytes of an image file, by its path relative to :attr:`root`."""
-        return (self.root / rel).read_bytes()
+        """The bytes of an image file, by its path relative to :attr:`root` (read through
+        :attr:`folder`: inside the folder, a regular file, its SHA-256 checked when the
+        manifest lists it)."""
+        return self.folder.read_bytes(rel)
 
     def to_pandas(self):
         """The rows of the selected split(s) as a ``pandas.DataFrame``: a ``split`` column,
@@ -166,16 +167,15 @@ class BenchmarkData:
         return out
 
 
-def image_tensor(path: Path):
-    """float32 [C, H, W] in [0, 1] from a PNG (RGB: C = 3, grey: C = 1)."""
+def image_tensor(im):
+    """float32 [C, H, W] in [0, 1] from a decoded picture (``DataFolder.image``; RGB: C = 3,
+    grey: C = 1)."""
     import numpy as np  # noqa: PLC0415
     import torch  # noqa: PLC0415
-    from PIL import Image  # noqa: PLC0415
 
-    with Image.open(path) as im:
-        if im.mode not in ("RGB", "L"):
-            im = im.convert("RGB")
-        arr = np.asarray(im, dtype=np.uint8)
+    if im.mode not in ("RGB", "L"):
+        im = im.convert("RGB")
+    arr = np.asarray(im, dtype=np.uint8)
     if arr.ndim == 2:
         arr = arr[:, :, None]
     return torch.from_numpy(arr.copy()).permute(2, 0, 1).to(torch.float32).div_(255.0)

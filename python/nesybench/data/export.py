@@ -32,6 +32,7 @@ Determinism: the same data set exported twice gives the same bytes with the same
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -126,12 +127,17 @@ def dataset_dict(data: BenchmarkData, *, progress: bool = False):
         for s in splits:
             cols: dict[str, list] = {c.name: [] for c in data.columns}
             for row in data.rows_by_split[s]:
+                digest = None
                 for c in data.columns:
                     v = row[c.name]
                     if c.dtype == "image":
                         v = {"bytes": data.image_bytes(v), "path": Path(v).name}
+                        digest = hashlib.sha256(v["bytes"]).hexdigest()
                         bar.update()
                     cols[c.name].append(v)
+                if digest is not None and "sha256" in cols:
+                    # the checksum of the bytes exported (the manifest's, once checked)
+                    cols["sha256"][-1] = digest
             out[s] = datasets.Dataset.from_dict(cols, features=feats,
                                                 split=datasets.NamedSplit(s))
     return datasets.DatasetDict(out)

@@ -22,7 +22,6 @@ value in the variable's domain.
 """
 from __future__ import annotations
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -30,6 +29,8 @@ from pathlib import Path
 from nesybench import ROOT, __version__
 from nesybench.data.core import BenchmarkData, Column, image_tensor
 from nesybench.errors import NesyError
+from nesybench.folder import (MAX_FACT_ARITY, DataFolder, checksum_map, check_input_file,
+                              int64, need, relative)
 from nesybench.io import sha256_file
 
 KANDY_SPLITS = ("train", "val", "test")
@@ -54,29 +55,29 @@ def identifier(name: str, taken: set[str] | None = None) -> str:
     return s
 
 
-def read_manifest(root: Path) -> dict:
-    path = root / "manifest.json"
-    try:
-        man = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NesyError(f"cannot read the manifest: {exc}", file=str(path)) from None
+def read_manifest(folder: DataFolder) -> dict:
+    """The folder's ``manifest.json``: a JSON object whose ``format`` is a string."""
+    man = folder.read_json("manifest.json")
     if not isinstance(man, dict):
-        raise NesyError("the manifest is not a JSON object", file=str(path))
+        raise NesyError("the manifest is not a JSON object", file=folder.label("manifest.json"))
+    need(man, "format", str, file=folder.label("manifest.json"), required=False)
     return man
 
 
-def _csv_rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise NesyError("missing (is the data set complete?)", file=str(path))
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+def _csv_rows(folder: DataFolder, rel: str, required=()) -> tuple[str, list[tuple[int, dict]]]:
+    """``(label, [(line, row), ...])`` of a CSV file of the folder."""
+    if not folder.exists(rel):
+        raise NesyError("missing (is the data set complete?)", file=folder.label(rel))
+    return folder.label(rel), folder.csv_rows(rel, required=required)[1]
 
 
-def _int(value, path: Path, line: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise NesyError(f"expected an integer, got {value!r}", file=str(path), line=line) from None
+def _strings(value, *, file: str, field: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise NesyError(f"expected a list of strings, got {type(value).__name__} "
+                        f"{repr(value)[:60]}", file=file, field=field)
+    return list(value)
 
 
 # -- KANDY ------------------------------------------------------------------------------------
@@ -115,40 +116,67 @@ KANDY_COLUMNS = [
 def _kandy_encode(data, row):
     import torch  # noqa: PLC0415
 
-    return {"image": image_tensor(data.root / row["image"]),
+    return {"image": image_tensor(data.folder.image(row["image"])),
             "label": torch.tensor(row["label"], dtype=torch.int64),
             "task_id": torch.tensor(row["task_id"], dtype=torch.int64),
             "supervised": torch.tensor(row["supervised"], dtype=torch.bool)}
 
 
-def load_kandy(root: Path, man: dict, name: str) -> BenchmarkData:
-    files = man.get("files") or {}
-    tasks = {int(t["id"]): t for t in man.get("tasks", [])}
+def _kandy_tasks(man: dict, mfile: str) -> dict[int, dict]:
+    tasks: dict[int, dict] = {}
+    for i, t in enumerate(need(man, "tasks", list, file=mfile, required=False, default=[])):
+        f = f"tasks[{i}]"
+        if not isinstance(t, dict):
+            raise NesyError(f"expected an object, got {type(t).__name__}", file=mfile, field=f)
+        tid = need(t, "id", int, file=mfile, field=f)
+        if not 0 <= tid < 1_000_000:
+            raise NesyError(f"task id {tid} out of range (0..999999)", file=mfile,
+                            field=f"{f}.id")
+        if tid in tasks:
+            raise NesyError(f"task id {tid} appears twice", file=mfile, field=f"{f}.id")
+        for key in ("name", "description", "rule_file"):
+            need(t, key, (str, int), file=mfile, field=f, required=False)
+        if t.get("rule_file") is not None:
+            relative(str(t["rule_file"]), file=mfile, field=f"{f}.rule_file")
+        tasks[tid] = dict(t, _index=i)
+    return tasks
+
+
+def load_kandy(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
+    mfile = folder.label("manifest.json")
+    files = checksum_map(man.get("files"), file=mfile, field="files")
+    folder.checksums.update(files)
+    tasks = _kandy_tasks(man, mfile)
     rows_by_split = {}
     for split in KANDY_SPLITS:
-        path = root / split / "annotations.csv"
+        path, raw = _csv_rows(folder, f"{split}/annotations.csv",
+                              required=("filename", "task_id", "label", "supervised", "symbol"))
         rows = []
-        for line, r in enumerate(_csv_rows(path), start=2):
-            tid = _int(r.get("task_id"), path, line)
+        for line, r in raw:
+            tid = int64(r.get("task_id"), file=path, line=line, field="task_id", lo=0)
             try:
                 symbol = json.loads(r["symbol"])
-            except (KeyError, TypeError, json.JSONDecodeError):
-                raise NesyError("the symbol is not JSON", file=str(path), line=line) from None
-            rel = f"{split}/{r['filename']}"
+            except (KeyError, TypeError, ValueError, RecursionError):
+                raise NesyError("the symbol is not JSON", file=path, line=line) from None
+            rel = folder.check(f"{split}/{r.get('filename')}", file=path, line=line,
+                               field="filename")
+            filename = rel[len(split) + 1:]
             rows.append({
-                "image": rel, "filename": r["filename"], "task_id": tid,
+                "image": rel, "filename": filename, "task_id": tid,
                 "task": str(tasks.get(tid, {}).get("name", tid)),
-                "label": _int(r.get("label"), path, line),
-                "supervised": bool(_int(r.get("supervised"), path, line)),
-                "symbol": r["symbol"], "prolog": r.get("prolog", ""),
+                "label": int64(r.get("label"), file=path, line=line, field="label", lo=0, hi=1),
+                "supervised": bool(int64(r.get("supervised"), file=path, line=line,
+                                         field="supervised", lo=0, hi=1)),
+                "symbol": r["symbol"], "prolog": r.get("prolog") or "",
                 "objects": _objects(symbol),
-                "sha256": files.get(rel) or sha256_file(root / rel)})
+                "sha256": files.get(rel) or folder.sha256(rel)})
         rows_by_split[split] = rows
     rules = {}
     for tid, t in sorted(tasks.items()):
-        rf = root / str(t.get("rule_file") or f"rules/{tid:02d}.pl")
-        if rf.is_file():
-            rules[f"task {tid} ({t.get('name', '')})"] = rf.read_text(encoding="utf-8")
+        rf = str(t.get("rule_file") or f"rules/{tid:02d}.pl")
+        where = {"file": mfile, "field": f"tasks[{t.pop('_index')}].rule_file"}
+        if folder.exists(rf, **where):
+            rules[f"task {tid} ({t.get('name', '')})"] = folder.read_text(rf, **where)
     meta = {"kind": "kandy", "name": name, "format": man.get("format"),
             "format_version": man.get("version"), "generator": man.get("generator"),
             "seed": man.get("seed"),
@@ -164,7 +192,7 @@ def load_kandy(root: Path, man: dict, name: str) -> BenchmarkData:
             "rules": rules, "rules_language": "prolog",
             "tasks": [{"id": tid, "name": t.get("name"), "description": t.get("description", "")}
                       for tid, t in sorted(tasks.items())]}
-    return BenchmarkData(kind="kandy", name=name, root=root, columns=list(KANDY_COLUMNS),
+    return BenchmarkData(kind="kandy", name=name, root=folder.root, folder=folder, columns=list(KANDY_COLUMNS),
                          rows_by_split=rows_by_split, meta=meta, card=card,
                          torch_spec={"image": ("float32", "[3, H, W]"), "label": ("int64", "[]"),
                                      "task_id": ("int64", "[]"), "supervised": ("bool", "[]")},
@@ -185,26 +213,48 @@ def _rs_encode(data, row):
         v = row[col["column"]]
         labels.append(int(v) if col["values"] is None else col["values"].index(v))
     concepts = [col["domain"].index(row[col["column"]]) for col in enc["concepts"]]
-    return {"image": image_tensor(data.root / row["image"]),
+    return {"image": image_tensor(data.folder.image(row["image"])),
             "labels": torch.tensor(labels, dtype=torch.int64),
             "concepts": torch.tensor(concepts, dtype=torch.int64)}
 
 
-def load_rs(root: Path, man: dict, name: str) -> BenchmarkData:
-    sums = man.get("checksums") or {}
-    labels = list(man.get("labels") or [])
-    concepts = list(man.get("concepts") or [])
-    raw: dict[str, list[dict]] = {}
+def _rs_concepts(man: dict, mfile: str) -> list[dict]:
+    out = []
+    for i, c in enumerate(need(man, "concepts", list, file=mfile, required=False, default=[])):
+        f = f"concepts[{i}]"
+        if not isinstance(c, dict):
+            raise NesyError(f"expected an object with name and domain, got "
+                            f"{type(c).__name__} {repr(c)[:40]}", file=mfile, field=f)
+        need(c, "name", str, file=mfile, field=f)
+        domain = need(c, "domain", list, file=mfile, field=f, required=False, default=[])
+        for j, v in enumerate(domain):
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                raise NesyError(f"expected an integer or a string, got {repr(v)[:40]}",
+                                file=mfile, field=f"{f}.domain[{j}]")
+            if isinstance(v, int):
+                int64(v, file=mfile, field=f"{f}.domain[{j}]")
+        out.append(c)
+    return out
+
+
+def load_rs(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
+    mfile = folder.label("manifest.json")
+    sums = checksum_map(man.get("checksums"), file=mfile, field="checksums")
+    folder.checksums.update(sums)
+    labels = _strings(man.get("labels"), file=mfile, field="labels")
+    concepts = _rs_concepts(man, mfile)
+    counts = need(man, "counts", dict, file=mfile, required=False, default={})
+    raw: dict[str, tuple[str, list[tuple[int, dict]]]] = {}
     for split in RS_SPLITS:
-        path = root / split / "labels.csv"
-        if not path.is_file() and not (man.get("counts") or {}).get(split):
+        rel = f"{split}/labels.csv"
+        if not folder.exists(rel) and not counts.get(split):
             continue
-        raw[split] = _csv_rows(path)
+        raw[split] = _csv_rows(folder, rel, required=("file",))
     taken = {"image", "file", "split", "sha256"}
     label_cols, concept_cols = [], []
     for lab in labels:
         key = f"label:{lab}"
-        vals = sorted({r.get(key, "") for rows in raw.values() for r in rows})
+        vals = sorted({r.get(key) or "" for _, rows in raw.values() for _, r in rows})
         ints = all(_is_int(v) for v in vals)
         label_cols.append({"name": lab, "source": key,
                            "column": identifier(f"label_{lab}", taken),
@@ -215,44 +265,52 @@ def load_rs(root: Path, man: dict, name: str) -> BenchmarkData:
         ints = all(_is_int(v) for v in domain)
         concept_cols.append({"name": c["name"], "source": f"concept:{c['name']}",
                              "column": identifier(f"concept_{c['name']}", taken),
-                             "dtype": "int64" if ints else "string",
+                             "dtype": "int64" if ints else "string", "concept": True,
                              "domain": [int(v) for v in domain] if ints else [str(v) for v in domain]})
     rows_by_split = {}
-    for split, rows in raw.items():
-        path = root / split / "labels.csv"
+    for split, (path, rows) in raw.items():
         out = []
-        for line, r in enumerate(rows, start=2):
-            rel = f"{split}/{r['file']}"
-            row = {"image": rel, "file": r["file"]}
+        for line, r in rows:
+            rel = folder.check(f"{split}/{r.get('file')}", file=path, line=line, field="file")
+            row = {"image": rel, "file": rel[len(split) + 1:]}
             for col in label_cols + concept_cols:
                 v = r.get(col["source"])
                 if v is None:
-                    raise NesyError(f"missing column {col['source']}", file=str(path), line=line)
-                row[col["column"]] = _int(v, path, line) if col["dtype"] == "int64" else v
-            row["sha256"] = sums.get(rel) or sha256_file(root / rel)
+                    raise NesyError(f"missing column {col['source']}", file=path, line=line)
+                if col["dtype"] == "int64":
+                    v = int64(v, file=path, line=line, field=col["source"])
+                if col.get("concept") and v not in col["domain"]:
+                    raise NesyError(f"value {v!r} is not in the domain of {col['name']}",
+                                    file=path, line=line, field=col["source"])
+                row[col["column"]] = v
+            row["sha256"] = sums.get(rel) or folder.sha256(rel)
             out.append(row)
         rows_by_split[split] = out
+    for col in concept_cols:
+        col.pop("concept", None)
     columns = [Column("image", "image", "the picture (PNG)"),
                Column("file", "string", "PNG file name inside its split folder")]
     columns += [Column(c["column"], c["dtype"], f"label {c['name']}") for c in label_cols]
     columns += [Column(c["column"], c["dtype"], f"concept {c['name']} (the ground-truth value)")
                 for c in concept_cols]
     columns.append(Column("sha256", "string", "SHA-256 of the PNG file (the manifest's checksum)"))
-    task_yaml = root / "task.yaml"
-    task_text = task_yaml.read_text(encoding="utf-8") if task_yaml.is_file() else ""
+    task_text = folder.read_text("task.yaml") if folder.exists("task.yaml") else ""
     rules = {}
     if task_text:
         rules["task.yaml"] = task_text
-        import yaml  # noqa: PLC0415
+        from nesybench.yamlsafe import load_yaml  # noqa: PLC0415
         try:
-            kn = (yaml.safe_load(task_text) or {}).get("knowledge")
-        except yaml.YAMLError:
-            kn = None
+            doc = load_yaml(task_text, folder.label("task.yaml"))
+        except NesyError:
+            doc = None
+        kn = doc.get("knowledge") if isinstance(doc, dict) else None
         if isinstance(kn, str):
-            for base in (root, ROOT):
-                p = base / kn
-                if p.is_file():
-                    rules[kn] = p.read_text(encoding="utf-8")
+            where = {"file": folder.label("task.yaml"), "field": "knowledge"}
+            kn = relative(kn, **where)
+            # the knowledge is a file of the data set, or one nesybench ships (kb/...)
+            for base in (folder, DataFolder(ROOT)):
+                if base.exists(kn, **where):
+                    rules[kn] = base.read_text(kn, **where)
                     break
     meta = {"kind": "rs", "name": name, "format": man.get("format"),
             "format_version": man.get("format_version"), "generator": man.get("generator"),
@@ -268,7 +326,7 @@ def load_rs(root: Path, man: dict, name: str) -> BenchmarkData:
                        "scenes) labelled by a logic program over the concepts; the concepts "
                        "are given for measuring concept quality and reasoning shortcuts.",
             "rules": rules, "rules_language": "text"}
-    return BenchmarkData(kind="rs", name=name, root=root, columns=columns,
+    return BenchmarkData(kind="rs", name=name, root=folder.root, folder=folder, columns=columns,
                          rows_by_split=rows_by_split, meta=meta, card=card,
                          torch_spec={"image": ("float32", "[C, H, W]"),
                                      "labels": ("int64", f"[{len(label_cols)}]"),
@@ -278,6 +336,8 @@ def load_rs(root: Path, man: dict, name: str) -> BenchmarkData:
 
 # -- RuDaS ------------------------------------------------------------------------------------
 _FACT = re.compile(r"^\s*([a-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*\.\s*$")
+#: one argument of a ground fact: a constant (an atom or a number; quoted without commas)
+_CONSTANT = re.compile(r"[a-z0-9][A-Za-z0-9_.+-]*|'[^',\\]*'")
 
 
 def _rudas_encode(data, row):
@@ -292,29 +352,53 @@ def _rudas_encode(data, row):
             "target": torch.tensor(row["target"], dtype=torch.bool)}
 
 
-def load_rudas(root: Path, man: dict, name: str) -> BenchmarkData:
-    targets = set(man.get("targets") or [])
+def parse_fact(text: str, *, file: str, line: int) -> tuple[str, list[str]]:
+    """``(predicate, arguments)`` of one ground fact ``p(c1, ..., cn).``; a rule, a variable,
+    a compound argument or more than :data:`MAX_FACT_ARITY` arguments is one error naming
+    ``file:line``."""
+    if ":-" in text:
+        raise NesyError("a rule in a fact file (facts are ground atoms such as p(a, b).)",
+                        file=file, line=line)
+    m = _FACT.match(text)
+    if not m:
+        raise NesyError("not a ground fact (expected p(a, b).)", file=file, line=line)
+    if not m.group(2):
+        return m.group(1), []
+    if m.group(2).count(",") >= MAX_FACT_ARITY:
+        raise NesyError(f"a fact with more than {MAX_FACT_ARITY} arguments", file=file,
+                        line=line)
+    args = [a.strip() for a in m.group(2).split(",")]
+    for a in args:
+        if not _CONSTANT.fullmatch(a):
+            raise NesyError(f"argument {a[:40]!r} is not a constant (facts are ground: no "
+                            "variables, no compound terms)", file=file, line=line)
+    return m.group(1), args
+
+
+def load_rudas(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
+    mfile = folder.label("manifest.json")
+    targets = set(_strings(man.get("targets"), file=mfile, field="targets"))
+    files = checksum_map(man.get("files"), file=mfile, field="files")
+    folder.checksums.update(files)
     parsed: dict[str, list[tuple]] = {}
     max_arity = 0
     for stem in RUDAS_FILES:
-        path = root / f"{stem}.txt"
-        if not path.is_file():
+        rel = f"{stem}.txt"
+        if not folder.exists(rel):
             continue
+        path = folder.label(rel)
         facts = []
-        for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for line, text in enumerate(folder.read_text(rel).splitlines(), start=1):
             if not text.strip():
                 continue
-            m = _FACT.match(text)
-            if not m:
-                raise NesyError("not a ground fact", file=str(path), line=line)
-            args = [a.strip() for a in m.group(2).split(",")] if m.group(2) else []
+            pred, args = parse_fact(text, file=path, line=line)
             max_arity = max(max_arity, len(args))
-            facts.append((text, m.group(1), args))
+            facts.append((text, pred, args))
         parsed[stem.replace("-", "_")] = facts
     if not parsed:
-        raise NesyError("no fact files (train.txt ...): not a RuDaS data set", file=str(root))
-    relations = _lines(root / "relations.txt")
-    entities = _lines(root / "entities.txt")
+        raise NesyError("no fact files (train.txt ...): not a RuDaS data set", file=str(folder.root))
+    relations = dict.fromkeys(_lines(folder, "relations.txt"))
+    entities = dict.fromkeys(_lines(folder, "entities.txt"))
     rows_by_split = {}
     for split, facts in parsed.items():
         rows = []
@@ -324,24 +408,24 @@ def load_rudas(root: Path, man: dict, name: str) -> BenchmarkData:
                 row[f"arg_{k + 1}"] = args[k] if k < len(args) else ""
             row["target"] = f"{pred}/{len(args)}" in targets
             rows.append(row)
-            if pred not in relations:
-                relations.append(pred)
-            entities += [a for a in args if a not in entities]
+            relations.setdefault(pred)
+            for a in args:
+                entities.setdefault(a)
         rows_by_split[split] = rows
+    relations, entities = list(relations), list(entities)
     columns = [Column("fact", "string", "the fact as written in the file (Prolog syntax)"),
                Column("predicate", "string", "predicate name"),
                Column("arity", "int64", "number of arguments")]
     columns += [Column(f"arg_{k}", "string", f"argument {k} (empty when the arity is smaller)")
                 for k in range(1, max_arity + 1)]
     columns.append(Column("target", "bool", "whether the predicate is a target of the rules"))
-    rules_txt = root / "rules.txt"
-    rules = {"rules.txt": rules_txt.read_text(encoding="utf-8")} if rules_txt.is_file() else {}
+    rules = {"rules.txt": folder.read_text("rules.txt")} if folder.exists("rules.txt") else {}
     meta = {"kind": "rudas", "name": name, "format": man.get("format"),
             "format_version": man.get("format_version"), "generator": man.get("generator"),
             "seed": man.get("seed"),
             "spec": {k: man.get(k) for k in ("params", "counts", "targets", "components",
                                              "predicates", "rule_graph")},
-            "checksums": man.get("files") or {},
+            "checksums": files,
             "splits": {s.replace("-", "_"): f"{s}.txt" for s in RUDAS_FILES
                        if s.replace("-", "_") in parsed},
             "encodings": {"max_arity": max_arity,
@@ -353,7 +437,7 @@ def load_rudas(root: Path, man: dict, name: str) -> BenchmarkData:
                        "truth below), with open-world removal and noise: learn the rules back "
                        "from the training facts. One split per fact file.",
             "rules": rules, "rules_language": "prolog"}
-    return BenchmarkData(kind="rudas", name=name, root=root, columns=columns,
+    return BenchmarkData(kind="rudas", name=name, root=folder.root, folder=folder, columns=columns,
                          rows_by_split=rows_by_split, meta=meta, card=card,
                          torch_spec={"predicate": ("int64", "[]"),
                                      "arguments": ("int64", f"[{max_arity}]"),
@@ -361,10 +445,10 @@ def load_rudas(root: Path, man: dict, name: str) -> BenchmarkData:
                          _encode=_rudas_encode)
 
 
-def _lines(path: Path) -> list[str]:
-    if not path.is_file():
+def _lines(folder: DataFolder, rel: str) -> list[str]:
+    if not folder.exists(rel):
         return []
-    return [s.strip() for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
+    return [s.strip() for s in folder.read_text(rel).splitlines() if s.strip()]
 
 
 # -- tabular (IRT, SKI) -----------------------------------------------------------------------
@@ -421,6 +505,7 @@ def load_irt_table(spec: str, name: str) -> BenchmarkData:
         key = irt_data.BUILTIN[spec][0]
         sums = {key: datafiles.DATA_FILES[key].sha256}
     else:
+        check_input_file(spec)
         ds = irt_data.load_file(spec)
         sums = {Path(spec).name: sha256_file(spec)}
     d = ds.describe()

@@ -24,11 +24,12 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import math
 import re
-import shutil
 from pathlib import Path
 
 from ..errors import NesyError
+from ..folder import MAX_TEXT_BYTES, DataFolder, png_size
 
 SPLITS = ("train", "val", "test")
 REQUIRED = ("filename", "task_id", "label", "supervised", "symbol")
@@ -70,53 +71,45 @@ def _symbol(text: str, path: Path, line: int):
                         f"'small'}}]}}): {t[:60]!r}", file=str(path), line=line) from None
 
 
-def _png_size(path: Path) -> tuple[int, int]:
-    with open(path, "rb") as fh:
-        head = fh.read(24)
-    if len(head) < 24 or not head.startswith(_PNG) or head[12:16] != b"IHDR":
-        raise NesyError("not a PNG image", file=str(path))
-    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+def _png_size(folder: DataFolder, rel: str) -> tuple[int, int]:
+    """Width and height from the PNG header (refused over the pixel limit: a 60000x60000
+    picture would be imported, then fail every reader)."""
+    return png_size(folder.read_bytes(rel), folder.label(rel))
 
 
 def read_split(sets: Path, split: str) -> list[dict]:
     """The rows of one split, checked; each with ``src`` (the PNG), task, label, supervised,
     symbol (a :mod:`.symbols` tree)."""
-    path = sets / split / "annotations.csv"
-    base = (sets / split).resolve()
-    rows = []
+    folder = DataFolder(sets)
+    path = folder.label(f"{split}/annotations.csv")
     try:
-        fh = open(path, newline="", encoding="utf-8")
-    except OSError as exc:
-        raise NesyError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    with fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
-        if missing:
-            raise NesyError(f"missing column(s) {', '.join(missing)} (the reference's "
-                            f"annotations have {', '.join(REQUIRED)})", file=str(path), line=1)
+        _, raw = folder.csv_rows(f"{split}/annotations.csv", required=REQUIRED)
+    except NesyError as exc:
+        if exc.message.startswith("missing column"):
+            raise NesyError(f"{exc.message} (the reference's annotations have "
+                            f"{', '.join(REQUIRED)})", file=path, line=1) from None
+        raise
+    rows = []
+    for line, r in raw:
+        text = (r.get("task_id") or "").strip()
         try:
-            for line, r in enumerate(reader, start=2):
-                try:
-                    tid = int(float((r["task_id"] or "").strip()))
-                except ValueError:
-                    raise NesyError(f"task_id must be an integer, got {r['task_id']!r}",
-                                    file=str(path), line=line) from None
-                if not 0 <= tid < 10_000:
-                    raise NesyError(f"task_id {tid} out of range (0..9999)", file=str(path),
-                                    line=line)
-                label = _flag(r["label"], "label", path, line, negatives=("-1", "-1.0"))
-                sup = _flag(r["supervised"], "supervised", path, line)
-                name = (r["filename"] or "").strip()
-                src = (base / name).resolve()
-                if not name or base not in src.parents:
-                    raise NesyError(f"filename {name!r} is not a file below the split folder",
-                                    file=str(path), line=line)
-                if not src.is_file():
-                    raise NesyError(f"image {name!r} not found", file=str(path), line=line)
-                rows.append({"src": src, "task": tid, "label": label, "supervised": sup,
-                             "symbol": _symbol(r["symbol"], path, line), "line": line})
-        except csv.Error as exc:
-            raise NesyError(f"CSV does not parse: {exc}", file=str(path)) from None
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value.is_integer()):
+            raise NesyError(f"task_id must be an integer, got {text[:20]!r}", file=path,
+                            line=line)
+        tid = int(value)
+        if not 0 <= tid < 10_000:
+            raise NesyError(f"task_id {tid} out of range (0..9999)", file=path, line=line)
+        label = _flag(r.get("label"), "label", path, line, negatives=("-1", "-1.0"))
+        sup = _flag(r.get("supervised"), "supervised", path, line)
+        name = (r.get("filename") or "").strip()
+        if not name:
+            raise NesyError("filename is empty", file=path, line=line)
+        rel = folder.check(f"{split}/{name}", file=path, line=line, field="filename")
+        rows.append({"src": folder, "rel": rel, "task": tid, "label": label, "supervised": sup,
+                     "symbol": _symbol(r.get("symbol"), path, line), "line": line})
     if not rows:
         raise NesyError("no samples", file=str(path))
     return rows
@@ -126,17 +119,20 @@ def read_description(sets: Path, root: Path) -> tuple[dict[int, dict], list[Path
     """Per-task name/seed/γ/β from the reference's stats.txt or specs.txt (when present) and
     the description files to keep (``.txt``, ``.yml``, ``.yaml``, ``.pl`` next to the splits
     or at the top of the folder)."""
-    keep: list[Path] = []
+    keep: list[tuple[DataFolder, str]] = []
     for d in dict.fromkeys((sets, root)):
-        for p in sorted(d.iterdir()):
-            if p.is_file() and p.suffix.lower() in (".txt", ".yml", ".yaml", ".pl"):
-                keep.append(p)
+        folder = DataFolder(d)
+        # regular files only: a symbolic link (notes.txt -> a file elsewhere) is left out
+        for rel in folder.files():
+            if rel.lower().endswith((".txt", ".yml", ".yaml", ".pl")):
+                keep.append((folder, rel))
     tasks: dict[int, dict] = {}
-    for p in keep:
-        if p.name not in ("stats.txt", "specs.txt"):
+    for folder, rel in keep:
+        if rel not in ("stats.txt", "specs.txt"):
             continue
         current = None
-        for raw in p.read_text(encoding="utf-8", errors="replace").splitlines():
+        text = folder.read_bytes(rel, max_bytes=MAX_TEXT_BYTES).decode("utf-8", "replace")
+        for raw in text.splitlines():
             m = re.match(r"\s*Task (\d+):\s*$", raw)
             if m:
                 current = tasks.setdefault(int(m.group(1)), {})
@@ -166,9 +162,14 @@ def import_reference(src, out, *, overwrite: bool = False) -> dict:
     if not root.is_dir():
         raise NesyError("folder not found", file=str(root))
     sets = find_sets(root)
+    # the splits' folder (samples/sets, sets or the folder itself) lies inside the folder
+    rel_sets = sets.relative_to(root).as_posix()
+    if rel_sets != ".":
+        DataFolder(root).locate(rel_sets)
     splits = {s: read_split(sets, s) for s in SPLITS}
     desc, keep = read_description(sets, root)
-    size = _png_size(splits["train"][0]["src"])
+    first = splits["train"][0]
+    size = _png_size(first["src"], first["rel"])
     dom = Domain()
     for s, rows in splits.items():
         for r in rows:
@@ -179,10 +180,10 @@ def import_reference(src, out, *, overwrite: bool = False) -> dict:
                                     f"(shapes {', '.join(dom.shapes)}; colours "
                                     f"{', '.join(dom.colors)}; sizes {', '.join(dom.sizes)})",
                                     file=str(sets / s / "annotations.csv"), line=r["line"])
-            w = _png_size(r["src"])
+            w = _png_size(r["src"], r["rel"])
             if w != size:
                 raise NesyError(f"image is {w[0]}x{w[1]}, the first one is {size[0]}x{size[1]}",
-                                file=str(r["src"]))
+                                file=r["src"].label(r["rel"]))
     task_ids = sorted({r["task"] for rows in splits.values() for r in rows})
     if not any(r["task"] == t for t in task_ids for r in splits["train"]):
         raise NesyError("no training samples", file=str(sets / "train" / "annotations.csv"))
@@ -201,7 +202,7 @@ def import_reference(src, out, *, overwrite: bool = False) -> dict:
                     counter[t] = k + 1
                     rel = f"{t:02d}/{k:05d}.png"
                     (tmp / s / f"{t:02d}").mkdir(exist_ok=True)
-                    shutil.copyfile(r["src"], tmp / s / rel)
+                    (tmp / s / rel).write_bytes(r["src"].read_bytes(r["rel"]))
                     w.writerow([rel, t, r["label"], r["supervised"],
                                 json.dumps(r["symbol"].to_json(), separators=(",", ":")),
                                 r["symbol"].to_prolog()])
@@ -211,8 +212,8 @@ def import_reference(src, out, *, overwrite: bool = False) -> dict:
                     st["supervised"][s] = st["supervised"].get(s, 0) + r["supervised"]
         if keep:
             (tmp / "reference").mkdir()
-            for p in keep:
-                shutil.copyfile(p, tmp / "reference" / p.name)
+            for folder, rel in keep:
+                (tmp / "reference" / rel).write_bytes(folder.read_bytes(rel))
         tasks = []
         for t in task_ids:
             st = stats[t]
