@@ -140,3 +140,110 @@ def test_allow_list_keeps_the_pure_builtins():
                     "atomic_list_concat([a, b], '-', AB), AB == 'a-b', msort([b, a], [a, b]).\n")
     assert rule.check([SAMPLE]) == [True]
     rule.close()
+
+
+# ------------------------------------------------------------------ cost bounds of small inputs
+BILLION_LAUGHS = """study: lol
+function: demo.toy
+params:
+  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+  d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+  e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+  g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+  h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+  i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+axes: {x: [1]}
+"""
+
+SPEC_BOMBS = {
+    "billion laughs": (BILLION_LAUGHS, "aliases"),
+    "range 10**9": ("study: s\nfunction: demo.toy\naxes: {x: {range: [1000000000]}}\n",
+                    "axes.x"),
+    "range 10**30": ("study: s\nfunction: demo.toy\naxes: {x: {range: [1000000000000000000000000000000]}}\n",
+                     "axes.x"),
+    "linspace 10**9": ("study: s\nfunction: demo.toy\naxes: {x: {linspace: [0, 1, 1000000000]}}\n",
+                       "axes.x"),
+    "repetitions 10**9": ("study: s\nfunction: demo.toy\naxes: {x: [1]}\nrepetitions: 1000000000\n",
+                          "repetitions"),
+    "product 10**9": ("study: s\nfunction: demo.toy\naxes: {x: {range: [1000]}, y: {range: [1000]},"
+                      " z: {range: [1000]}}\n", "cells"),
+    "timeout 1e308": ("study: s\nfunction: demo.toy\naxes: {x: [1]}\ntimeout: 1.0e+308\n",
+                      "timeout"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_BOMBS))
+def test_small_specs_with_huge_costs_are_one_line_and_quick(tmp_path, case):
+    import time
+    text, contains = SPEC_BOMBS[case]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "nesybench", "runs", "start", str(spec),
+                          "--out", str(tmp_path / "study")], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python")), timeout=60)
+    _one_line_exit_2(res, contains)
+    assert time.monotonic() - t0 < 30
+    assert not (tmp_path / "study").exists()
+
+
+def test_yaml_alias_bound_counts_every_use_and_refuses_cycles():
+    import yaml
+    from nesybench.yamlsafe import MAX_YAML_NODES, safe_load
+    assert safe_load("a: &a [1, 2]\nb: [*a, *a]\n") == {"a": [1, 2], "b": [[1, 2], [1, 2]]}
+    with pytest.raises(yaml.YAMLError, match="refers to a node that contains it"):
+        safe_load("a: &a [1, *a]\n")
+    width = int(MAX_YAML_NODES ** 0.5) + 2
+    text = "a: &a [" + ",".join(["1"] * width) + "]\nb: [" + ",".join(["*a"] * width) + "]\n"
+    with pytest.raises(yaml.YAMLError, match="aliases"):
+        safe_load(text)
+
+
+def test_an_npy_header_claiming_a_huge_shape_is_refused_before_allocation(tmp_path):
+    import numpy as np
+    npy = tmp_path / "u.npy"
+    np.save(npy, np.zeros((2, 2)))
+    data = npy.read_bytes()
+    npy.write_bytes(data.replace(b"(2, 2)", b"(100000000, 100000000)"))
+    _one_line_exit_2(_cli("irt", "fit", "--responses", npy), "claims shape")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_input_files_that_are_fifos_or_dev_zero_are_refused(tmp_path, kind):
+    from nesybench.rudas.core import RudasParams, generate
+    ds = tmp_path / "ds"
+    generate(RudasParams(seed=1, size="xs").validate(), ds)
+    bad = tmp_path / "bad.txt"
+    if kind == "fifo":
+        os.mkfifo(bad)
+    else:
+        bad.symlink_to("/dev/zero")
+    _one_line_exit_2(_cli("rudas", "chase", ds / "rules.txt", bad), "regular file")
+    task = tmp_path / "task.yaml"
+    if kind == "fifo":
+        os.mkfifo(task)
+    else:
+        task.symlink_to("/dev/zero")
+    _one_line_exit_2(_cli("rs", "count", task), "regular file")
+    table = tmp_path / "t.csv"
+    if kind == "fifo":
+        os.mkfifo(table)
+    else:
+        table.symlink_to("/dev/zero")
+    _one_line_exit_2(_cli("export", table, "--out", tmp_path / "o", "-q"), "regular file")
+
+
+def test_rudas_chase_has_a_default_budget(monkeypatch):
+    from nesybench.cli import main
+    from nesybench.rudas import core
+    seen = {}
+
+    def fake(rules, facts, **kw):
+        seen.update(kw)
+        return [], "complete"
+    monkeypatch.setattr(core, "chase", fake)
+    assert main(["rudas", "chase", "r.txt", "f.txt"]) == 0
+    assert seen["max_derived"] == 5_000_000 and seen["time_limit"] == 600.0

@@ -316,6 +316,36 @@ def stratified_subsample(ds: Dataset, n: int, seed: int) -> Dataset:
 MISSING_RESPONSE = ("", "na", "nan", "?")
 
 
+def check_npy_header(path: Path, *, max_bytes: int = 1 << 32) -> tuple:
+    """The shape an ``.npy`` file's header claims, checked before anything is allocated: a
+    regular file (no FIFO or device), a numeric dtype, and a shape whose data fits both
+    ``max_bytes`` and the file itself (a 100-byte file claiming 71 PiB is refused)."""
+    from ..folder import check_input_file  # noqa: PLC0415
+
+    check_input_file(path)
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0)
+            shape, _fortran, dtype = read(fh, max_header_size=10_000)
+            start = fh.tell()
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise NesyError(f"not a numeric .npy matrix: {' '.join(str(exc).split())[:200]}",
+                        file=str(path)) from None
+    if dtype.hasobject or dtype.kind not in "biuf":
+        raise NesyError(f"not a numeric .npy matrix (dtype {dtype})", file=str(path))
+    n = 1
+    for d in shape:
+        n *= int(d)
+    need = n * dtype.itemsize
+    have = path.stat().st_size - start
+    if need > max_bytes or need > have:
+        raise NesyError(f"the .npy header claims shape {shape} ({need:,} bytes), but the file "
+                        f"holds {have:,} bytes of data (limit {max_bytes:,})", file=str(path))
+    return shape
+
+
 def load_responses(path: str | Path) -> np.ndarray:
     """A response matrix (respondents × items) from ``.npy`` or CSV: 0, 1, or NaN for a
     response not administered (CSV: an empty field, ``NA``, ``NaN`` or ``?``). Every problem
@@ -324,6 +354,7 @@ def load_responses(path: str | Path) -> np.ndarray:
     if not path.is_file():
         raise NesyError("no such file", file=str(path))
     if path.suffix.lower() == ".npy":
+        check_npy_header(path)
         try:
             U = np.load(path, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:

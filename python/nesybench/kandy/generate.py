@@ -24,6 +24,7 @@ from .. import __version__
 from ..errors import NesyError
 from ..io import atomic_output_dir, checksums, derive_seed, sha256_file, write_json
 from ..parallel import map_streamed
+from ..yamlsafe import safe_load
 from .language import Curriculum, TaskSpec, load_curriculum
 from .render import RenderConfig, render_chunk
 from .rules import TaskRule
@@ -257,7 +258,7 @@ def _copy_curriculum(src: Path, out: Path) -> None:
         if not m:
             continue
         try:
-            value = yaml.safe_load(m["value"])
+            value = safe_load(m["value"])
         except yaml.YAMLError:
             continue
         if not isinstance(value, str):

@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import NesyError, yaml_error
+from ..yamlsafe import SafeLoader as BoundedSafeLoader
 from .symbols import ATTRIBUTES, COMPOSITIONS, Domain
 
 #: Random compositional choices and the operators each picks from (in this order).
@@ -117,10 +118,11 @@ class _Seq(list):
     line: int = 0
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(BoundedSafeLoader):
     """SafeLoader that remembers the 1-based line of every mapping and sequence.
 
-    Anchors, aliases and merges (``<<: *base``) are resolved by SafeLoader as usual.
+    Anchors, aliases and merges (``<<: *base``) are resolved by SafeLoader as usual; a
+    document expanding past ``nesybench.yamlsafe.MAX_YAML_NODES`` nodes is refused.
     """
 
     def construct_mapping(self, node, deep=False):

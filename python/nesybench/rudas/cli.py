@@ -205,11 +205,14 @@ def format_table(rows: list[dict], mean: dict) -> str:
 @group.command()
 @click.argument("rules", type=click.Path())
 @click.argument("facts", type=click.Path())
-@click.option("--max-derived", type=int)
-@click.option("--time-limit", type=float)
+@click.option("--max-derived", type=int, default=5_000_000, show_default=True,
+              help="stop after deriving this many facts")
+@click.option("--time-limit", type=float, default=600.0, show_default=True,
+              help="stop after this many seconds")
 @click.option("--json", "as_json", is_flag=True)
 def chase(rules, facts, max_derived, time_limit, as_json):
-    """Forward-chain RULES over FACTS; print the derived facts (I(R,F))."""
+    """Forward-chain RULES over FACTS; print the derived facts (I(R,F)). The chase stops at
+    --max-derived facts or --time-limit seconds (a warning says which)."""
     from .core import chase as ch  # noqa: PLC0415
     derived, status = ch(rules, facts, max_derived=max_derived, time_limit=time_limit)
     if as_json:

@@ -439,9 +439,12 @@ def chase(rules_file, facts_file, *, max_derived: int | None = None,
     if backward_min_work is not None and plan != "auto":
         raise NesyError("backward_min_work applies to plan='auto' only")
     prolog.use(PL)
+    from ..folder import check_input_file  # noqa: PLC0415
+
     for f in (rules_file, facts_file):
         if not Path(f).exists():
             raise NesyError("file not found", file=str(f))
+        check_input_file(f)           # a regular file: /dev/zero or a FIFO never ends
     # both files go through the datalog check of prolog/rudas/datalog.pl (the one that
     # `evaluate` uses): a function term in a head would make the chase run without end
     res = prolog.once("catch((rudas:chase_strings(RF, FF, MD, TL, P, W, D, St), EF = none, EL = 0, EM = \"\"), "

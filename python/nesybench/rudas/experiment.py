@@ -36,6 +36,8 @@ import yaml
 
 from ..errors import NesyError
 from ..io import derive_seed, dumps
+from ..folder import read_input_text
+from ..yamlsafe import safe_load
 
 #: metrics written per threshold (the evaluator's names)
 METRICS = ("herbrand_accuracy", "accuracy", "f1", "h_score", "precision", "recall", "r_score")
@@ -93,7 +95,7 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
     if not p.is_file():
         raise NesyError("experiment spec not found", file=str(p))
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        raw = safe_load(read_input_text(p))
     except yaml.YAMLError as exc:
         raise NesyError(f"not YAML: {str(exc).splitlines()[0]}", file=str(p)) from None
     src = str(p)

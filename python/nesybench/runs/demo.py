@@ -99,12 +99,15 @@ def rs_count_cell(params: dict, seed: int, ctx) -> dict:
     first concept group, under ``map_class`` (disentangled, perm, joint)."""
     import yaml  # noqa: PLC0415
 
+    from ..folder import read_input_text  # noqa: PLC0415
+    from ..yamlsafe import safe_load  # noqa: PLC0415
+
     from .. import ROOT  # noqa: PLC0415
     from ..shortcuts.count import count_rs  # noqa: PLC0415
     from ..shortcuts.task import load_task  # noqa: PLC0415
 
     path = ROOT / params["task"] if not str(params["task"]).startswith("/") else params["task"]
-    data = yaml.safe_load(open(path, encoding="utf-8"))
+    data = safe_load(read_input_text(path))
     if "n" in params:
         data["concepts"][0]["count"] = int(params["n"])
     data["knowledge"] = str(ROOT / data["knowledge"]) if not str(

@@ -37,7 +37,9 @@ from pathlib import Path
 import yaml
 
 from ..errors import NesyError, yaml_error
+from ..folder import read_input_text
 from ..io import derive_seed
+from ..yamlsafe import safe_load
 
 _SPEC_KEYS = {"study", "function", "params", "axes", "zip", "repetitions", "seed", "description",
               "timeout", "max_attempts", "resources"}
@@ -45,6 +47,10 @@ _SPEC_KEYS = {"study", "function", "params", "axes", "zip", "repetitions", "seed
 _EXECUTION_KEYS = ("timeout", "max_attempts", "resources")
 _RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory")
 _SCALARS = (str, int, float, bool, type(None))
+#: the most cells a grid may have (axes product × repetitions), checked before expanding it
+MAX_CELLS = 1_000_000
+#: the longest ``timeout`` of one cell (30 days), in seconds
+MAX_TIMEOUT = 30 * 86400
 
 
 @dataclass(frozen=True)
@@ -95,15 +101,16 @@ class GridSpec:
         for key, value in self.params.items():
             _check_json(value, f"params.{key}", self.source)
         if isinstance(self.repetitions, bool) or not isinstance(self.repetitions, int) \
-                or self.repetitions < 1:
-            raise self._err(f"must be an integer >= 1, got {self.repetitions!r}", "repetitions")
+                or not 1 <= self.repetitions <= MAX_CELLS:
+            raise self._err(f"must be an integer from 1 to {MAX_CELLS:,}, got "
+                            f"{_short(self.repetitions)}", "repetitions")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise self._err(f"must be an integer, got {self.seed!r}", "seed")
         if self.timeout is not None and (
                 isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float))
-                or not math.isfinite(self.timeout) or self.timeout <= 0):
-            raise self._err(f"must be a number of seconds > 0, got {self.timeout!r}",
-                            "timeout")
+                or not math.isfinite(self.timeout) or not 0 < self.timeout <= MAX_TIMEOUT):
+            raise self._err(f"must be a number of seconds > 0 and at most {MAX_TIMEOUT:,} "
+                            f"(30 days), got {self.timeout!r}", "timeout")
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) \
                 or self.max_attempts < 1:
             raise self._err(f"must be an integer >= 1, got {self.max_attempts!r}",
@@ -146,6 +153,13 @@ class GridSpec:
             if len(lengths) != 1:
                 raise self._err(f"axes {group} must have the same number of values "
                                 f"(got {[len(self.axes[n]) for n in group]})", f"zip[{i}]")
+        n = self.repetitions
+        for name, values in self.axes.items():
+            if name not in seen or next(g for g in self.zip_axes if name in g)[0] == name:
+                n *= len(values)
+            if n > MAX_CELLS:
+                raise self._err(f"the grid has more than {MAX_CELLS:,} cells (axes times "
+                                "repetitions); split the study", "axes")
 
     # -- expansion --------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -228,6 +242,11 @@ def cell_id_of(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+def _short(v) -> str:
+    s = repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
 def _check_json(value, fld: str, source) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise NesyError(f"must be a finite number, got {value!r}", file=source, field=fld)
@@ -263,7 +282,15 @@ def _axis_values(v, name: str, source) -> list:
                                 "integers", file=source, field=fld)
             if len(arg) == 3 and arg[2] == 0:
                 raise NesyError("range step must not be 0", file=source, field=fld)
-            v = list(range(*arg))
+            r = range(*arg)
+            try:
+                n = len(r)
+            except OverflowError:
+                n = MAX_CELLS + 1
+            if n > MAX_CELLS:
+                raise NesyError(f"range has more than {MAX_CELLS:,} values", file=source,
+                                field=fld)
+            v = list(r)
         elif kind == "linspace":
             if not isinstance(arg, list) or len(arg) != 3 or not isinstance(arg[2], int) \
                     or isinstance(arg[2], bool) or arg[2] < 1 or \
@@ -272,6 +299,14 @@ def _axis_values(v, name: str, source) -> list:
                 raise NesyError("linspace takes [start, stop, count] with count >= 1",
                                 file=source, field=fld)
             a, b, n = arg
+            if n > MAX_CELLS:
+                raise NesyError(f"linspace count over {MAX_CELLS:,}", file=source, field=fld)
+            try:
+                finite = all(math.isfinite(float(x)) for x in (a, b))
+            except OverflowError:
+                finite = False
+            if not finite:
+                raise NesyError("linspace bounds must be finite", file=source, field=fld)
             v = [round(a + (b - a) * i / (n - 1), 12) if n > 1 else a for i in range(n)]
         else:
             raise NesyError(f"unknown axis form {kind!r} (range, linspace or values)",
@@ -302,7 +337,7 @@ def load_spec(path_or_dict, *, source: str | None = None) -> GridSpec:
         if not p.is_file():
             raise NesyError("spec file not found", file=source)
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+            data = safe_load(read_input_text(p))
         except UnicodeDecodeError:
             raise NesyError("spec file is not UTF-8 text", file=source) from None
         except (yaml.YAMLError, RecursionError) as exc:

@@ -37,6 +37,8 @@ from .. import ROOT
 from ..errors import NesyError, yaml_error
 from ..io import derive_seed
 from ..logic import asp
+from ..folder import read_input_text
+from ..yamlsafe import safe_load
 
 LABELS_LP = "prolog/shortcuts/labels.lp"
 
@@ -570,7 +572,7 @@ def load_task(path_or_dict, *, source: str | None = None) -> Task:
         if p.is_dir():
             raise NesyError("task file is a folder", file=source)
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+            data = safe_load(read_input_text(p))
         except (yaml.YAMLError, RecursionError) as exc:
             raise yaml_error(exc, source) from None
         except UnicodeDecodeError:

@@ -147,6 +147,8 @@ def _injector_options(items, injs) -> dict:
     injector's own ``configure`` (unknown injector or key: one error, nothing written)."""
     import yaml  # noqa: PLC0415
 
+    from ..yamlsafe import safe_load  # noqa: PLC0415
+
     from .injectors import INJECTORS  # noqa: PLC0415
     out: dict = {}
     for it in items:
@@ -159,7 +161,7 @@ def _injector_options(items, injs) -> dict:
             raise NesyError(f"--injector-option {it!r}: {inj!r} is not one of the injectors "
                             f"run ({', '.join(injs)})", field="--injector-option")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else raw
+            value = safe_load(raw) if raw.strip() else raw
         except (yaml.YAMLError, RecursionError) as exc:
             raise yaml_error(exc, field=f"--injector-option {key}") from None
         INJECTORS[inj](2, 2, [2], None).configure(**{name: value})
