@@ -220,3 +220,62 @@ def test_pickled_weights_are_not_loaded(tmp_path):
     with pytest.raises(NesyError, match="safetensors"):
         clip.load_clip(str(bad))
     assert not marker.exists()
+
+
+# ------------------------------------------------------------------ hostile checkpoints
+def _hostile(ckpt, tmp_path, edit=None, weights=None, pre=None):
+    import shutil
+    bad = tmp_path / "bad"
+    shutil.copytree(ckpt, bad)
+    if edit:
+        cfg = json.loads((bad / "config.json").read_text())
+        edit(cfg)
+        (bad / "config.json").write_text(json.dumps(cfg))
+    if weights is not None:
+        (bad / "model.safetensors").write_bytes(weights)
+    if pre is not None:
+        (bad / "preprocessor_config.json").write_text(pre)
+    return bad
+
+
+HOSTILE_CONFIGS = {
+    "vocab 1e12": (lambda c: c["text_config"].__setitem__("vocab_size", 10**12),
+                   "text_config.vocab_size"),
+    "vocab float": (lambda c: c["text_config"].__setitem__("vocab_size", 1e12),
+                    "text_config.vocab_size"),
+    "image size -5": (lambda c: c["vision_config"].__setitem__("image_size", -5),
+                      "vision_config.image_size"),
+    "image size 100000": (lambda c: c["vision_config"].__setitem__("image_size", 100000),
+                          "vision_config.image_size"),
+    "layers 10**7": (lambda c: c["vision_config"].__setitem__("num_hidden_layers", 10**7),
+                     "vision_config.num_hidden_layers"),
+    "too big in all": (lambda c: c["text_config"].update(hidden_size=8192, num_hidden_layers=64,
+                                                         intermediate_size=32768,
+                                                         num_attention_heads=64), "GiB"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_CONFIGS))
+def test_a_hostile_config_is_one_error_before_the_model_is_built(root, ckpt, tmp_path, case):
+    import time
+    edit, field = HOSTILE_CONFIGS[case]
+    bad = _hostile(ckpt, tmp_path, edit=edit)
+    t0 = time.monotonic()
+    with pytest.raises(NesyError, match=field.replace(".", r"\.")):
+        nclip.load_clip(str(bad))
+    assert time.monotonic() - t0 < 10
+
+
+def test_broken_safetensors_and_bad_normalisation_are_one_error(root, ckpt, tmp_path):
+    bad = _hostile(ckpt, tmp_path, weights=b"\xff" * 64)
+    with pytest.raises(NesyError, match="not a safetensors file"):
+        nclip.load_clip(str(bad))
+    for pre, field in (('{"image_mean": [0.5, 0.5, 0.5], "image_std": [NaN, 0.2, 0.2]}',
+                        "image_std"),
+                       ('{"image_mean": [0.5, 0.5, 0.5], "image_std": [0, 0.2, 0.2]}',
+                        "image_std"),
+                       ('{"image_mean": [0.5, Infinity, 0.5]}', "image_mean")):
+        bad = _hostile(ckpt, tmp_path / field / str(len(pre)), pre=pre)
+        with pytest.raises(NesyError, match=field):
+            nclip.load_clip(str(bad))
+    assert nclip.check_config(json.loads((ckpt / "config.json").read_text())) > 0

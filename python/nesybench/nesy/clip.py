@@ -51,6 +51,141 @@ PREPROCESS_VERSION = "clip-pre-1"
 #: image-tower forward passes (batches) and images encoded in this process
 STATS = {"batches": 0, "images": 0}
 
+#: sane bounds of a CLIP configuration, checked before the model is built (field: lo, hi);
+#: the largest published CLIPs (ViT-bigG/14: 48 layers, width 1664, 257 patches) fit
+CONFIG_BOUNDS = {"num_hidden_layers": (1, 64), "hidden_size": (1, 8192),
+                 "intermediate_size": (1, 32768), "num_attention_heads": (1, 128),
+                 "vocab_size": (1, 1_000_000), "max_position_embeddings": (1, 4096),
+                 "image_size": (1, 2048), "patch_size": (1, 2048), "projection_dim": (1, 8192),
+                 "num_channels": (1, 4)}
+#: the most memory the model's parameters may take (float32), estimated from the config
+MAX_MODEL_BYTES = 8 << 30
+#: the longest safetensors header (JSON) read
+MAX_SAFETENSORS_HEADER = 100 << 20
+
+
+def _int_field(cfg: dict, key: str, where: str, file: str) -> int | None:
+    if key not in cfg or cfg[key] is None:
+        return None
+    v = cfg[key]
+    lo, hi = CONFIG_BOUNDS[key]
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise NesyError(f"must be an integer from {lo} to {hi:,}, got {str(v)[:30]}",
+                        file=file, field=f"{where}{key}")
+    return v
+
+
+def check_config(cfg: dict, file: str = "config.json") -> int:
+    """Check a CLIP ``config.json`` (already parsed) before any model is built: every size
+    an integer within :data:`CONFIG_BOUNDS`, heads dividing the width, patches dividing the
+    image, and the parameters' memory (estimated, float32) at most :data:`MAX_MODEL_BYTES`.
+    Returns the estimate in bytes; one :class:`NesyError` naming the field otherwise."""
+    if not isinstance(cfg, dict):
+        raise NesyError("not a JSON object", file=file)
+    total = 0
+    defaults = {"text_config": {"vocab_size": 49408, "hidden_size": 512,
+                                "intermediate_size": 2048, "num_hidden_layers": 12,
+                                "num_attention_heads": 8, "max_position_embeddings": 77},
+                "vision_config": {"hidden_size": 768, "intermediate_size": 3072,
+                                  "num_hidden_layers": 12, "num_attention_heads": 12,
+                                  "image_size": 224, "patch_size": 32, "num_channels": 3}}
+    _int_field(cfg, "projection_dim", "", file)
+    proj = cfg.get("projection_dim") or 512
+    for tower, dflt in defaults.items():
+        sub = cfg.get(tower) or {}
+        if not isinstance(sub, dict):
+            raise NesyError("must be an object", file=file, field=tower)
+        where = f"{tower}."
+        vals = {}
+        for key in (*dflt, "projection_dim"):
+            v = _int_field(sub, key, where, file)
+            vals[key] = dflt.get(key, proj) if v is None else v
+        h, heads = vals["hidden_size"], vals["num_attention_heads"]
+        if h % heads:
+            raise NesyError(f"hidden_size {h} is not a multiple of num_attention_heads {heads}",
+                            file=file, field=f"{where}hidden_size")
+        layer = 4 * h * h + 2 * h * vals["intermediate_size"] + 9 * h
+        params = vals["num_hidden_layers"] * layer + h * proj
+        if tower == "text_config":
+            params += (vals["vocab_size"] + vals["max_position_embeddings"]) * h
+        else:
+            size, patch = vals["image_size"], vals["patch_size"]
+            if patch > size:
+                raise NesyError(f"patch_size {patch} is larger than image_size {size}",
+                                file=file, field=f"{where}patch_size")
+            params += ((size // patch) ** 2 + 1) * h + vals["num_channels"] * patch * patch * h
+        total += 4 * params
+    if total > MAX_MODEL_BYTES:
+        raise NesyError(f"the configuration describes a model of about {total / 2**30:.1f} GiB "
+                        f"of parameters, over the limit of {MAX_MODEL_BYTES / 2**30:.0f} GiB",
+                        file=file)
+    return total
+
+
+def check_safetensors(path: Path) -> None:
+    """Check a ``.safetensors`` file's header (its length, JSON, and every tensor's byte range
+    inside the file) before the library reads it; one :class:`NesyError` otherwise."""
+    from ..folder import check_input_file  # noqa: PLC0415
+
+    label = str(path)
+    check_input_file(path)
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if n < 2 or n > MAX_SAFETENSORS_HEADER or n > size - 8:
+            raise NesyError("not a safetensors file (its header length is "
+                            f"{'missing' if n < 0 else f'{n:,} bytes'}, the file has "
+                            f"{size:,})", file=label)
+        raw = fh.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise NesyError("not a safetensors file (its header is not JSON)", file=label) from None
+    if not isinstance(header, dict):
+        raise NesyError("not a safetensors file (its header is not a JSON object)", file=label)
+    data = size - 8 - n
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        offs = t.get("data_offsets") if isinstance(t, dict) else None
+        if not (isinstance(offs, list) and len(offs) == 2
+                and all(isinstance(o, int) and not isinstance(o, bool) for o in offs)
+                and 0 <= offs[0] <= offs[1] <= data):
+            raise NesyError(f"safetensors tensor {str(name)[:60]!r}: data offsets outside the "
+                            "file", file=label)
+
+
+def check_preprocessor(path: Path) -> dict:
+    """``image_mean``/``image_std`` of a ``preprocessor_config.json``: three finite numbers
+    each, every std > 0 (a NaN or zero would make every embedding NaN or infinite)."""
+    from ..folder import read_input_text  # noqa: PLC0415
+
+    try:
+        js = json.loads(read_input_text(path, max_bytes=1 << 20),
+                        parse_constant=lambda c: float(c))
+    except (ValueError, RecursionError):
+        raise NesyError("not JSON", file=str(path)) from None
+    if not isinstance(js, dict):
+        raise NesyError("not a JSON object", file=str(path))
+    out = {}
+    for k in ("image_mean", "image_std"):
+        v = js.get(k)
+        if v is None:
+            continue
+        if not (isinstance(v, list) and len(v) == 3 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)):
+            raise NesyError("must be a list of three numbers (one per colour channel)",
+                            file=str(path), field=k)
+        for i, x in enumerate(v):
+            if not np.isfinite(float(x)) or (k == "image_std" and not 0 < float(x) <= 1e6) \
+                    or abs(float(x)) > 1e6:
+                raise NesyError(f"{x!r} is not a usable value (finite"
+                                f"{', > 0' if k == 'image_std' else ''})", file=str(path),
+                                field=f"{k}[{i}]")
+        out[k] = tuple(float(x) for x in v)
+    return out
+
 
 def cache_dir() -> Path:
     root = os.environ.get("NESYBENCH_CACHE")
@@ -99,6 +234,18 @@ def load_clip(name: str, device: str = "cpu"):
         raise NesyError("CLIP checkpoint folder not found", file=str(path),
                         field="concept_source")
     ref = str(path) if path.is_dir() else name
+    if path.is_dir():
+        # the configuration, the weights' header and the normalisation are checked before
+        # anything is built: a hostile config.json would allocate without bound
+        from ..folder import DataFolder  # noqa: PLC0415
+
+        folder = DataFolder(path)
+        if folder.exists("config.json"):
+            check_config(folder.read_json("config.json", max_bytes=16 << 20),
+                         folder.label("config.json"))
+        for rel in folder.files():
+            if rel.endswith(".safetensors"):
+                check_safetensors(folder.locate(rel))
     try:
         with _offline():
             # safetensors only: a pickled weights file from someone else could run code
@@ -107,7 +254,10 @@ def load_clip(name: str, device: str = "cpu"):
                                                            trust_remote_code=False)
             tok = transformers.CLIPTokenizer.from_pretrained(ref, local_files_only=True,
                                                              trust_remote_code=False)
-    except (OSError, ValueError, EnvironmentError) as exc:
+    except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
+        if not isinstance(exc, (OSError, ValueError, RuntimeError, TypeError, KeyError)) and \
+                type(exc).__name__ != "SafetensorError":
+            raise
         if path.is_dir():
             msg = " ".join(str(exc).split())[:200]
             raise NesyError(f"not a readable CLIP checkpoint (config.json, model.safetensors "
@@ -129,13 +279,7 @@ def load_clip(name: str, device: str = "cpu"):
         except Exception:  # noqa: BLE001 - optional: CLIP's defaults then
             pass
     if pc.is_file():
-        try:
-            js = json.loads(pc.read_text(encoding="utf-8"))
-            for k in ("image_mean", "image_std"):
-                if isinstance(js.get(k), list) and len(js[k]) == 3:
-                    pre[k] = tuple(float(x) for x in js[k])
-        except (ValueError, OSError):
-            pass
+        pre.update(check_preprocessor(pc))
     model.to(torch.device(device)).eval()
     return model, tok, pre
 
