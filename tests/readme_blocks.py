@@ -12,6 +12,11 @@ Convention (CONTRIBUTING.md, "Documentation examples are tests"):
   it with OLD replaced by NEW (small inputs), ``<!-- readme-test: exit N -->`` expects exit
   status N from every command of the block;
 * other blocks (``yaml``, ``text``, no info string: file listings, output) are not run;
+* in a ``console`` block, the lines after a ``$ `` command up to the next one are its shown
+  output: they must equal what the command prints (stdout; stderr when stdout is empty, as
+  for an error), up to the scratch folder's path (shown as ``...``) and durations
+  (``normalise_output``);
+  ``NESYBENCH_REGENERATE_SAMPLES=1`` writes the real output into the page instead;
 * in a ``prolog`` block, ``$ swipl FILE...`` and ``$ nesybench prolog`` (which loads
   ``prolog/nesybench.pl``) name the files loaded before the ``?-`` queries.
 """
@@ -120,6 +125,43 @@ def shell_commands(block: Block) -> list[str]:
         cmds.append(cur + s)
         cur = ""
     return cmds
+
+
+def console_samples(block: Block) -> list[tuple[str, list[str]]]:
+    """(command, its shown output lines) of each ``$ `` command of a console block, in order.
+    The output lines are the lines after the command up to the next ``$ `` line; a command
+    with none shows no output (its output is not compared)."""
+    out: list[tuple[str, list[str]]] = []
+    cur, sample = None, []
+    for raw in block.prepared().splitlines():
+        if raw.startswith("$ ") and (cur is None or not cur.endswith("\\")):
+            if cur is not None:
+                out.append((cur, sample))
+            cur, sample = raw[2:].rstrip(), []
+        elif cur is not None and cur.endswith("\\") and not sample:
+            cur = cur[:-1].rstrip() + " " + raw.strip()
+        elif cur is not None:
+            sample.append(raw)
+    if cur is not None:
+        out.append((cur, sample))
+    return out
+
+
+#: a duration as commands print it ("in 2.2 s", "0.125 s]", "34 ms", "1 min 5 s")
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:e-?\d+)? ?(?:s|ms|min|h)\b")
+
+
+def normalise_output(text: str, scratch: str | Path | None = None) -> list[str]:
+    """Output lines as a sample states them: the scratch folder a command ran in is ``...``,
+    each duration is ``<T>`` (a sample's timing is an example, not a promise), trailing
+    blanks and blank last lines are dropped."""
+    if scratch is not None:
+        for form in {str(scratch), str(Path(scratch).resolve())}:
+            text = text.replace(form, "...")
+    lines = [_DURATION.sub("<T>", line.rstrip()) for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
 
 
 def prolog_queries(block: Block) -> tuple[list[str], list[str]]:

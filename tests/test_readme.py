@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from readme_blocks import blocks, doc_files, prolog_queries, shell_commands
+from readme_blocks import (Block, blocks, console_samples, doc_files, normalise_output, prolog_queries,
+                           shell_commands)
 
 ROOT = Path(__file__).resolve().parents[1]
 SWIPL = ROOT / ".deps" / "swipl" / "bin" / "swipl"
@@ -66,6 +67,39 @@ def test_markers_are_well_formed():
     assert {b.file for b in BLOCKS} >= {"README.md", "docs/guides/kandy.md"}
     skipped = [b for b in BLOCKS if b.skip]
     assert len(skipped) <= len(BLOCKS) // 3, "skip markers are for exceptions"
+
+
+def test_console_samples_and_their_normal_form():
+    block = Block("console", "$ a x \\\n  --y\nout1\nout2\n$ b\n$ c\nz\n", 1)
+    assert console_samples(block) == [("a x --y", ["out1", "out2"]), ("b", []), ("c", ["z"])]
+    assert normalise_output("wrote 3 to /tmp/s/out/e in 2.2 s  \n[clingo, 0.125 s]\n\n",
+                            "/tmp/s") == ["wrote 3 to .../out/e in <T>", "[clingo, <T>]"]
+
+
+def _page(tmp_path, monkeypatch, body: str) -> Block:
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    (tmp_path / "page.md").write_text(f"Text.\n\n```console\n{body}```\n\nMore.\n")
+    (block,) = blocks(tmp_path / "page.md", "page.md")
+    return block
+
+
+def test_a_sample_that_differs_from_the_output_fails(tmp_path, monkeypatch):
+    env = _env()
+    block = _page(tmp_path, monkeypatch, "$ echo one; echo in 0.5 s\none\nin 9 s\n$ echo two\n")
+    _run_console(block, tmp_path, env)                  # durations are not compared
+    block = _page(tmp_path, monkeypatch, "$ echo one\nuno\n")
+    with pytest.raises(pytest.fail.Exception, match="output shown for `echo one` is not what"):
+        _run_console(block, tmp_path, env)
+
+
+def test_regenerating_writes_the_real_output_into_the_page(tmp_path, monkeypatch):
+    block = _page(tmp_path, monkeypatch,
+                  f"$ echo {tmp_path}/out\nold\nlines\n$ echo kept\n$ printf 'a\\nb\\n'\nc\n")
+    monkeypatch.setattr(sys.modules[__name__], "REGENERATE", True)
+    _run_console(block, tmp_path, _env())
+    assert (tmp_path / "page.md").read_text() == (
+        f"Text.\n\n```console\n$ echo {tmp_path}/out\n.../out\n$ echo kept\n"
+        "$ printf 'a\\nb\\n'\na\nb\n```\n\nMore.\n")
 
 
 def _thread_states(pid: int) -> str:
@@ -134,9 +168,50 @@ def test_readme_block(block, scratches):
         assert res.returncode == 0 and "Warning" not in res.stderr, \
             f"{block.where}:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
         return
+    if block.lang == "console":
+        _run_console(block, scratch, env)
+        return
     for cmd in shell_commands(block):
         res = subprocess.run(_shell(cmd), shell=True, cwd=scratch, env=env,
                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
                              timeout=300)
         assert res.returncode == block.exit, \
             f"{block.where}: {cmd}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+
+
+#: set to 1 to write each console command's real output into its page instead of failing
+REGENERATE = os.environ.get("NESYBENCH_REGENERATE_SAMPLES") == "1"
+
+
+def _run_console(block, scratch: Path, env: dict) -> None:
+    """Run each ``$ `` command; where the page shows its output, the real output (stdout; stderr
+    when stdout is empty, e.g. an error) must be that sample, up to the scratch folder's path
+    and durations (``normalise_output``)."""
+    stale = []                         # (sample, the real output as the page would show it)
+    for cmd, sample in console_samples(block):
+        res = subprocess.run(_shell(cmd), shell=True, cwd=scratch, env=env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == block.exit, \
+            f"{block.where}: {cmd}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+        printed = res.stdout if res.stdout.strip() else res.stderr
+        if not sample or normalise_output("\n".join(sample)) == normalise_output(printed, scratch):
+            continue
+        if not REGENERATE or block.replace:
+            pytest.fail(f"{block.where}: the output shown for `{cmd}` is not what it prints "
+                        f"(NESYBENCH_REGENERATE_SAMPLES=1 rewrites it):\n"
+                        + "\n".join(normalise_output(printed, scratch)))
+        real = [line.rstrip() for line in printed.replace(str(scratch), "...").splitlines()]
+        while real and not real[-1]:
+            real.pop()
+        stale.append((sample, real))
+    if stale:
+        page = ROOT / block.file
+        text, body, at = page.read_text(encoding="utf-8"), block.text, 0
+        for sample, real in stale:
+            old, new = "\n".join(sample) + "\n", "\n".join(real) + "\n"
+            at = body.index(old, at)
+            body = body[:at] + new + body[at + len(old):]
+            at += len(new)
+        assert text.count(block.text) == 1, f"{block.where}: the block is not unique in its page"
+        page.write_text(text.replace(block.text, body), encoding="utf-8")
