@@ -359,5 +359,23 @@ def test_corpus(path, rudas_ds):
     elif kind == "experiment":
         res = run_cli(["rudas", "experiment", path, "--out", d / "o", "-j", "0", "-q"])
         _refused_without_running(res, path.name, d / "o")
+    elif kind in ("rudas-folder", "manifest"):
+        # a hostile edit of a generated RuDaS folder: export refuses it with one line and
+        # writes nothing (rudas-folder/*: a train.txt; manifest/*: fields merged into the
+        # manifest)
+        import json  # noqa: PLC0415
+        import shutil  # noqa: PLC0415
+        ds = d / "ds"
+        shutil.copytree(rudas_ds, ds)
+        man = json.loads((ds / "manifest.json").read_text())
+        if kind == "rudas-folder":
+            (ds / "train.txt").write_bytes(path.read_bytes())
+            man["files"].pop("train.txt", None)
+        else:
+            man.update(json.loads(path.read_text()))
+        (ds / "manifest.json").write_text(json.dumps(man))
+        res = run_cli(["export", ds, "--format", "parquet", "--out", d / "o", "-q"])
+        check_outcome(res, what=path.name)
+        assert res.rc == 2 and not (d / "o").exists(), f"{path.name}: exported"
     else:
         pytest.fail(f"unknown corpus kind {kind}")
