@@ -57,6 +57,8 @@ def ray_init(address: str | None = None, num_cpus: int | None = None, *,
     """Import Ray and connect to ``address`` (``HOST:PORT`` or ``auto``), or start a local
     instance with ``num_cpus`` CPUs; returns the ``ray`` module. Errors are NesyErrors.
     ``quiet`` keeps Ray's start-up warnings (e.g. about token authentication) off stderr."""
+    if address and address != "auto" and "ray" not in sys.modules:
+        _token_auth_for(address)        # read when Ray is imported: set before
     try:
         import ray  # noqa: PLC0415
     except ImportError:
@@ -81,11 +83,43 @@ def ray_init(address: str | None = None, num_cpus: int | None = None, *,
             ray.init(num_cpus=num_cpus, **kw)
     except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError...
         where = f"at {address}" if address else "locally"
+        hint = ""
+        if address and address != "auto" and os.environ.get("RAY_AUTH_MODE") != "token":
+            hint = ("; a cluster with token authentication (on by default in recent Ray, "
+                    "e.g. 2.60) needs RAY_AUTH_MODE=token and its token in RAY_AUTH_TOKEN or "
+                    "RAY_AUTH_TOKEN_PATH (default ~/.ray/auth_token)")
         raise NesyError(f"cannot start or reach Ray {where}: "
-                        f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+                        f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                        f"{hint}") from None
     finally:
         ray_logger.setLevel(level)
     return ray
+
+
+def _ray_token_available() -> bool:
+    """A Ray authentication token is at hand: ``RAY_AUTH_TOKEN``, the file named by
+    ``RAY_AUTH_TOKEN_PATH``, or ``~/.ray/auth_token`` (where ``ray start`` and a local
+    ``ray.init`` keep the one they generate)."""
+    if os.environ.get("RAY_AUTH_TOKEN", "").strip():
+        return True
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.join(
+        os.path.expanduser("~"), ".ray", "auth_token")
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
+
+
+def _token_auth_for(address: str) -> None:
+    """Connect to an explicit ``HOST:PORT`` as Ray connects to ``auto``: with token
+    authentication when ``RAY_AUTH_MODE`` is unset and a token is at hand. Ray's
+    ``ray start --head`` turns token authentication on when a token exists (and Ray's own
+    local instances create one), but ``ray.init(address=HOST:PORT)`` sends no token unless
+    ``RAY_AUTH_MODE=token``, so the head refuses it (``InvalidAuthToken``). A token is
+    accepted by a head without authentication; ``RAY_AUTH_MODE=disabled`` sends none. Ray reads
+    the mode when it is imported, so this runs before the first ``import ray``."""
+    if os.environ.get("RAY_AUTH_MODE") is None and _ray_token_available():
+        os.environ["RAY_AUTH_MODE"] = "token"
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
