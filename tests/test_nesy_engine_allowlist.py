@@ -283,3 +283,9 @@ def test_noisy_addition_agrees_with_problog_to_1e12():
     want = {int(str(k).rstrip(")").rsplit(",", 1)[1]): v for k, v in ref.items()}
     for value, p in zip(ours.label_domains[0], got.tolist()):
         assert p == pytest.approx(want[value], abs=1e-12), value
+
+
+def test_an_unknown_network_is_refused_when_the_networks_are_given():
+    text = "nn('os.system', [X], Y, [0, 1]) :: d(X, Y).\nq(X) :- d(X, 1).\n"
+    with pytest.raises(NesyError, match=r"unknown network 'os\.system' \(known: digit_net\)"):
+        CompiledProgram.from_program(text, ["q(a)"], networks=["digit_net"], use_cache=False)

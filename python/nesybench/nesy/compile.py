@@ -112,8 +112,9 @@ def variable_order(gp: GroundProgram, blocks: list | None = None
                 place_choice(node[1])
             else:
                 stack.extend(abs(k) for k in reversed(node[1]) if k)
+        mid = len(order)
         label_vars.append([new_var() for _ in range(len(lab.values) + 1)])   # + "no value"
-        blocks.append(order[start:])
+        blocks.append((order[start:mid], order[mid:]))
     start = len(order)
     for ci in range(n_choice):
         place_choice(ci)
@@ -136,7 +137,31 @@ def _balanced(vars_, out, nid):
     return nid[0] - 1
 
 
-def block_vtree(blocks: list[list[int]], *, left: bool = False):
+def _flat(block) -> list[int]:
+    return [*block[0], *block[1]] if isinstance(block, tuple) else list(block)
+
+
+def _block(block, out, nid):
+    """The vtree of one block: balanced over its variables, or, for a label's block
+    ``(choice variables, indicator variables)``, the two balanced halves side by side. With
+    the choices left of the indicators, a label's SDD decomposes as ``OR_v (q_v AND e_v)``:
+    primes over the choices, each value's indicator as its sub, and no prime mixes the two
+    (DeepProbLog's Forth addition, 200 label values: 4,942 nodes in 0.32 s with the
+    variables mixed, 2,331 nodes in 0.09 s with them apart; the carry program at N = 15: 15,389
+    nodes in 0.67 s, then 13,714 in 0.54 s)."""
+    if not isinstance(block, tuple):
+        return _balanced(list(block), out, nid)
+    choices, indicators = block
+    if not choices or not indicators:
+        return _balanced([*choices, *indicators], out, nid)
+    left = _balanced(list(choices), out, nid)
+    right = _balanced(list(indicators), out, nid)
+    out.append(f"I {nid[0]} {left} {right}")
+    nid[0] += 1
+    return nid[0] - 1
+
+
+def block_vtree(blocks: list, *, left: bool = False):
     """A vtree that is balanced inside each block and linear across blocks: right-linear
     ``(B_0, (B_1, (B_2, ...)))`` by default, left-linear ``(((B_0, B_1), B_2), ...)`` with
     ``left=True``. For label blocks of a carry program the interface between a prefix of
@@ -144,7 +169,7 @@ def block_vtree(blocks: list[list[int]], *, left: bool = False):
     from pysdd.sdd import Vtree
     lines: list[str] = []
     nid = [0]
-    roots = [_balanced(b, lines, nid) for b in blocks if b]
+    roots = [_block(b, lines, nid) for b in blocks if _flat(b)]
     if left:
         acc = roots[0]
         for r in roots[1:]:

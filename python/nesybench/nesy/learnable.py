@@ -38,12 +38,13 @@ class LearnableProbabilities:
         initial head probabilities of each learnable disjunction (each summing to 1)."""
         self.parameter_space = "logit"
         # float64, as the circuit: a t(0.1) fact then agrees with ProbLog to ~1e-16 (a float32
-        # logit alone is 1e-9 off). The clamp keeps t(0)/t(1) at a finite logit.
-        p0 = torch.tensor(fact_init, dtype=torch.float64).clamp(1e-12, 1 - 1e-12)
+        # logit alone is 1e-9 off). The clamp starts t(0)/t(1) 1e-6 inside, at a finite logit
+        # whose gradient is large enough for training to move it.
+        p0 = torch.tensor(fact_init, dtype=torch.float64).clamp(1e-6, 1 - 1e-6)
         self.fact_logits = torch.nn.Parameter(torch.log(p0) - torch.log1p(-p0))
         flat = [p for ps in ad_init for p in ps]
         self.ad_logits = torch.nn.Parameter(
-            torch.log(torch.tensor(flat, dtype=torch.float64).clamp_min(1e-12)))
+            torch.log(torch.tensor(flat, dtype=torch.float64).clamp_min(1e-6)))
         self.ad_sizes = [len(ps) for ps in ad_init]
         self.register_parameter("fact_probs", None)
         self.register_parameter("ad_probs", None)
