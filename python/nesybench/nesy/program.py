@@ -29,7 +29,10 @@ from ..errors import NesyError
 from .sandbox import ProgramChecker, check_program, engine_builtin_names, position
 
 NN_FUNCTOR = "nn"
-NN_PROB = "nesy__nn"   # probability of a ground neural choice: nesy__nn(Net, Inputs, V, Values)
+#: probability of a ground neural choice: ``nesy__nn(Net, Inputs, V, K)``, ``K`` the index of its
+#: ``nn/4`` declaration in :attr:`Parsed.nn_values` (the value list is kept out of the term:
+#: copying it into every ground atom cost a third of grounding DeepProbLog's Forth addition)
+NN_PROB = "nesy__nn"
 LABEL_FUNCTOR = "nesy__label"
 
 @dataclass
@@ -123,13 +126,21 @@ class _Subst(dict):
         return Var(name)
 
 
-def parse(text: str, source: str | None = None, networks=None) -> list:
+class Parsed(list):
+    """The clauses of a parsed program, and the value list of each ``nn/4`` declaration."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.nn_values: list[list] = []
+
+
+def parse(text: str, source: str | None = None, networks=None) -> Parsed:
     """Parse ProbLog text into clauses with neural predicates rewritten as annotated
     disjunctions. Raises :class:`NesyError` (file, line, column) on syntax errors, unknown
     networks, malformed ``nn/4`` annotations and anything outside the allow-list of
     :mod:`nesybench.nesy.sandbox` (checked before ProbLog loads anything)."""
     from problog.errors import ProbLogError
-    from problog.logic import AnnotatedDisjunction, Clause, Or, Term, Var, term2list
+    from problog.logic import AnnotatedDisjunction, Clause, Constant, Or, Term, Var, term2list
     from problog.program import PrologString
 
     try:
@@ -142,14 +153,13 @@ def parse(text: str, source: str | None = None, networks=None) -> list:
                         file=source) from None
     clauses = [_name_anonymous(cl) for cl in check_program(clauses, text, source)]
     known = None if networks is None else set(networks)
-    out = []
+    out = Parsed()
     for cl in clauses:
         where = _where(text, getattr(cl, "location", None))
         head = cl.head if isinstance(cl, Clause) else cl
         prob = getattr(head, "probability", None)
         if isinstance(prob, Term) and prob.functor == "t" and prob.arity == 1 and \
                 prob.args[0].is_var():          # t(_)::f. a learnable fact starting at 0.5
-            from problog.logic import Constant
             head = head.with_probability(Term("t", Constant(0.5)))
             cl = Clause(head, cl.body) if isinstance(cl, Clause) else head
             prob = head.probability
@@ -187,9 +197,11 @@ def parse(text: str, source: str | None = None, networks=None) -> list:
                                 f"{net!s} (known: {', '.join(sorted(known or []))})",
                                 file=source, **where)
             heads = []
+            decl = Constant(len(out.nn_values))
+            out.nn_values.append(values)
             for v in values:
                 h = head.with_probability(None).apply(_Subst({outv.name: v}))
-                heads.append(h.with_probability(Term(NN_PROB, net, inputs, v, prob.args[3])))
+                heads.append(h.with_probability(Term(NN_PROB, net, inputs, v, decl)))
             body = cl.body if isinstance(cl, Clause) else Term("true")
             out.append(AnnotatedDisjunction(heads, body))
         else:
@@ -317,7 +329,8 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     from .budget import Budget, budgeted_grounding
 
     text, source = read_program(text_or_path)
-    clauses, own_queries = _split_queries(parse(text, source, networks), text, source)
+    parsed = parse(text, source, networks)
+    clauses, own_queries = _split_queries(parsed, text, source)
     if isinstance(queries, str):
         queries = [queries]
     queries = list(queries or [])
@@ -369,11 +382,11 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
             continue
         p = node.probability
         if isinstance(p, Term) and p.functor == NN_PROB:
-            net, inputs, v, vlist = p.args
+            net, inputs, v, decl = p.args
             ins = tuple(str(x) for x in term2list(inputs, deep=False))
             gkey = ("nn", str(node.group))
             if gkey not in group_index:
-                vals = [_py(x) for x in term2list(vlist, deep=False)]
+                vals = [_py(x) for x in parsed.nn_values[int(decl)]]
                 group_index[gkey] = len(choices)
                 choices.append(Choice(key=f"{net}({', '.join(ins)})", values=vals, net=str(net),
                                       inputs=ins))
