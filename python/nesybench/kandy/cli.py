@@ -378,6 +378,9 @@ def _study_options(f):
               help="Continual-learning strategy(ies), comma-separated: naive, replay, ewc, "
                    "lwf, agem, der, derpp (continual settings only; default replay, the "
                    "paper's class-balanced reservoir).")
+@click.option("--agem-ref-batch", type=int, default=None,
+              help="A-GEM: memory samples per reference gradient (default 256, Chaudhry et "
+                   "al. 2019; the whole memory while it holds fewer).")
 @click.option("--shuffle", is_flag=True,
               help="CONTINUAL-ONLINE: stream each task's samples in random order (default: "
                    "the order of annotations.csv, as the reference implementation).")
@@ -404,7 +407,8 @@ def _study_options(f):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.pass_context
 def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
-              replay_weight, thresholds, strategy, shuffle, augment, seeds, seed, size, tasks, device, weights, out, workers,
+              replay_weight, thresholds, strategy, agem_ref_batch, shuffle, augment, seeds, seed,
+              size, tasks, device, weights, out, workers,
               keep_going, force_new, no_verify, as_json, quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
     settings × seeds through the sweep runner) and print Table 1's rows."""
@@ -465,6 +469,12 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
                             f"continual-online), not {other[0].replace('_', '-')}; run that "
                             f"setting without --strategy", field="strategy")
         axes["strategy"] = strategies
+    if agem_ref_batch is not None:
+        if "agem" not in (strategies if strategy is not None else []):
+            raise NesyError("--agem-ref-batch applies to --strategy agem only", field="strategy")
+        if agem_ref_batch < 1:
+            raise NesyError("--agem-ref-batch must be >= 1", field="agem_ref_batch")
+        params["agem_ref_batch"] = agem_ref_batch
     spec = GridSpec(study=f"kandy-train-{root.name}", function="kandy.train", params=params,
                     axes=axes, repetitions=seeds, seed=seed)
     out = out or str(Path("studies") / f"kandy-{root.name}")

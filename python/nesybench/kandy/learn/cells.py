@@ -36,7 +36,7 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
     epochs, buffer, replay_weight, dropout, device, weights, thresholds (all|seen),
     strategy (naive|replay|ewc|lwf|agem|der|derpp, continual settings) and its
     hyper-parameters (ewc_lambda, fisher_samples, lwf_lambda, lwf_temperature, der_alpha,
-    der_beta), shuffle (CONTINUAL-ONLINE stream in random order), augment (crop,flip,jitter), progress, verify (default true: files and split sizes checked against the manifest)."""
+    der_beta, agem_ref_batch), shuffle (CONTINUAL-ONLINE stream in random order), augment (crop,flip,jitter), progress, verify (default true: files and split sizes checked against the manifest)."""
     from .settings import resolve_config, train  # noqa: PLC0415
 
     data = _data(str(params["dataset"]), params.get("size", 64), params.get("tasks"),
@@ -45,7 +45,8 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
                                        "replay_weight", "dropout", "device", "weights",
                                        "thresholds", "shuffle", "strategy", "ewc_lambda",
                                        "fisher_samples", "lwf_lambda", "lwf_temperature",
-                                       "der_alpha", "der_beta", "augment")}
+                                       "der_alpha", "der_beta", "agem_ref_batch",
+                                       "augment")}
     from .models import PRETRAINED  # noqa: PLC0415
 
     if params["model"] not in PRETRAINED:
@@ -75,7 +76,7 @@ train_cell.params_schema = {
     "ewc_lambda": (float, type(None)), "fisher_samples": (int, type(None)),
     "lwf_lambda": (float, type(None)), "lwf_temperature": (float, type(None)),
     "der_alpha": (float, type(None)), "der_beta": (float, type(None)),
-    "augment": (str, type(None))}
+    "agem_ref_batch": (int, type(None)), "augment": (str, type(None))}
 train_cell.params_required = ("dataset", "model", "setting")
 
 

@@ -195,6 +195,7 @@ class TrainConfig:
     lwf_temperature: float = STRATEGY_HPARAMS["lwf_temperature"]
     der_alpha: float = STRATEGY_HPARAMS["der_alpha"]
     der_beta: float = STRATEGY_HPARAMS["der_beta"]
+    agem_ref_batch: int = STRATEGY_HPARAMS["agem_ref_batch"]
     augment: str = ""
 
     def validate(self) -> "TrainConfig":
@@ -220,6 +221,8 @@ class TrainConfig:
                 or not self.lwf_temperature > 0 or int(self.fisher_samples) < 1):
             raise NesyError("strategy weights must be >= 0, lwf_temperature > 0 and "
                             "fisher_samples >= 1", field="strategy")
+        if int(self.agem_ref_batch) < 1:
+            raise NesyError("agem_ref_batch must be >= 1", field="agem_ref_batch")
         self.augment = parse_augment(self.augment)
         if self.setting == "continual_online":
             self.epochs = 1

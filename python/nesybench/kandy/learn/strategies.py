@@ -17,8 +17,12 @@ parameters: :data:`STRATEGY_HPARAMS` (fields of :class:`.settings.TrainConfig`).
   model, on the current inputs, for the heads of the tasks learned so far, both at
   temperature ``T`` (zero when the two agree).
 * ``agem`` (Chaudhry et al. 2019): the gradient ``g`` of the batch is projected when it
-  conflicts with the gradient ``g_ref`` of a batch drawn from the memory (CBRS, ``buffer``
-  items): ``g̃ = g − (gᵀg_ref / g_refᵀg_ref) g_ref`` if ``gᵀg_ref < 0``.
+  conflicts with the gradient ``g_ref`` of ``agem_ref_batch`` samples (256, the paper's
+  value; the whole memory while it holds fewer) drawn from the episodic memory of the
+  *previous* tasks (CBRS, ``buffer`` items; a task's samples enter it when the task ends):
+  ``g̃ = g − (gᵀg_ref / g_refᵀg_ref) g_ref`` if ``gᵀg_ref < 0``. No memory and no projection
+  during the first task; the memory is sampled with the strategy's own generator (see
+  :class:`AGEM`).
 * ``der`` / ``derpp`` (Buzzega et al. 2020): a reservoir of (sample, logits at the time it was
   seen); ``L = L_task + α ‖f(x′) − z′‖²`` (mean over the heads) on a buffer batch, plus for
   ``derpp`` ``β · BCE(f(x″), y″)`` on another.
@@ -39,7 +43,7 @@ STRATEGIES = ("naive", "replay", "ewc", "lwf", "agem", "der", "derpp")
 #: paper's table means 200 for a strategy that needs a memory (agem, der, derpp).
 STRATEGY_HPARAMS = {"ewc_lambda": 100.0, "fisher_samples": 200, "lwf_lambda": 1.0,
                     "lwf_temperature": 2.0, "der_alpha": 0.3, "der_beta": 0.5,
-                    "memory_default": 200}
+                    "agem_ref_batch": 256, "memory_default": 200}
 
 
 def project_agem(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:
@@ -221,27 +225,53 @@ class LwF(Strategy):
             p.requires_grad_(False)
 
 
-class AGEM(Replay):
-    """Memory as in replay (CBRS), used only for the reference gradient."""
+class AGEM(Strategy):
+    """A-GEM (Chaudhry et al. 2019) with an episodic memory of finished tasks only.
+
+    The memory (CBRS over the classes (task, label), ``buffer`` items, 200 when ``buffer`` is
+    0) is filled when a task ends: that task's supervised training samples are offered to it
+    in an order drawn from the strategy's own generator. While the first task is trained the
+    memory is empty and nothing is projected; afterwards each step draws ``agem_ref_batch``
+    memory items (all of them while it holds fewer) with the same generator, and the
+    reference gradient's forward pass runs under a forked global RNG (seeded from that
+    generator), so the training stream's random numbers are those of fine-tuning: on a single
+    task A-GEM gives exactly ``naive``'s numbers.
+    """
 
     def __init__(self, trainer, model, head_of):
-        super().__init__(trainer, model, head_of,
-                         capacity=trainer.cfg.buffer or STRATEGY_HPARAMS["memory_default"])
-        self.dots: list[tuple[float, float]] = []   # (gᵀg_ref, g̃ᵀg_ref) per projected step
+        super().__init__(trainer, model, head_of)
+        cap = self.cfg.buffer or STRATEGY_HPARAMS["memory_default"]
+        self.buffer = ClassBalancedReservoir(cap, seed=trainer.seed)
+        self.gen = torch.Generator().manual_seed((trainer.seed + 0xA6E) % (2 ** 63))
+        self.dots: list[tuple[float, float]] = []   # (gᵀg_ref, g̃ᵀg_ref) per reference step
 
-    def extra_loss(self, idx, x, out):
-        return None, 0
+    def end_task(self, task):
+        super().end_task(task)
+        sup = self.split.supervised_indices(task)
+        for i in sup[torch.randperm(len(sup), generator=self.gen)].tolist():
+            self.buffer.add(i, (task, int(self.split.labels[i])))
+
+    def reference_batch(self) -> torch.Tensor:
+        """``agem_ref_batch`` memory items drawn uniformly without replacement."""
+        items = self.buffer.items
+        k = min(int(self.cfg.agem_ref_batch), len(items))
+        pick = torch.randperm(len(items), generator=self.gen)[:k]
+        return torch.tensor([items[int(i)] for i in pick], dtype=torch.int64)
 
     def backward(self, loss):
         loss.backward()
-        if self.buffer is None or not len(self.buffer):
+        if not len(self.buffer):
             return
         params = self.params()
         g = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
                        for p in params])
         self.model.zero_grad(set_to_none=True)
-        ridx = torch.tensor(self.buffer.sample(self.cfg.batch), dtype=torch.int64)
-        self._bce(ridx).backward()
+        ridx = self.reference_batch()
+        devices = [torch.device(self.dev)] if str(self.dev).startswith("cuda") else []
+        seed = int(torch.randint(2 ** 62, (1,), generator=self.gen))
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            self._bce(ridx).backward()
         g_ref = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
                            for p in params])
         new = project_agem(g, g_ref)
