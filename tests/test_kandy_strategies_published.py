@@ -114,3 +114,85 @@ def test_agem_reference_batch_is_a_setting_with_the_papers_default():
                           agem_ref_batch=10).agem_ref_batch == 10
     with pytest.raises(NesyError, match="agem_ref_batch"):
         resolve_config("mlp", "task_incremental", strategy="agem", agem_ref_batch=0)
+
+
+# ----------------------------------------------------------------------------- EWC
+
+class _TwoParams(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(2))
+
+
+def _ewc(strategy, fishers, anchors, **kw):
+    """The strategy on a 2-parameter model after tasks with Fishers ``fishers`` ended at
+    ``anchors`` (the empirical Fisher replaced by the given values)."""
+    cfg = resolve_config("mlp", "task_incremental", strategy=strategy, ewc_lambda=2.0, **kw)
+    model = _TwoParams()
+    st = make_strategy(strategy, SimpleNamespace(cfg=cfg, train_split=None, seed=0), model,
+                       {})
+    for t, (f, a) in enumerate(zip(fishers, anchors)):
+        st.empirical_fisher = lambda task, f=f: [torch.tensor(f)]
+        with torch.no_grad():
+            model.w.copy_(torch.tensor(a))
+        st.end_task(t)
+    return st, model
+
+
+def test_ewc_keeps_one_anchor_and_fisher_per_task():
+    """Kirkpatrick et al.: Σ_t (λ/2) Σ_i F_{t,i} (θ_i − θ*_{t,i})², by hand: λ = 2,
+    F_1 = (1, 2) at θ*_1 = (0, 0), F_2 = (3, 0.5) at θ*_2 = (1, 1), θ = (2, −1):
+    task 1: 1·4 + 2·1 = 6; task 2: 3·1 + 0.5·4 = 5; penalty = (2/2)·11 = 11."""
+    st, model = _ewc("ewc", [[1.0, 2.0], [3.0, 0.5]], [[0.0, 0.0], [1.0, 1.0]])
+    # at θ = θ*_2 = (1, 1) only task 1's term is left: 1·1 + 2·1 = 3
+    assert float(st.penalty().detach()) == pytest.approx(3.0, abs=1e-6)
+    with torch.no_grad():
+        model.w.copy_(torch.tensor([2.0, -1.0]))
+    assert float(st.penalty().detach()) == pytest.approx(11.0, abs=1e-6)
+    # at one task's anchor, the other task's term remains: θ = θ*_1 = (0, 0) → 3·1 + 0.5·1
+    with torch.no_grad():
+        model.w.zero_()
+    assert float(st.penalty().detach()) == pytest.approx(3.5, abs=1e-6)
+    assert len(st.anchors) == 2
+
+
+def test_online_ewc_keeps_one_anchor_and_a_decayed_fisher():
+    """Schwarz et al.: F = γ F_1 + F_2 = 0.5·(1, 2) + (3, 0.5) = (3.5, 1.5), θ* = θ*_2 = (1, 1);
+    at θ = (2, −1): (2/2)·(3.5·1 + 1.5·4) = 9.5 (EWC's is 11); at θ = (0, 0): 3.5 + 1.5 = 5."""
+    st, model = _ewc("ewc-online", [[1.0, 2.0], [3.0, 0.5]], [[0.0, 0.0], [1.0, 1.0]],
+                     ewc_gamma=0.5)
+    assert len(st.anchors) == 1
+    with torch.no_grad():
+        model.w.copy_(torch.tensor([2.0, -1.0]))
+    assert float(st.penalty().detach()) == pytest.approx(9.5, abs=1e-6)
+    with torch.no_grad():
+        model.w.zero_()
+    assert float(st.penalty().detach()) == pytest.approx(5.0, abs=1e-6)
+    # γ = 1 (the default): the Fishers summed, (4, 2.5) at (1, 1) → 4·1 + 2.5·4 = 14
+    st, model = _ewc("ewc-online", [[1.0, 2.0], [3.0, 0.5]], [[0.0, 0.0], [1.0, 1.0]])
+    with torch.no_grad():
+        model.w.copy_(torch.tensor([2.0, -1.0]))
+    assert float(st.penalty().detach()) == pytest.approx(14.0, abs=1e-6)
+    with pytest.raises(NesyError, match="ewc_gamma"):
+        resolve_config("mlp", "task_incremental", strategy="ewc-online", ewc_gamma=1.5)
+
+
+def test_both_ewcs_are_strategies_everywhere_they_are_listed(three, tmp_path, capsys):
+    from nesybench.cli import main as cli_main
+    from nesybench.kandy.learn.report import STRATEGY_ORDER
+
+    assert {"ewc", "ewc-online"} <= set(STRATEGIES) and "ewc-online" in STRATEGY_ORDER
+    guide = (ROOT / "docs/guides/kandy.md").read_text(encoding="utf-8")
+    assert "| `ewc-online` |" in guide and "| `ewc` |" in guide
+    base = ["kandy", "train", str(three), "--model", "mlp", "--epochs", "1", "--batch", "4",
+            "--seeds", "1", "--size", "16", "--buffer", "8", "--workers", "0", "-q",
+            "--tasks", "0,5", "--setting", "task-incremental"]
+    assert cli_main(base + ["--strategy", "ewc,ewc-online", "--ewc-gamma", "0.9",
+                            "--out", str(tmp_path / "s"), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"ewc-online"' in out and '"ewc"' in out
+    for extra, msg in ((["--strategy", "ewc", "--ewc-gamma", "0.9"], "ewc-online only"),
+                       (["--strategy", "naive", "--agem-ref-batch", "8"], "agem only")):
+        assert cli_main(base + extra + ["--out", str(tmp_path / "k")]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and len(err.strip().splitlines()) == 1

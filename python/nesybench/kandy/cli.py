@@ -376,8 +376,10 @@ def _study_options(f):
               "step (as the paper's code), or only for tasks trained so far.")
 @click.option("--strategy", default=None,
               help="Continual-learning strategy(ies), comma-separated: naive, replay, ewc, "
-                   "lwf, agem, der, derpp (continual settings only; default replay, the "
+                   "ewc-online, lwf, agem, der, derpp (continual settings only; default replay, the "
                    "paper's class-balanced reservoir).")
+@click.option("--ewc-gamma", type=float, default=None,
+              help="Online EWC (ewc-online): decay γ of F ← γF + F_t (default 1).")
 @click.option("--agem-ref-batch", type=int, default=None,
               help="A-GEM: memory samples per reference gradient (default 256, Chaudhry et "
                    "al. 2019; the whole memory while it holds fewer).")
@@ -407,7 +409,7 @@ def _study_options(f):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.pass_context
 def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
-              replay_weight, thresholds, strategy, agem_ref_batch, shuffle, augment, seeds, seed,
+              replay_weight, thresholds, strategy, ewc_gamma, agem_ref_batch, shuffle, augment, seeds, seed,
               size, tasks, device, weights, out, workers,
               keep_going, force_new, no_verify, as_json, quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
@@ -469,6 +471,14 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
                             f"continual-online), not {other[0].replace('_', '-')}; run that "
                             f"setting without --strategy", field="strategy")
         axes["strategy"] = strategies
+    if ewc_gamma is not None:
+        if "ewc-online" not in (strategies if strategy is not None else []):
+            raise NesyError("--ewc-gamma applies to --strategy ewc-online only",
+                            field="strategy")
+        if not 0 <= ewc_gamma <= 1:
+            raise NesyError(f"--ewc-gamma must be in [0, 1], got {ewc_gamma}",
+                            field="ewc_gamma")
+        params["ewc_gamma"] = ewc_gamma
     if agem_ref_batch is not None:
         if "agem" not in (strategies if strategy is not None else []):
             raise NesyError("--agem-ref-batch applies to --strategy agem only", field="strategy")

@@ -34,8 +34,8 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
     """One training run; ``params``: dataset (folder), model, setting, and optional size
     (default 64; None keeps the PNG size), tasks, hparams (easy|hard table), lr, optim, batch,
     epochs, buffer, replay_weight, dropout, device, weights, thresholds (all|seen),
-    strategy (naive|replay|ewc|lwf|agem|der|derpp, continual settings) and its
-    hyper-parameters (ewc_lambda, fisher_samples, lwf_lambda, lwf_temperature, der_alpha,
+    strategy (naive|replay|ewc|ewc-online|lwf|agem|der|derpp, continual settings) and its
+    hyper-parameters (ewc_lambda, ewc_gamma, fisher_samples, lwf_lambda, lwf_temperature, der_alpha,
     der_beta, agem_ref_batch), shuffle (CONTINUAL-ONLINE stream in random order), augment (crop,flip,jitter), progress, verify (default true: files and split sizes checked against the manifest)."""
     from .settings import resolve_config, train  # noqa: PLC0415
 
@@ -44,7 +44,7 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
     opts = {k: params.get(k) for k in ("lr", "optim", "batch", "epochs", "buffer",
                                        "replay_weight", "dropout", "device", "weights",
                                        "thresholds", "shuffle", "strategy", "ewc_lambda",
-                                       "fisher_samples", "lwf_lambda", "lwf_temperature",
+                                       "ewc_gamma", "fisher_samples", "lwf_lambda", "lwf_temperature",
                                        "der_alpha", "der_beta", "agem_ref_batch",
                                        "augment")}
     from .models import PRETRAINED  # noqa: PLC0415
@@ -73,7 +73,8 @@ train_cell.params_schema = {
     "dropout": (float, type(None)), "device": (str, type(None)),
     "weights": (str, type(None)), "thresholds": (str, type(None)), "progress": bool,
     "verify": bool, "shuffle": bool, "strategy": (str, type(None)),
-    "ewc_lambda": (float, type(None)), "fisher_samples": (int, type(None)),
+    "ewc_lambda": (float, type(None)), "ewc_gamma": (float, type(None)),
+    "fisher_samples": (int, type(None)),
     "lwf_lambda": (float, type(None)), "lwf_temperature": (float, type(None)),
     "der_alpha": (float, type(None)), "der_beta": (float, type(None)),
     "agem_ref_batch": (int, type(None)), "augment": (str, type(None))}

@@ -58,7 +58,7 @@ def _ms(values) -> tuple[float, float, int]:
     return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else math.nan, len(v)
 
 
-STRATEGY_ORDER = ("-", "naive", "replay", "ewc", "lwf", "agem", "der", "derpp")
+STRATEGY_ORDER = ("-", "naive", "replay", "ewc", "ewc-online", "lwf", "agem", "der", "derpp")
 
 
 def _strategy(row) -> str:

@@ -190,6 +190,7 @@ class TrainConfig:
     shuffle: bool = False
     strategy: str = "replay"
     ewc_lambda: float = STRATEGY_HPARAMS["ewc_lambda"]
+    ewc_gamma: float = STRATEGY_HPARAMS["ewc_gamma"]
     fisher_samples: int = STRATEGY_HPARAMS["fisher_samples"]
     lwf_lambda: float = STRATEGY_HPARAMS["lwf_lambda"]
     lwf_temperature: float = STRATEGY_HPARAMS["lwf_temperature"]
@@ -221,6 +222,9 @@ class TrainConfig:
                 or not self.lwf_temperature > 0 or int(self.fisher_samples) < 1):
             raise NesyError("strategy weights must be >= 0, lwf_temperature > 0 and "
                             "fisher_samples >= 1", field="strategy")
+        if not 0 <= self.ewc_gamma <= 1:
+            raise NesyError(f"ewc_gamma must be in [0, 1], got {self.ewc_gamma}",
+                            field="ewc_gamma")
         if int(self.agem_ref_batch) < 1:
             raise NesyError("agem_ref_batch must be >= 1", field="agem_ref_batch")
         self.augment = parse_augment(self.augment)

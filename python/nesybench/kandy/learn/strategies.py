@@ -7,11 +7,14 @@ parameters: :data:`STRATEGY_HPARAMS` (fields of :class:`.settings.TrainConfig`).
 * ``naive``: fine-tuning, nothing added (the lower bound).
 * ``replay``: class-balanced reservoir replay (CBRS, :mod:`.replay`; the paper's method):
   ``L = L_B + λ_r · L_R̃``, ``R̃`` a batch of ``b`` stored samples.
-* ``ewc`` (Kirkpatrick et al. 2017): ``L = L_task + (λ/2) Σ_i F_i (θ_i − θ*_i)²``, ``F`` the
-  diagonal empirical Fisher (mean squared per-sample gradient of the BCE of the true label)
-  over up to ``fisher_samples`` supervised training samples of each finished task, summed over
-  the previous tasks; ``θ*`` the parameters at the end of the latest task (the memory-bounded
-  form: one F and one θ*, whatever the number of tasks).
+* ``ewc`` (Kirkpatrick et al. 2017): ``L = L_task + Σ_{t<T} (λ/2) Σ_i F_{t,i} (θ_i −
+  θ*_{t,i})²``, one anchor ``θ*_t`` (the parameters at the end of task t) and one diagonal
+  empirical Fisher ``F_t`` (mean squared per-sample gradient of the BCE of the true label over
+  up to ``fisher_samples`` supervised training samples of task t) per previous task: memory
+  grows with the number of tasks (two copies of the parameters per task).
+* ``ewc-online`` (online EWC, Schwarz et al. 2018): one anchor ``θ*`` (the latest) and one
+  Fisher, ``F ← γ F + F_t`` at the end of each task (γ = ``ewc_gamma``, default 1: the
+  Fishers summed); ``L = L_task + (λ/2) Σ_i F_i (θ_i − θ*_i)²``.
 * ``lwf`` (Li & Hoiem 2017): ``L = L_task + λ · T² · KD``, KD the mean Bernoulli KL divergence
   between the outputs of the model frozen at the end of the previous task and the current
   model, on the current inputs, for the heads of the tasks learned so far, both at
@@ -37,11 +40,11 @@ from torch import nn
 
 from .replay import ClassBalancedReservoir
 
-STRATEGIES = ("naive", "replay", "ewc", "lwf", "agem", "der", "derpp")
+STRATEGIES = ("naive", "replay", "ewc", "ewc-online", "lwf", "agem", "der", "derpp")
 
 #: defaults of the strategies' hyper-parameters (TrainConfig fields); ``buffer`` 0 in the
 #: paper's table means 200 for a strategy that needs a memory (agem, der, derpp).
-STRATEGY_HPARAMS = {"ewc_lambda": 100.0, "fisher_samples": 200, "lwf_lambda": 1.0,
+STRATEGY_HPARAMS = {"ewc_lambda": 100.0, "ewc_gamma": 1.0, "fisher_samples": 200, "lwf_lambda": 1.0,
                     "lwf_temperature": 2.0, "der_alpha": 0.3, "der_beta": 0.5,
                     "agem_ref_batch": 256, "memory_default": 200}
 
@@ -150,21 +153,23 @@ class Replay(Strategy):
 
 
 class EWC(Strategy):
+    """EWC as Kirkpatrick et al. (2017): one anchor θ*_t and one diagonal empirical Fisher F_t
+    per finished task t, ``L = L_task + Σ_t (λ/2) Σ_i F_{t,i} (θ_i − θ*_{t,i})²``."""
+
     def __init__(self, trainer, model, head_of):
         super().__init__(trainer, model, head_of)
-        self.fisher: list[torch.Tensor] | None = None
-        self.star: list[torch.Tensor] | None = None
+        self.anchors: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []  # (F_t, θ*_t)
 
     def penalty(self) -> torch.Tensor:
-        """(λ/2) Σ F_i (θ_i − θ*_i)² (0 before the first task ends)."""
-        if self.fisher is None:
-            return torch.zeros((), device=self.dev)
-        pen = sum((f * (p - s) ** 2).sum() for p, f, s in zip(self.params(), self.fisher,
-                                                              self.star))
+        """Σ_t (λ/2) Σ_i F_{t,i} (θ_i − θ*_{t,i})² (0 before the first task ends)."""
+        pen = torch.zeros((), device=self.dev)
+        for fisher, star in self.anchors:
+            pen = pen + sum((f * (p - s) ** 2).sum()
+                            for p, f, s in zip(self.params(), fisher, star))
         return 0.5 * self.cfg.ewc_lambda * pen
 
     def extra_loss(self, idx, x, out):
-        return (self.penalty(), 0) if self.fisher is not None else (None, 0)
+        return (self.penalty(), 0) if self.anchors else (None, 0)
 
     def empirical_fisher(self, task: int) -> list[torch.Tensor]:
         """Mean squared per-sample gradient of the BCE of the true label (model in eval
@@ -188,10 +193,22 @@ class EWC(Strategy):
 
     def end_task(self, task):
         super().end_task(task)
+        self.anchors.append((self.empirical_fisher(task),
+                             [p.detach().clone() for p in self.params()]))
+
+
+class OnlineEWC(EWC):
+    """Online EWC (Schwarz et al. 2018): one anchor θ* (the parameters at the end of the
+    latest task) and one Fisher, ``F ← γ F + F_t`` at the end of each task (γ =
+    ``ewc_gamma``); ``L = L_task + (λ/2) Σ_i F_i (θ_i − θ*_i)²``."""
+
+    def end_task(self, task):
+        Strategy.end_task(self, task)
         fisher = self.empirical_fisher(task)
-        self.fisher = fisher if self.fisher is None else [a + b for a, b in
-                                                          zip(self.fisher, fisher)]
-        self.star = [p.detach().clone() for p in self.params()]
+        if self.anchors:
+            g = float(self.cfg.ewc_gamma)
+            fisher = [g * a + b for a, b in zip(self.anchors[0][0], fisher)]
+        self.anchors = [(fisher, [p.detach().clone() for p in self.params()])]
 
 
 def bernoulli_kd(new_logits, old_logits, temperature: float) -> torch.Tensor:
@@ -315,5 +332,6 @@ class DER(Strategy):
 
 
 def make_strategy(name: str, trainer, model, head_of) -> Strategy:
-    return {"naive": Strategy, "replay": Replay, "ewc": EWC, "lwf": LwF, "agem": AGEM,
+    return {"naive": Strategy, "replay": Replay, "ewc": EWC, "ewc-online": OnlineEWC,
+            "lwf": LwF, "agem": AGEM,
             "der": DER, "derpp": lambda *a: DER(*a, plus=True)}[name](trainer, model, head_of)
