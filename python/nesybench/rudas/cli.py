@@ -241,13 +241,18 @@ def chase(rules, facts, max_derived, time_limit, as_json):
 @click.option("--max-body", type=int, help="maximal rule length (default: the dataset's)")
 @click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
               help="a setting of the system (repeatable), e.g. -O min_accuracy=0.6")
+@click.option("--profile", default="rudas-v0", show_default=True,
+              type=click.Choice(["rudas-v0", "none"]),
+              help="option defaults of a published configuration: rudas-v0 = the RuDaS "
+                   "paper's (amie: min_support=3 min_initial_support=3 min_pca=0.25); none: "
+                   "the learners' own defaults. --option values win.")
 @click.option("--time-limit", type=float, help="seconds an outside program (cmd, aleph) may run")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--overwrite", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-def learn(dataset, system, out, command, aleph, targets, max_body, options, time_limit, seed,
-          overwrite, as_json, quiet):
+def learn(dataset, system, out, command, aleph, targets, max_body, options, profile, time_limit,
+          seed, overwrite, as_json, quiet):
     """Learn rules from DATASET's training facts with a rule learner; write them to --out.
 
     Systems: foil (Quinlan 1990), amie (AMIE+-style mining, Galárraga et al. 2015),
@@ -256,13 +261,14 @@ def learn(dataset, system, out, command, aleph, targets, max_body, options, time
     plug-ins. The result is scored by `nesybench rudas evaluate DATASET RULES.pl`.
     """
     from ..io import write_output_file  # noqa: PLC0415
-    from .learners import learn as run, render  # noqa: PLC0415
+    from .learners import learn as run, profile_options, render  # noqa: PLC0415
     opts = {}
     for o in options:
         k, sep, v = o.partition("=")
         if not sep or not k.strip():
             raise NesyError(f"--option must be KEY=VALUE, got {o!r}", field="option")
         opts[k.strip()] = v.strip()
+    opts = profile_options(system, opts, None if profile == "none" else profile)
     if command is not None:
         if system != "cmd":
             raise NesyError("--command applies to --system cmd only", field="command")

@@ -65,7 +65,7 @@ PAPER = {
                "NTP": [0.1512, 0.0432, 0.0652, 0.0374]},
 }
 
-_TOP_KEYS = {"experiment", "seed", "systems", "thresholds", "timeout", "evaluation",
+_TOP_KEYS = {"experiment", "seed", "systems", "profile", "thresholds", "timeout", "evaluation",
              "datasets", "small", "description"}
 
 
@@ -122,6 +122,10 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
         raise err(f"must be an integer, got {spec['seed']!r}", "seed")
     # systems: a name, or {name, system, options, command}
     from ..runs.trust import commands_in, require_allowed  # noqa: PLC0415
+    from .learners import profile_options  # noqa: PLC0415
+    profile = spec.setdefault("profile", "rudas-v0")
+    if profile != "none" and not isinstance(profile, str):
+        raise err("must be rudas-v0 or none", "profile")
     learners, where = {}, {}
     for i, s in enumerate(spec.get("systems") or []):
         if isinstance(s, str):
@@ -135,7 +139,10 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
         if s.get("options") is not None and not isinstance(s["options"], dict):
             raise err("must be a mapping of option names to values", f"systems[{i}].options")
         entry = {"system": s.get("system", s["name"]),
-                 "options": {str(k): str(v) for k, v in (s.get("options") or {}).items()}}
+                 "options": profile_options(
+                     s.get("system", s["name"]),
+                     {str(k): str(v) for k, v in (s.get("options") or {}).items()},
+                     None if profile == "none" else profile)}
         if s.get("command") is not None:
             entry["options"]["command"] = str(s["command"])
         if s["name"] in learners:

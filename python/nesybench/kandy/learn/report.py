@@ -153,12 +153,12 @@ def _f(x, sd=None, digits=2, n=None) -> str:
 
 
 def format_table1(rows: list[dict]) -> str:
-    head = (f"{'model':<11} {'setting':<17} {'strategy':<8} {'seeds':>5}  {'avg acc':>13}  "
+    head = (f"{'model':<11} {'setting':<17} {'strategy':<10} {'seeds':>5}  {'avg acc':>13}  "
             f"{'avg acc (micro)':>15}"
             f"  {'forgetting':>10}  {'BWT':>6}  {'FWT':>6}  {'size':>4}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['model']:<11} {r['setting']:<17} {r.get('strategy', '-'):<8} "
+        lines.append(f"{r['model']:<11} {r['setting']:<17} {r.get('strategy', '-'):<10} "
                      f"{r['seeds']:>5}  "
                      f"{_f(r['avg_acc'], r['avg_acc_sd'], n=r['seeds']):>13}  "
                      f"{_f(r['avg_acc_micro'], r['avg_acc_micro_sd'], n=r['seeds']):>15}  "

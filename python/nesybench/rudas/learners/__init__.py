@@ -31,6 +31,28 @@ Atom = tuple  # (predicate, (term, ...)); a term is a variable (upper case or _)
 
 ENTRY_POINT_GROUP = "nesybench.rudas_learners"
 
+#: learner profiles: the options a published configuration sets, per system; options given
+#: by the user win. ``rudas-v0``: the RuDaS paper's appendix ran AMIE+ with ``-mins 3 -minis 3
+#: -minpca 0.25`` on the RuDaS-v0 datasets.
+LEARNER_PROFILES = {"rudas-v0": {"amie": {"min_support": "3", "min_initial_support": "3",
+                                          "min_pca": "0.25"}}}
+
+
+def profile_options(system: str, options: dict | None, profile: str | None) -> dict:
+    """``options`` over the defaults ``profile`` sets for ``system`` (none for ``None``)."""
+    if profile is None:
+        return dict(options or {})
+    if profile not in LEARNER_PROFILES:
+        raise NesyError(f"unknown profile {profile!r} (known: {', '.join(LEARNER_PROFILES)})",
+                        field="profile")
+    out = dict(LEARNER_PROFILES[profile].get(system, {}))
+    given = dict(options or {})
+    if system == "amie" and "min_conf" in given:
+        out.pop("min_pca", None)          # the older name of the same threshold
+    out.update(given)
+    return out
+
+
 #: built-in systems: name -> "module:Class"
 BUILTIN = {"foil": "foil:Foil", "amie": "amie:Amie", "neural-lp": "neural_lp:NeuralLP",
            "ntp": "ntp:NTP", "aleph": "aleph:Aleph", "cmd": "command:Command"}

@@ -11,8 +11,15 @@ rule length + 1). Instantiated atoms (constants) are not added: RuDaS-v0 rules h
   for which B holds; **head coverage** = support / |r|. A rule (and every refinement of it)
   is pruned when its head coverage is below ``min_hc`` (0.01, the paper's default); the last
   atom of a rule of maximal length is only a closing one (AMIE+'s pruning).
+* **Minimum support** (AMIE+'s ``-mins``): a rule (and every refinement of it: support only
+  decreases) is pruned when its support is below ``min_support`` (default 1); **minimum
+  initial support** (``-minis``): a head relation with fewer than ``min_initial_support``
+  facts (default 1) is not mined. The RuDaS paper ran AMIE+ with ``-mins 3 -minis 3 -minpca
+  0.25``: the ``rudas-v0`` learner profile (:data:`..LEARNER_PROFILES`, the default of
+  ``rudas learn`` and of ``rudas experiment``) sets those values.
 * Output: **closed** rules (every variable occurs twice or more) with a connected body and
-  **PCA confidence** ≥ ``min_conf`` (0.1): support / #{(x,y) : B(x,y) and ∃y' r(x,y')}
+  **PCA confidence** ≥ ``min_pca`` (AMIE+'s ``-minpca``; default 0.1, AMIE+'s; ``min_conf``
+  is an older name of the same option): support / #{(x,y) : B(x,y) and ∃y' r(x,y')}
   (partial completeness: a subject with some r-fact has all of them). The standard
   confidence (support / #{(x,y) : B(x,y)}) is reported in the rule's comment. The written
   confidence is the PCA confidence. A rule is output only when its PCA confidence is higher
@@ -21,18 +28,35 @@ rule length + 1). Instantiated atoms (constants) are not added: RuDaS-v0 rules h
 """
 from __future__ import annotations
 
+from ...errors import NesyError
 from . import Dataset, Learner, bar, Rule
 
 
 class Amie(Learner):
     OPTIONS = {"min_hc": "minimal head coverage (default 0.01)",
-               "min_conf": "minimal PCA confidence (default 0.1)",
+               "min_support": "minimal support, AMIE+'s -mins (default 1)",
+               "min_initial_support": "minimal facts of a head relation, AMIE+'s -minis "
+                                      "(default 1)",
+               "min_pca": "minimal PCA confidence, AMIE+'s -minpca (default 0.1)",
+               "min_conf": "older name of min_pca",
                "max_length": "atoms per rule, head included (default 3)",
                "skyline": "1: output a rule only if it beats its closed parents (default 1)"}
 
     def learn(self, ds: Dataset) -> list:
         self.min_hc = self.opt("min_hc", 0.01, float)
-        self.min_conf = self.opt("min_conf", 0.1, float)
+        if "min_conf" in self.o.options and "min_pca" in self.o.options:
+            raise NesyError("give min_pca or min_conf (the same threshold), not both",
+                            field="option")
+        self.min_conf = self.opt("min_pca", self.opt("min_conf", 0.1, float), float)
+        self.min_support = self.opt("min_support", 1, int)
+        self.min_initial = self.opt("min_initial_support", 1, int)
+        for name, v in (("min_support", self.min_support),
+                        ("min_initial_support", self.min_initial)):
+            if v < 0:
+                raise NesyError(f"option {name} must be >= 0, got {v}", field="option")
+        for name, v in (("min_hc", self.min_hc), ("min_pca", self.min_conf)):
+            if not 0 <= v <= 1:
+                raise NesyError(f"option {name} must be in [0, 1], got {v}", field="option")
         self.max_len = min(self.opt("max_length", 3, int), self.max_body(ds) + 1)
         self.skyline = bool(self.opt("skyline", 1, int))
         self.rels = sorted(p for p in ds.facts if ds.arity[p] == 2)
@@ -44,7 +68,8 @@ class Amie(Learner):
                 self.by_s[r].setdefault(s, set()).add(o)
                 self.by_o[r].setdefault(o, set()).add(s)
         out = []
-        heads = [t for t in self.targets(ds) if t in self.facts]
+        heads = [t for t in self.targets(ds)
+                 if t in self.facts and len(self.facts[t]) >= self.min_initial]
         for r in bar(heads, "amie", "head", self.o.progress):
             out += self.mine(r)
         return out
@@ -153,7 +178,7 @@ class Amie(Learner):
                         continue
                     seen.add(key)
                     supp = self.support(head, ref)
-                    if supp / n_head < self.min_hc:
+                    if supp / n_head < self.min_hc or supp < self.min_support:
                         continue
                     nxt.append(ref)
                     if self.closed(ref):
