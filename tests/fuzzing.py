@@ -297,6 +297,35 @@ def save_failure(kind: str, text: str, suffix: str) -> Path:
     return p
 
 
+def make_bddoia(folder: Path, sizes=(("train", 12), ("val", 4), ("test", 4)), seed: int = 0,
+                labels=None) -> Path:
+    """A tiny BDD-OIA copy in rsbench's layout (``{split}_BDD_OIA.pkl`` +
+    ``{split}/{inputs,concepts,labels}/<frame>.pt``): random 2048-d features, random concepts
+    and, by default, random actions (``labels(concepts) -> 4 actions`` replaces them)."""
+    import pickle  # noqa: PLC0415
+
+    import torch  # noqa: PLC0415
+    g = torch.Generator().manual_seed(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n in sizes:
+        index = []
+        for k in ("inputs", "concepts", "labels"):
+            (folder / split / k).mkdir(parents=True, exist_ok=True)
+        for i in range(n):
+            name = f"{split}_{i:04d}.jpg"
+            index.append({"img_path": name, "class_label": [0, 0, 0, 0]})
+            c = torch.randint(0, 2, (1, 21), generator=g).float()
+            a = torch.randint(0, 2, (1, 5), generator=g).float()
+            if labels is not None:
+                a[0, :4] = torch.tensor(labels(c[0].tolist()), dtype=torch.float32)
+            a[0, 4] = 0
+            torch.save(torch.randn(1, 2048, generator=g), folder / split / "inputs" / f"{name[:-4]}.pt")
+            torch.save(c, folder / split / "concepts" / f"{name[:-4]}.pt")
+            torch.save(a, folder / split / "labels" / f"{name[:-4]}.pt")
+        (folder / f"{split}_BDD_OIA.pkl").write_bytes(pickle.dumps(index, protocol=4))
+    return folder
+
+
 def fresh(folder: Path) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
@@ -305,6 +334,6 @@ def fresh(folder: Path) -> Path:
 
 
 __all__ = ["KANDY_KEYS", "RS_KEYS", "mutated_yaml", "mutated_text", "run_cli", "check_outcome",
-           "check_no_leftovers", "save_failure", "fresh", "ROOT", "FUZZ_DIR", "random",
+           "check_no_leftovers", "save_failure", "fresh", "make_bddoia", "ROOT", "FUZZ_DIR", "random",
            "deep_term", "deep_body", "function_symbol_rules", "huge_grounding",
            "asp_with_directives", "STATS", "spec_naming_code", "HOSTILE_FUNCTIONS", "CANARY"]

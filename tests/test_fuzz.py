@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzzing import (CANARY, FUZZ_DIR, KANDY_KEYS, ROOT, RS_KEYS, asp_with_directives,
-                     check_no_leftovers, check_outcome, deep_body, deep_term, fresh,
+                     check_no_leftovers, check_outcome, deep_body, deep_term, fresh, make_bddoia,
                      function_symbol_rules, huge_grounding, mutated_text, mutated_yaml, run_cli,
                      spec_naming_code)
 
@@ -377,5 +377,20 @@ def test_corpus(path, rudas_ds):
         res = run_cli(["export", ds, "--format", "parquet", "--out", d / "o", "-q"])
         check_outcome(res, what=path.name)
         assert res.rc == 2 and not (d / "o").exists(), f"{path.name}: exported"
+    elif kind == "bddoia":
+        # a hostile file in a user's BDD-OIA copy: index-* replaces the train split's frame
+        # index, inputs-/concepts-/labels-* its first frame's tensor file; the import refuses
+        # the copy with one line, writes nothing and unpickles no code
+        import shutil  # noqa: PLC0415
+        src = make_bddoia(d / "bdd", sizes=(("train", 2), ("val", 1)))
+        part = path.name.split("-", 1)[0]
+        target = (src / "train_BDD_OIA.pkl" if part == "index"
+                  else src / "train" / part / "train_0000.pt")
+        shutil.copyfile(path, target)
+        canary = Path("/tmp/nesybench-bddoia-canary")
+        res = run_cli(["rs", "import-bddoia", src, "--out", d / "o"])
+        check_outcome(res, what=path.name)
+        assert res.rc == 2 and not (d / "o").exists(), f"{path.name}: imported"
+        assert not canary.exists(), f"{path.name}: unpickled code ran"
     else:
         pytest.fail(f"unknown corpus kind {kind}")

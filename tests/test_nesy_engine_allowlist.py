@@ -289,3 +289,16 @@ def test_an_unknown_network_is_refused_when_the_networks_are_given():
     text = "nn('os.system', [X], Y, [0, 1]) :: d(X, Y).\nq(X) :- d(X, 1).\n"
     with pytest.raises(NesyError, match=r"unknown network 'os\.system' \(known: digit_net\)"):
         CompiledProgram.from_program(text, ["q(a)"], networks=["digit_net"], use_cache=False)
+
+
+def test_grounding_errors_name_the_calling_goals_line_and_column():
+    with pytest.raises(NesyError) as err:
+        CompiledProgram.from_program("b.\na :- b,\n     X is foo + 1.\nquery(a).", None,
+                                     use_cache=False)
+    assert (err.value.line, err.value.column) == (3, 8)
+    assert "Unknown function 'foo'/0" in err.value.message
+    # an error inside a library clause has no position in the user's text
+    with pytest.raises(NesyError) as err:
+        CompiledProgram.from_program(":- use_module(library(lists)).\na :- sum_list([x], S).\n"
+                                     "query(a).", None, use_cache=False)
+    assert err.value.line is None

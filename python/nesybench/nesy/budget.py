@@ -191,6 +191,7 @@ def budgeted_grounding(clock: Clock):
     (:func:`~nesybench.nesy.sandbox.safe_engine`) and a ground formula, both checking
     ``clock``."""
     from problog.engine_stack import StackBasedEngine
+    from problog.errors import GroundingError
     from problog.formula import LogicFormula
 
     class Formula(LogicFormula):
@@ -211,6 +212,17 @@ def budgeted_grounding(clock: Clock):
     class Engine(StackBasedEngine):
         # no per-step hook: time and memory are watched by Clock.watch's thread, which
         # interrupts the engine wherever it loops (a hook on every eval cost ~10 % of grounding)
+        def eval_builtin(self, **kwdargs):
+            # a builtin's error (arithmetic, type, instantiation) has no position of its own:
+            # give it the calling goal's, so the one-line error names file:line:column
+            try:
+                return super().eval_builtin(**kwdargs)
+            except GroundingError as exc:
+                origin = kwdargs.get("call_origin")
+                if getattr(exc, "location", None) is None and origin is not None:
+                    exc.location = origin[1]      # (file index, character offset)
+                raise
+
         def grow_stack(self):
             clock.check_stack(self.stack_size * 2)
             super().grow_stack()

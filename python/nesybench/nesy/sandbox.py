@@ -467,8 +467,24 @@ def library_clauses(name: str) -> list:
             continue
         if isinstance(cl, Term) and cl.functor == ":-" and cl.arity == 1:
             continue
+        _forget_locations(cl)
         out.append(cl)
     return out
+
+
+def _forget_locations(term) -> None:
+    """Drop the source positions of a library clause: they are offsets into the library's
+    text, and an error there must not be reported at that offset of the user's program."""
+    from problog.logic import Term
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, Term):
+            try:
+                t.location = None
+            except AttributeError:
+                pass
+            stack.extend(t.args)
 
 
 def control_clauses() -> list:

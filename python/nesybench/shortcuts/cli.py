@@ -40,7 +40,7 @@ def _write_result(out: str, d: dict, *, overwrite: bool, inputs: list) -> None:
 
 @click.group(context_settings=CTX)
 def group():
-    """Reasoning shortcuts (rsbench): generate, count, severity, metrics."""
+    """Reasoning shortcuts (rsbench): generate, count, severity, metrics, import-bddoia."""
 
 
 @group.command(context_settings=CTX)
@@ -75,6 +75,23 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, ma
     _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts,
            "warnings": res.warnings}, as_json,
           f"wrote {res.out}: " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
+
+
+@group.command("import-bddoia", context_settings=CTX)
+@click.argument("src", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="output folder")
+@click.option("--overwrite", is_flag=True, help="replace an existing output folder")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+def import_bddoia(src, out, overwrite, as_json):
+    """Import BDD-OIA from a local copy of rsbench's features (DIR/{split}_BDD_OIA.pkl and
+    DIR/{split}/{inputs,concepts,labels}/*.pt) as an RS data set for `nesy train`."""
+    from .bddoia import import_bddoia as run  # noqa: PLC0415
+    try:
+        res = run(src, out, overwrite=overwrite)
+    except NesyError as exc:
+        _fail(exc)
+    _emit(res, as_json, f"wrote {res['out']}: " + ", ".join(
+        f"{k} {v}" for k, v in res["counts"].items()))
 
 
 @group.command(context_settings=CTX)

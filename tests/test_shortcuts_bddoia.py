@@ -1,0 +1,112 @@
+"""`nesybench rs import-bddoia`: BDD-OIA from a user's copy of rsbench's feature files (a tiny
+synthetic copy made here), read back by `nesy train` through the feature-vector path.
+Hostile copies are in the fuzz corpus (tests/data/fuzz/bddoia/, tests/test_fuzz.py)."""
+from __future__ import annotations
+
+import csv
+import json
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fuzzing import check_outcome, make_bddoia, run_cli  # noqa: E402
+
+from nesybench.nesy.data import NesyData  # noqa: E402
+from nesybench.nesy.nets import layout_of  # noqa: E402
+from nesybench.shortcuts.bddoia import CONCEPTS  # noqa: E402
+from nesybench.shortcuts.task import load_task  # noqa: E402
+
+DRIVING = "curricula/rs/driving.yaml"
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    task = load_task(DRIVING)
+    names = [v.name for v in task.variables]
+
+    def actions(c):   # the driving knowledge's actions of rsbench-ordered concepts
+        return list(task.labels_of([tuple(int(c[CONCEPTS.index(n)]) for n in names)])[0])
+    return make_bddoia(tmp_path_factory.mktemp("bdd") / "src",
+                       sizes=(("train", 24), ("val", 6), ("test", 6)), labels=actions)
+
+
+def test_import_writes_an_rs_folder(copy, tmp_path):
+    out = tmp_path / "out"
+    res = run_cli(["rs", "import-bddoia", copy, "--out", out, "--json"])
+    check_outcome(res)
+    assert json.loads(res.out)["counts"] == {"train": 24, "val": 6, "test": 6}
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["input"] == "features" and man["feature_dim"] == 2048
+    assert man["labels"] == ["forward", "stop", "left", "right"]
+    feats = np.load(out / "train" / "features.npy", allow_pickle=False)
+    assert feats.shape == (24, 2048) and feats.dtype == np.float32
+    rows = list(csv.DictReader(open(out / "train" / "labels.csv", newline="")))
+    for k in (0, 17):
+        stem = f"train_{k:04d}"
+        want = torch.load(copy / "train" / "inputs" / f"{stem}.pt", weights_only=True)
+        assert np.array_equal(feats[k], want.reshape(-1).numpy())
+        c = torch.load(copy / "train" / "concepts" / f"{stem}.pt", weights_only=True)[0]
+        a = torch.load(copy / "train" / "labels" / f"{stem}.pt", weights_only=True)[0]
+        assert rows[k]["file"] == f"{stem}.jpg"
+        # rsbench's concept positions land in the driving task's named columns
+        for j, name in enumerate(CONCEPTS):
+            assert rows[k][f"concept:{name}"] == str(int(c[j]))
+        assert [rows[k][f"label:{n}"] for n in ("forward", "stop", "left", "right")] == \
+            [str(int(x)) for x in a[:4]]
+    # the labels of the synthetic copy follow the knowledge, as a check of the column order
+    task = load_task(DRIVING)
+    worlds = [tuple(int(r[f"concept:{v.name}"]) for v in task.variables) for r in rows]
+    assert [tuple(int(r[f"label:{n}"]) for n in task.label_names()) for r in rows] == \
+        [tuple(x) for x in task.labels_of(worlds)]
+    # the same copy gives the same bytes
+    res2 = run_cli(["rs", "import-bddoia", copy, "--out", tmp_path / "again"])
+    check_outcome(res2)
+    assert json.loads((tmp_path / "again" / "manifest.json").read_text())["checksums"] == \
+        man["checksums"]
+
+
+def test_nesy_train_reads_the_features(copy, tmp_path):
+    out = tmp_path / "out"
+    check_outcome(run_cli(["rs", "import-bddoia", copy, "--out", out]))
+    task = load_task(DRIVING)
+    data = NesyData.from_folder(out, "val", task, [[0, 1]] * 4)
+    assert tuple(data.x.shape) == (6, 2048) and layout_of(data.render, data.input_shape) == "vector"
+    res = run_cli(["nesy", "train", DRIVING, "--data", out, "--model", "dpl", "--epochs", "1",
+                   "--out", tmp_path / "run", "-q", "--json"])
+    check_outcome(res)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert {"val", "test"} <= set(metrics["results"])
+
+
+def test_refusals(copy, tmp_path):
+    out = tmp_path / "o"
+    res = run_cli(["rs", "import-bddoia", tmp_path / "nowhere", "--out", out])
+    check_outcome(res)
+    assert res.rc == 2 and "not a folder" in res.err and not out.exists()
+    part = make_bddoia(tmp_path / "part", sizes=(("train", 2),))
+    res = run_cli(["rs", "import-bddoia", part, "--out", out])
+    assert res.rc == 2 and "val_BDD_OIA.pkl" in res.err and not out.exists()
+    # a frame whose tensor file is a link out of the folder
+    bad = make_bddoia(tmp_path / "link", sizes=(("train", 2), ("val", 1)))
+    target = bad / "train" / "inputs" / "train_0000.pt"
+    outside = tmp_path / "outside.pt"
+    target.rename(outside)
+    target.symlink_to(outside)
+    res = run_cli(["rs", "import-bddoia", bad, "--out", out])
+    check_outcome(res)
+    assert res.rc == 2 and "inside the data folder" in res.err and not out.exists()
+    # an index with numpy arrays in its frames is read (rsbench's pickles may hold them)
+    ok = make_bddoia(tmp_path / "np", sizes=(("train", 2), ("val", 1)))
+    idx = pickle.loads((ok / "train_BDD_OIA.pkl").read_bytes())
+    for e in idx:
+        e["attribute_label"] = np.zeros(21)
+    (ok / "train_BDD_OIA.pkl").write_bytes(pickle.dumps(idx))
+    check_outcome(run_cli(["rs", "import-bddoia", ok, "--out", out]))
+    res = run_cli(["rs", "import-bddoia", ok, "--out", out])
+    assert res.rc == 2 and out.is_dir()        # exists: needs --overwrite
+    check_outcome(run_cli(["rs", "import-bddoia", ok, "--out", out, "--overwrite"]))
