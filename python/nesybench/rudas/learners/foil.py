@@ -22,9 +22,13 @@ none is left or no acceptable clause is found.
   examples) must reach ``min_accuracy`` (FOIL 6's ``-a``, default 0.8) and it must cover a
   new positive. The clause's confidence is that accuracy.
 
+* **Backing up** (Quinlan 1990, §4.3): when the clause the best literal leads to is not
+  acceptable, the next best literals at that position are tried (at most ``backup``
+  alternatives per position, default 4; ``backup=0`` is plain greedy search).
+
 Not implemented from Quinlan's system: negated literals, equality and constants in literals,
-determinate-literal look-ahead, the encoding-length stopping rule (replaced by
-``min_accuracy``) and backing up; the search is plain greedy. Under missing consequences
+determinate-literal look-ahead and the encoding-length stopping rule (replaced by
+``min_accuracy``). Under missing consequences
 (open world) the closed-world negatives include true facts, so a correct clause's accuracy
 drops (to 0.7 with 30 % missing) and FOIL rejects or over-specialises it, the weakness the
 RuDaS paper reports.

@@ -11,10 +11,16 @@ normalised to sum 1 (the reference's default). Training maximises ``log u_T[y]``
 examples q(x,y) with Adam; the identity operator lets the same T steps express every rule
 length 1..T.
 
-* **Examples and graph** (the reference splits its data into facts and queries): the facts
-  of q are split at random (``example_share``, default 0.5, with the seed) into examples and
-  facts kept in ``M_q``; an example is never in the graph it is answered on, so
-  ``q(X,Y) :- q(X,Y)`` is not learnable.
+* **Examples and graph** (``fact_split``): an example is never in the graph it is answered
+  on, so ``q(X,Y) :- q(X,Y)`` is not learnable.
+
+  - ``batch`` (default, the reference implementation's shared-database mode): every fact of
+    q is an example; the examples are shuffled with the seed and cut into mini-batches of
+    ``batch_size`` (64, the reference's default), and a batch is answered on the graph of
+    every training fact except the batch itself (q's other facts included). One Adam step
+    per batch.
+  - ``share``: the facts of q are split once at random (``example_share``, default 0.5, with
+    the seed) into examples and facts kept in ``M_q``; one full-batch Adam step per epoch.
 * **Attention**: the reference computes a_t by an RNN over the query's embedding; with one
   model per query relation that RNN's output is a free vector per step, so a_t =
   softmax(θ_q,t) with θ learned directly (no memory attention over earlier steps, whose job,
@@ -32,13 +38,18 @@ from __future__ import annotations
 import itertools
 import random
 
+from ...errors import NesyError
 from . import Dataset, Learner, bar, Rule
 
 
 class NeuralLP(Learner):
     OPTIONS = {"epochs": "training epochs per query relation (default 300)",
                "lr": "Adam learning rate (default 0.05)",
-               "example_share": "share of a query relation's facts used as examples (0.5)",
+               "fact_split": "batch (the reference's: a batch's graph is every other fact) or "
+                             "share (a fixed split by example_share); default batch",
+               "batch_size": "examples per batch with fact_split=batch (default 64)",
+               "example_share": "share of a query relation's facts used as examples with "
+                                "fact_split=share (0.5)",
                "min_conf": "minimal normalised rule confidence (default 0.05)",
                "max_rules": "rules per query relation (default 10)",
                "steps": "T, operator steps (default: the maximal rule length)",
@@ -48,7 +59,21 @@ class NeuralLP(Learner):
         import torch  # noqa: PLC0415
         self.epochs = self.opt("epochs", 300, int)
         self.lr = self.opt("lr", 0.05, float)
+        self.split = self.opt("fact_split", "batch", str)
+        if self.split not in ("batch", "share"):
+            raise NesyError(f"option fact_split must be batch or share, got {self.split!r}",
+                            field="option")
         self.share = self.opt("example_share", 0.5, float)
+        self.batch_size = self.opt("batch_size", 64, int)
+        if self.split == "batch" and "example_share" in self.o.options:
+            raise NesyError("option example_share applies to fact_split=share only",
+                            field="option")
+        if self.split == "share" and "batch_size" in self.o.options:
+            raise NesyError("option batch_size applies to fact_split=batch only",
+                            field="option")
+        if self.batch_size < 1 or not 0 < self.share <= 1:
+            raise NesyError("option batch_size must be >= 1 and example_share in (0, 1]",
+                            field="option")
         self.min_conf = self.opt("min_conf", 0.05, float)
         self.max_rules = self.opt("max_rules", 10, int)
         self.T = self.opt("steps", self.max_body(ds), int)
@@ -88,20 +113,31 @@ class NeuralLP(Learner):
         facts = sorted(ds.facts[q])
         rng = random.Random(f"{self.o.seed}:neural-lp:{q}")
         rng.shuffle(facts)
-        k = max(1, round(self.share * len(facts)))
-        examples, kept = facts[:k], set(facts[k:])
+        if self.split == "share":
+            k = max(1, round(self.share * len(facts)))
+            batches = [(facts[:k], set(facts[k:]))]
+        else:
+            every = set(facts)
+            batches = [(facts[i:i + self.batch_size],
+                        every - set(facts[i:i + self.batch_size]))
+                       for i in range(0, len(facts), self.batch_size)]
         # operators: (relation, forward) and (relation, inverse) for every relation, then I
-        ops, blocks = [], []
-        for r in self.rels:
-            pairs = kept if r == q else ds.facts[r]
-            ops += [(r, False), (r, True)]
-            blocks += [(pairs, False), (pairs, True)]
-        ops.append(None)
-        big = self.stacked(blocks)
-        K = len(blocks)
-        if K * self.n * self.n <= self.dense_limit:
-            big = big.to_dense()           # small graphs: a dense product is faster
-        mm = torch.mm if big.layout == torch.strided else torch.sparse.mm
+        ops = [op for r in self.rels for op in ((r, False), (r, True))] + [None]
+        K = len(ops) - 1
+        prepared = []
+        for examples, kept in batches:
+            blocks = []
+            for r in self.rels:
+                pairs = kept if r == q else ds.facts[r]
+                blocks += [(pairs, False), (pairs, True)]
+            big = self.stacked(blocks)
+            if K * self.n * self.n <= self.dense_limit:
+                big = big.to_dense()           # small graphs: a dense product is faster
+            xs = torch.tensor([self.ent[x] for x, _ in examples])
+            ys = torch.tensor([self.ent[y] for _, y in examples])
+            u0 = torch.zeros(self.n, len(examples))
+            u0[xs, torch.arange(len(examples))] = 1.0
+            prepared.append((big, u0, ys))
         torch.manual_seed(self.o.seed)
         theta = torch.zeros(self.T, len(ops), requires_grad=True)
         with torch.no_grad():
@@ -109,27 +145,27 @@ class NeuralLP(Learner):
         # Adam (Kingma and Ba 2015) written out: torch.optim's first use imports the
         # compiler stack, seconds for one small parameter
         m1, m2, b1, b2 = torch.zeros_like(theta), torch.zeros_like(theta), 0.9, 0.999
-        xs = torch.tensor([self.ent[x] for x, _ in examples])
-        ys = torch.tensor([self.ent[y] for _, y in examples])
-        u0 = torch.zeros(self.n, len(examples))
-        u0[xs, torch.arange(len(examples))] = 1.0
-        for step in range(1, self.epochs + 1):
-            theta.grad = None
-            a = torch.softmax(theta, dim=1)
-            u = u0
-            for t in range(self.T):
-                moved = mm(big, u).reshape(K, self.n, -1)
-                nxt = a[t, -1] * u + torch.einsum("k,knb->nb", a[t, :K], moved)
-                u = nxt / nxt.sum(dim=0, keepdim=True).clamp_min(1e-20)
-            p = u[ys, torch.arange(len(examples))]
-            loss = -torch.log(p.clamp_min(1e-20)).mean()
-            loss.backward()
-            with torch.no_grad():
-                g = theta.grad
-                m1.mul_(b1).add_(g, alpha=1 - b1)
-                m2.mul_(b2).addcmul_(g, g, value=1 - b2)
-                denom = (m2 / (1 - b2 ** step)).sqrt_().add_(1e-8)
-                theta.sub_(self.lr * (m1 / (1 - b1 ** step)) / denom)
+        step = 0
+        for _ in range(self.epochs):
+            for big, u0, ys in prepared:
+                step += 1
+                mm = torch.mm if big.layout == torch.strided else torch.sparse.mm
+                theta.grad = None
+                a = torch.softmax(theta, dim=1)
+                u = u0
+                for t in range(self.T):
+                    moved = mm(big, u).reshape(K, self.n, -1)
+                    nxt = a[t, -1] * u + torch.einsum("k,knb->nb", a[t, :K], moved)
+                    u = nxt / nxt.sum(dim=0, keepdim=True).clamp_min(1e-20)
+                p = u[ys, torch.arange(len(ys))]
+                loss = -torch.log(p.clamp_min(1e-20)).mean()
+                loss.backward()
+                with torch.no_grad():
+                    g = theta.grad
+                    m1.mul_(b1).add_(g, alpha=1 - b1)
+                    m2.mul_(b2).addcmul_(g, g, value=1 - b2)
+                    denom = (m2 / (1 - b2 ** step)).sqrt_().add_(1e-8)
+                    theta.sub_(self.lr * (m1 / (1 - b1 ** step)) / denom)
         a = torch.softmax(theta.detach(), dim=1).tolist()
         return self.extract(q, ops, a)
 

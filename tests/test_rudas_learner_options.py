@@ -1,6 +1,8 @@
-"""AMIE+'s minimum support, minimum initial support and minimum PCA confidence (``-mins``,
+"""Learner options as the published systems have them. AMIE+'s minimum support, minimum initial support and minimum PCA confidence (``-mins``,
 ``-minis``, ``-minpca``), with the RuDaS paper's values (3, 3, 0.25) as the ``rudas-v0``
-profile's defaults of ``rudas learn`` and ``rudas experiment``."""
+profile's defaults of ``rudas learn`` and ``rudas experiment``; Neural-LP's split of a query
+relation's facts into examples and graph facts (the reference's by default); FOIL's
+backing-up, implemented and documented."""
 from __future__ import annotations
 
 import json
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nesybench.cli import main
+from nesybench.errors import NesyError
 from nesybench.rudas import learners as L
 
 # p has 6 facts; r holds 4 of them (p :- r: support 4, PCA 1), q the other 2 (p :- q:
@@ -89,3 +92,46 @@ def test_rudas_v0_profile_is_the_papers_configuration(ds, tmp_path, capsys):
     assert main(base + ["--option", "min_pca=0.3", "--option", "min_conf=0.3",
                         "--out", str(tmp_path / "bad.pl")]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+# --- Neural-LP ----------------------------------------------------------------------------
+
+def _graphs(ds, monkeypatch, **options):
+    """The query relation's graph facts of every batch Neural-LP builds for head ``p``."""
+    from nesybench.rudas.learners.neural_lp import NeuralLP
+
+    seen = []
+    inner = NeuralLP.stacked
+
+    def stacked(self, blocks):
+        seen.append(set(blocks[self.rels.index("p") * 2][0]))
+        return inner(self, blocks)
+
+    monkeypatch.setattr(NeuralLP, "stacked", stacked)
+    L.learn(ds, "neural-lp", targets=["p"], options={"epochs": "2", **options})
+    return seen
+
+
+def test_neural_lp_fact_split_is_the_references_by_default(ds, monkeypatch):
+    """The reference (shared database): every fact of p is an example, and a batch is answered
+    on every other fact; ``fact_split=share`` is the fixed 50/50 split."""
+    P6 = set(P)
+    one = _graphs(ds, monkeypatch)                       # 6 facts, one batch of 64: no p fact
+    assert one == [set()]
+    three = _graphs(ds, monkeypatch, batch_size="2")      # 3 batches of 2: 4 p facts each
+    assert len(three) == 3 and all(len(g) == 4 and g < P6 for g in three)
+    assert set.union(*[P6 - g for g in three]) == P6      # each fact answered once
+    share = _graphs(ds, monkeypatch, fact_split="share")
+    assert len(share) == 1 and len(share[0]) == 3         # half the facts in the graph
+    for bad in ({"fact_split": "half"}, {"example_share": "0.3"},
+                {"fact_split": "share", "batch_size": "8"}):
+        with pytest.raises(NesyError):
+            L.learn(ds, "neural-lp", targets=["p"], options={"epochs": "1", **bad})
+
+
+def test_foil_docstring_says_backing_up_is_implemented():
+    from nesybench.rudas.learners import foil
+
+    doc = " ".join(foil.__doc__.split()).lower()
+    assert "and backing up; the search is plain greedy" not in doc
+    assert "backing up" in doc and "backup" in doc and "default 4" in doc
