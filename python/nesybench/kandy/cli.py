@@ -350,6 +350,30 @@ def _study_options(f):
     return f
 
 
+def _refuse_ignored_options(models, settings, *, weights, buffer, replay_weight, shuffle,
+                            epochs, strategy) -> None:
+    """An option that no run of the sweep would use is an error, not silently dropped."""
+    from .learn.models import PRETRAINED
+
+    continual = [s for s in settings if s in ("task_incremental", "continual_online")]
+    if weights is not None and not any(m in PRETRAINED for m in models):
+        raise NesyError(f"--weights is for {', '.join(PRETRAINED)} (pretrained trunks); "
+                        f"{', '.join(models)} take(s) none", field="weights")
+    if buffer is not None and not continual:
+        raise NesyError("--buffer applies to the continual settings (task-incremental, "
+                        "continual-online) only", field="buffer")
+    if replay_weight is not None:
+        names = [x.strip() for x in strategy.split(",")] if strategy else ["replay"]
+        if not continual or "replay" not in names:
+            raise NesyError("--replay-weight applies to replay (the default strategy of the "
+                            "continual settings) only", field="replay_weight")
+    if shuffle and "continual_online" not in settings:
+        raise NesyError("--shuffle applies to continual-online only", field="shuffle")
+    if epochs is not None and epochs != 1 and all(s == "continual_online" for s in settings):
+        raise NesyError("--epochs: continual-online makes a single pass (epochs 1)",
+                        field="epochs")
+
+
 @group.command("train")
 @click.argument("dataset", type=click.Path(file_okay=False))
 @click.option("--model", default="cnn", show_default=True,
@@ -429,6 +453,9 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
     settings = [normalise_setting(s) for s in _names(setting, "setting", None)]
     if seeds < 1:
         raise NesyError("--seeds must be >= 1", field="seeds")
+    _refuse_ignored_options(models, settings, weights=weights, buffer=buffer,
+                            replay_weight=replay_weight, shuffle=shuffle, epochs=epochs,
+                            strategy=strategy)
     for m in models:
         for s in settings:
             resolve_config(m, s, hparams=hparams, epochs=epochs, batch=batch, lr=lr,
