@@ -247,3 +247,24 @@ def test_rudas_chase_has_a_default_budget(monkeypatch):
     monkeypatch.setattr(core, "chase", fake)
     assert main(["rudas", "chase", "r.txt", "f.txt"]) == 0
     assert seen["max_derived"] == 5_000_000 and seen["time_limit"] == 600.0
+
+
+@pytest.mark.timing
+def test_rudas_r_score_keeps_its_time_limit_on_long_bodies(tmp_path):
+    """One node of the R-score's branch and bound (an assignment problem over two bodies of
+    80 atoms) ran for seconds past the deadline; the watchdog now stops it there."""
+    import time
+
+    from nesybench.rudas.core import RudasParams, evaluate, generate
+    ds = tmp_path / "ds"
+    generate(RudasParams(category="chain", size="xs", seed=1).validate(), ds)
+    body = ", ".join(f"p1(X{i},X{i + 1})" for i in range(80))
+    learned = tmp_path / "learned.pl"
+    learned.write_text("".join(f"p{k}(X0,X80) :- {body.replace('p1', f'p{(k + j) % 5}')}.\n"
+                               for k in range(5) for j in range(4)))
+    t0 = time.perf_counter()
+    m = evaluate(ds, learned, time_limit=2.0)
+    took = time.perf_counter() - t0
+    assert m["r_score_partial"] is True
+    assert 0.0 <= m["r_score"] <= 1.0
+    assert took < 15, f"the R-score ran {took:.1f} s on a 2 s budget"

@@ -42,7 +42,7 @@ With I(R,F) the facts derived from F by R, excluding F (rudas_chase:chase/5):
 :- use_module(library(aggregate)).
 :- use_module(chase).
 :- use_module(datalog, [datalog_rule_problem/2]).
-:- use_module('../safe_load', [read_untrusted_term/4]).
+:- use_module('../safe_load', [read_untrusted_term/4, with_time_limit/2]).
 :- use_module('../progress').
 
 %!  evaluate_safe(+Dir, +LearnedFile, +Options:dict, -Result:dict, -Error:dict) is det.
@@ -294,6 +294,21 @@ term_match(W, T1, T2) :-
     (   var(T1)
     ->  var(T2), member(V1-V2, W), V1 == T1, !, V2 == T2
     ;   nonvar(T2), T1 == T2
+    ).
+
+%   bounded_distance(+Rule1, +Rule2, +Deadline, -D, -Complete): rule_distance/5, stopped by
+%   the watchdog at Deadline as well. rule_distance/5 checks the deadline between nodes of its
+%   search, and one node (an assignment problem over two long bodies) can take seconds; when
+%   the watchdog stops it, D is 1, the trivial upper bound, and Complete is false.
+bounded_distance(R1, R2, inf, D, Complete) :- !,
+    rule_distance(R1, R2, inf, D, Complete).
+bounded_distance(R1, R2, Deadline, D, Complete) :-
+    get_time(Now),
+    Left is Deadline - Now,
+    (   Left =< 0
+    ->  D = 1, Complete = false
+    ;   catch(with_time_limit(Left, rule_distance(R1, R2, Deadline, D, Complete)),
+              time_limit_exceeded, ( D = 1, Complete = false ))
     ).
 
 %!  rule_distance(+Rule1, +Rule2, -D:number) is det.
@@ -613,7 +628,7 @@ best_match(Learned, Deadline, N, R, S0-C0-I0, S-C-I) :-
 best_match(Learned, Deadline, R, S0-C0, S-C) :-
     R = rule(H, _), functor(H, N, A),
     findall(D-Cm, ( member(L, Learned), L = rule(H2, _), functor(H2, N, A),
-                    rule_distance(R, L, Deadline, D, Cm) ), DCs),
+                    bounded_distance(R, L, Deadline, D, Cm) ), DCs),
     (   DCs == [] -> Min = 1, C1 = true
     ;   pairs_keys(DCs, Ds), min_list(Ds, Min),
         ( memberchk(_-false, DCs) -> C1 = false ; C1 = true )
