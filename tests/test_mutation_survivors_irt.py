@@ -90,8 +90,11 @@ def _brute(U, fit):
         g = np.array([c[i] / a[i] ** 2, -1 / a[i]])                 # d(−c/a)/d(a, c)
         se_b.append(math.sqrt(g @ cov @ g))
         se_a.append(math.sqrt(cov[0, 0]))
+    # plus the variance of the common ability-mean shift: s²/J (1PL), 1/J (2PL)
+    shift = (fit.latent_sd ** 2 if fit.model == "1pl" else 1.0) / J
+    se_b = np.sqrt(np.array(se_b) ** 2 + shift)
     return {"items": items, "loglik": ll, "infit": infit, "outfit": outfit,
-            "se_b": np.array(se_b), "se_a": np.array(se_a)}
+            "se_b": se_b, "se_a": np.array(se_a)}
 
 
 @pytest.mark.parametrize("model, missing", [("1pl", False), ("2pl", False), ("1pl", True)])

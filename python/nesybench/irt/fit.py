@@ -317,6 +317,11 @@ def fit_irt(U, model: str = "1pl", *, quad: str = "rect", n_quad: int | None = N
     b = np.where(kept, b_raw, np.nan)
     negative_a = fit_items[a < 0] if model == "2pl" else np.array([], dtype=int)
     se_b_fit, se_a_fit, infit_fit, outfit_fit = _errors_and_fit(X, M, post, _P, x, a, c, model)
+    # the shift of the ability mean shared by all items: the model fixes the population mean
+    # at 0, so every difficulty moves with the sample's mean ability, whose variance is
+    # s²/J (1PL, θ ~ N(0, s²)) or 1/J (2PL, θ ~ N(0, 1)); item-by-item information leaves
+    # it out (coverage 0.934–0.940 of a nominal 0.95 without it)
+    se_b_fit = np.sqrt(se_b_fit ** 2 + (s * s if model == "1pl" else 1.0) / J)
     full = lambda v: _spread(v, fit_items, I)  # noqa: E731
     return IRTFit(model=model, b=b, b_raw=b_raw, a=a_all, theta=theta, theta_sd=theta_sd,
                   kept=kept, all_right=all_right, all_wrong=all_wrong, outliers=outliers,
@@ -338,7 +343,7 @@ def _errors_and_fit(X, M, post, P, x, a, c, model):
     "crossprod"``; item by item, so the covariance between items and with the latent SD is
     left out — and the infit/outfit mean squares of the residuals U − E[P(θ_j)] under each
     respondent's posterior. Returns per fitted item: se_b, se_a (NaN for 1PL), infit,
-    outfit."""
+    outfit; :func:`fit_irt` then adds the common ability-mean shift's variance to se_b."""
     m = post @ x                                                   # E[x_j]   (J,)
     EP = post @ P                                                  # E[P]     (J, I')
     EPx = post @ (P * x[:, None])                                  # E[x·P]   (J, I')
