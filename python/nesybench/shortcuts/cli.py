@@ -49,32 +49,64 @@ def group():
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--mnist", type=click.Path(exists=True, file_okay=False),
               help="folder with MNIST IDX files (default: scikit-learn's bundled digits)")
-@click.option("--samples", multiple=True, metavar="SPLIT=N", help="override split sizes, e.g. train=500")
+@click.option("--samples", multiple=True, metavar="SPLIT=N|N",
+              help="override split sizes, e.g. train=500; a bare N: N images in all, shared "
+                   "over the splits as the defaults are (100/20/20/20)")
 @click.option("--overwrite", is_flag=True, help="replace an existing output folder")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
+              help="render: blender: worker processes (default 1)")
+@click.option("--preset", type=click.Choice(["fast", "paper"]), default=None,
+              help="render: blender: fast (128x128, 16 samples; default) or paper "
+                   "(320x240, 128 samples)")
+@click.option("--resolution", metavar="WxH", default=None,
+              help="render: blender: image size in pixels, e.g. 320x240")
+@click.option("--render-samples", type=click.IntRange(1, 100_000), default=None,
+              help="render: blender: samples per pixel")
+@click.option("--engine", type=click.Choice(["cycles", "eevee"]), default=None,
+              help="render: blender: render engine (cycles: CPU; eevee needs a GPU)")
 @_max_ground_atoms
-def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, max_ground_atoms):
+def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, jobs, preset,
+             resolution, render_samples, engine, max_ground_atoms):
     """Generate balanced train/val/test/OOD splits (images + labels.csv + manifest.json)."""
     from .generate import generate as gen  # noqa: PLC0415
     try:
-        sizes = {}
+        sizes, total = {}, None
         for s in samples:
-            k, _, v = s.partition("=")
+            k, eq, v = s.partition("=")
+            if not eq and k.isdigit():
+                total = int(k)
+                continue
             if k not in ("train", "val", "test", "ood") or not v.isdigit():
-                raise NesyError(f"--samples expects SPLIT=N with SPLIT in train/val/test/ood, not {s!r}")
+                raise NesyError(f"--samples expects SPLIT=N with SPLIT in train/val/test/ood, "
+                                f"or a total N, not {s!r}")
             sizes[k] = int(v)
+        if total is not None and sizes:
+            raise NesyError("--samples: give either a total N or SPLIT=N sizes, not both")
+        res_opt = None
+        if resolution is not None:
+            w, sep, h = resolution.lower().partition("x")
+            if not (sep and w.isdigit() and h.isdigit()):
+                raise NesyError(f"--resolution expects WxH, e.g. 320x240, not {resolution!r}")
+            res_opt = [int(w), int(h)]
         with asp.limits(max_ground_atoms=max_ground_atoms):
             task = load_task(task_yaml)
-            res = gen(task, out, seed=seed, samples=sizes, mnist=mnist, overwrite=overwrite,
-                      progress=not (as_json or quiet))
+            res = gen(task, out, seed=seed, samples=sizes, total=total, mnist=mnist,
+                      overwrite=overwrite, progress=not (as_json or quiet),
+                      render_options={"jobs": jobs, "preset": preset, "resolution": res_opt,
+                                      "samples": render_samples, "engine": engine})
     except NesyError as exc:
         _fail(exc)
     for w in res.warnings:
         click.echo(f"nesybench: warning: {w}", err=True)
-    _emit({"out": res.out, "counts": res.counts, "label_counts": res.label_counts,
-           "warnings": res.warnings}, as_json,
-          f"wrote {res.out}: " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
+    d = {"out": res.out, "counts": res.counts, "label_counts": res.label_counts,
+         "warnings": res.warnings}
+    text = f"wrote {res.out}: " + ", ".join(f"{k} {v}" for k, v in res.counts.items())
+    if res.blender is not None:
+        d["blender"] = res.blender
+        text += f" ({res.blender['rendered']} rendered, {res.blender['resumed']} resumed)"
+    _emit(d, as_json, text)
 
 
 @group.command("import-bddoia", context_settings=CTX)

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
+import os
 import random
+import shutil
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +33,8 @@ import yaml
 from PIL import Image, ImageDraw
 
 from ..errors import NesyError
-from ..io import (FORMAT_VERSION, atomic_output_dir, checksums, derive_seed, progress_delay,
-                  write_json)
+from ..io import (FORMAT_VERSION, atomic_output_dir, check_replaceable, checksums, derive_seed,
+                  progress_delay, write_json)
 from .task import Task
 
 SPLITS = ("train", "val", "test", "ood")
@@ -44,6 +47,7 @@ class GenerateResult:
     counts: dict
     label_counts: dict
     warnings: list = field(default_factory=list)
+    blender: dict | None = None
 
 
 # -- digit pools -----------------------------------------------------------------------------
@@ -189,7 +193,27 @@ def render_driving(task: Task, world, rng, *_) -> Image.Image:
     return img
 
 
-RENDERERS = {"digits": render_digits, "kandinsky": render_kandinsky, "driving": render_driving}
+RENDERERS = {"digits": render_digits, "kandinsky": render_kandinsky, "driving": render_driving,
+             "blender": None}   # blender.py: rendered in worker processes
+
+
+def _share(total: int, *, has_ood) -> dict:
+    """``total`` images over the splits in the default proportions 100/20/20/20 (no OOD part
+    when the task has no OOD worlds), by largest remainder."""
+    w = {"train": 100, "val": 20, "test": 20, "ood": 20 if has_ood is not False else 0}
+    s = sum(w.values())
+    exact = {k: total * v / s for k, v in w.items()}
+    out = {k: int(v) for k, v in exact.items()}
+    for k in sorted(w, key=lambda k: (-(exact[k] - out[k]), SPLITS.index(k)))[:total - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def _link(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 # -- sampling ---------------------------------------------------------------------------------
@@ -209,7 +233,8 @@ def balanced(worlds, labels, n, rng) -> list[int]:
 
 
 def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
-             mnist: str | None = None, overwrite: bool = False, progress: bool = False) -> GenerateResult:
+             mnist: str | None = None, overwrite: bool = False, progress: bool = False,
+             render_options: dict | None = None, total: int | None = None) -> GenerateResult:
     """Generate the task's data set into ``out`` (see module docstring). ``progress``: a tqdm
     bar on stderr over the images written (its total is the requested samples; a split with
     fewer worlds than asked may end it short)."""
@@ -218,6 +243,8 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
     samples = {**{"train": 100, "val": 20, "test": 20, "ood": 20}, **(spec.get("samples") or {}),
                **(samples or {})}
     render = spec.get("render", "digits")
+    if total is not None:
+        samples = _share(total, has_ood=None)
     if render not in RENDERERS:
         raise NesyError(f"unknown renderer {render!r} ({', '.join(RENDERERS)})", file=task.source,
                         field="generate.render")
@@ -234,6 +261,8 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                 ood.append(w)
         ood = sorted(set(ood), key=str)
     pools = {"train": support, "val": support, "test": support, "ood": ood}
+    if total is not None:
+        samples = _share(total, has_ood=bool(ood))
     lab_of = dict(zip(support + ood, task.labels_of(support + ood)))
     names = task.label_names()
     warnings = []
@@ -254,56 +283,93 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
     if render == "digits":
         x, y = load_digits_source(mnist)
         pools_img = digit_pools(x, y, seed)
+    plan = {}
+    for split in SPLITS:
+        n = int(samples.get(split, 0))
+        worlds = pools[split]
+        if n and not worlds:
+            if split == "ood":
+                n = 0
+            else:
+                raise NesyError("the support is empty", file=task.source)
+        rng = random.Random(derive_seed("rs-generate", task.name, seed, split))
+        picks = balanced(worlds, [lab_of[w] for w in worlds], n, rng)
+        plan[split] = (rng, [worlds[i] for i in picks])
+    inputs = [p for p in (task.source, mnist) if p]
+    blender_info = None
+    if render == "blender":
+        from . import blender as B  # noqa: PLC0415
+        B.require_bpy(task.source)
+        B.check_vocabulary(task)
+        opts = B.options(task, render_options)
+        descs = {split: [B.describe(task, w, opts, seed=seed, split=split, index=k)
+                         for k, w in enumerate(ws)] for split, (_, ws) in plan.items()}
+        check_replaceable(out, overwrite=overwrite, inputs=inputs)
+    elif render_options and any(v is not None for v in render_options.values()):
+        raise NesyError(f"render options (resolution, render samples, engine, preset, jobs) "
+                        f"apply to render: blender, not {render}", file=task.source)
     counts, label_counts = {}, {}
     from tqdm import tqdm  # noqa: PLC0415
-    total = sum(int(samples.get(s_, 0)) for s_ in SPLITS)
+    total = sum(len(ws) for _, ws in plan.values())
     bar = tqdm(total=total, desc=f"rs generate {task.name}", unit="img", disable=not progress,
                delay=progress_delay())
-    with bar, atomic_output_dir(out, overwrite=overwrite,
-                                inputs=[p for p in (task.source, mnist) if p]) as tmp:
-        for split in SPLITS:
-            n = int(samples.get(split, 0))
-            worlds = pools[split]
-            if n and not worlds:
-                if split == "ood":
-                    n = 0
-                else:
-                    raise NesyError("the support is empty", file=task.source)
-            rng = random.Random(derive_seed("rs-generate", task.name, seed, split))
-            picks = balanced(worlds, [lab_of[w] for w in worlds], n, rng)
-            (tmp / split).mkdir()
-            rows = []
-            for k, i in enumerate(picks):
-                w = worlds[i]
-                img = RENDERERS[render](task, w, rng, x, pools_img, split)
-                fname = f"{k:05d}.png"
-                img.save(tmp / split / fname, optimize=False)
-                rows.append([fname, *lab_of[w], *w])
-                bar.update()
-            with open(tmp / split / "labels.csv", "w", newline="") as fh:
-                wr = csv.writer(fh, lineterminator="\n")
-                wr.writerow(["file", *[f"label:{n_}" for n_ in names],
-                             *[f"concept:{v.name}" for v in task.variables]])
-                wr.writerows(rows)
-            counts[split] = len(rows)
-            hist: dict = {}
-            for r in rows:
-                key = ",".join(map(str, r[1:1 + len(names)]))
-                hist[key] = hist.get(key, 0) + 1
-            label_counts[split] = dict(sorted(hist.items()))
-        (tmp / "task.yaml").write_text(yaml.safe_dump(task.raw, sort_keys=True), encoding="utf-8")
-        manifest = {
-            "format": "nesybench-rs", "format_version": FORMAT_VERSION, "task": task.name,
-            "seed": seed, "render": render, "labels": names,
-            "concepts": [{"name": v.name, "domain": list(v.domain)} for v in task.variables],
-            "support_size": len(support), "ood_worlds": len(ood), "counts": counts,
-            "label_counts": label_counts, "warnings": warnings,
-            "digits": (mnist or "sklearn.datasets.load_digits (8x8 upscaled to 28x28)")
-            if render == "digits" else None,
-        }
-        manifest["checksums"] = checksums(tmp)
-        write_json(tmp / "manifest.json", manifest)
-    return GenerateResult(str(out), counts, label_counts, warnings)
+    with bar:
+        if render == "blender":
+            partial = B.open_partial(out)
+            jobs = []
+            for split, ds in descs.items():
+                (partial / split).mkdir(exist_ok=True)
+                jobs += [(d, str(partial / split / f"{k:05d}.png"),
+                          str(partial / split / f"{k:05d}.json")) for k, d in enumerate(ds)]
+            blender_info = {**B.render_all(jobs, n_jobs=opts["jobs"], bar=bar), "options": opts}
+        with atomic_output_dir(out, overwrite=overwrite, inputs=inputs) as tmp:
+            for split in SPLITS:
+                rng, ws = plan[split]
+                (tmp / split).mkdir()
+                rows = []
+                for k, w in enumerate(ws):
+                    fname = f"{k:05d}.png"
+                    if render == "blender":
+                        for ext in (".png", ".json"):      # linked: the resume folder stays whole
+                            _link(partial / split / f"{k:05d}{ext}", tmp / split / f"{k:05d}{ext}")
+                    else:
+                        img = RENDERERS[render](task, w, rng, x, pools_img, split)
+                        img.save(tmp / split / fname, optimize=False)
+                        bar.update()
+                    rows.append([fname, *lab_of[w], *w])
+                with open(tmp / split / "labels.csv", "w", newline="") as fh:
+                    wr = csv.writer(fh, lineterminator="\n")
+                    wr.writerow(["file", *[f"label:{n_}" for n_ in names],
+                                 *[f"concept:{v.name}" for v in task.variables]])
+                    wr.writerows(rows)
+                counts[split] = len(rows)
+                hist: dict = {}
+                for r in rows:
+                    key = ",".join(map(str, r[1:1 + len(names)]))
+                    hist[key] = hist.get(key, 0) + 1
+                label_counts[split] = dict(sorted(hist.items()))
+            (tmp / "task.yaml").write_text(yaml.safe_dump(task.raw, sort_keys=True), encoding="utf-8")
+            manifest = {
+                "format": "nesybench-rs", "format_version": FORMAT_VERSION, "task": task.name,
+                "seed": seed, "render": render, "labels": names,
+                "concepts": [{"name": v.name, "domain": list(v.domain)} for v in task.variables],
+                "support_size": len(support), "ood_worlds": len(ood), "counts": counts,
+                "label_counts": label_counts, "warnings": warnings,
+                "digits": (mnist or "sklearn.datasets.load_digits (8x8 upscaled to 28x28)")
+                if render == "digits" else None,
+            }
+            if blender_info is not None:
+                if blender_info["bpy_version"] is None and jobs:
+                    blender_info["bpy_version"] = json.loads(
+                        Path(jobs[0][2]).read_text(encoding="utf-8")).get("bpy_version")
+                manifest["blender"] = {"bpy_version": blender_info["bpy_version"],
+                                       **blender_info["options"]}
+            manifest["checksums"] = checksums(tmp)
+            write_json(tmp / "manifest.json", manifest)
+    if render == "blender":
+        shutil.rmtree(partial, ignore_errors=True)
+    return GenerateResult(str(out), counts, label_counts, warnings,
+                          blender_info and {k: v for k, v in blender_info.items() if k != "options"})
 
 
 class RSDataset:

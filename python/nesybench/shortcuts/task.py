@@ -302,7 +302,7 @@ def read_support(task: Task, path, *, distinct: bool = True) -> list[tuple]:
 TASK_KEYS = {"name", "concepts", "knowledge", "formula", "coef", "maps", "support",
              "supervised", "depends", "labels", "facts", "generate"}
 CONCEPT_KEYS = {"name", "count", "domain", "map", "prompts"}
-GENERATE_KEYS = {"samples", "render"}
+GENERATE_KEYS = {"samples", "render", "blender"}
 SPLIT_NAMES = ("train", "val", "test", "ood")
 #: the largest number of values a ``{range: [lo, hi]}`` domain may have
 MAX_RANGE = 10_000
@@ -413,6 +413,8 @@ def validate_task_data(data, source: str | None = None) -> None:
                       f"generate.{extra[0]}")
         if "render" in gen and not isinstance(gen["render"], str):
             raise bad("render must be a string", "generate.render")
+        if gen.get("blender") is not None and not isinstance(gen["blender"], dict):
+            raise bad("blender must be a mapping of render options", "generate.blender")
         samples = gen.get("samples")
         if samples is not None:
             if not isinstance(samples, dict):

@@ -1,0 +1,466 @@
+"""``render: blender``: CLE4EVR scenes rendered with Blender's Python module (``bpy``).
+
+* **Scene descriptions** are a pure function of the task, the seed, the split and the sample
+  index (a NumPy ``Generator`` seeded by :func:`~nesybench.io.derive_seed`): the objects'
+  concepts come from the sampled world, the nuisances (material, size where they are not
+  concepts, position, rotation) from the generator. Positions are drawn without overlap
+  (greedy rejection); a whole layout is drawn again when an object would leave the picture or
+  show less than ``min_visible`` of its projected box behind nearer objects (at most
+  ``retries`` layouts).
+* **Rendering** builds each scene in code from Blender primitives (cube, UV sphere, cylinder)
+  and Principled BSDF materials (rubber: rough diffuse; metal: metallic), with a ground plane,
+  a sun, a fill light and a fixed camera, and renders it with Cycles on the CPU (one thread
+  per process, fixed Cycles seed: the same pixels on the same machine and ``bpy`` version).
+  Renders run in ``jobs`` worker processes started with ``spawn`` (``bpy`` is not fork-safe).
+* **Annotations** (``NNNNN.json`` beside each image): the objects with their attributes,
+  ground-plane position, rotation, 2D bounding box in pixels (the mesh's vertices projected
+  with ``bpy_extras.object_utils.world_to_camera_view``) and camera-space centre, and the
+  pairwise relations ``left``/``right``/``front``/``behind`` (``[i, j]``: object i is left of
+  object j) from camera-space coordinates.
+* **Resumable**: images are rendered into ``.OUT.partial`` beside the output folder; a sample
+  whose image and annotation exist there with the scene description's hash is not rendered
+  again. The finished files move into the output folder atomically, as for every renderer.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import NesyError
+from ..io import derive_seed
+
+#: how to install the module (bpy 5.0.1 declares numpy<2: installed without dependencies it
+#: runs with the numpy nesybench already has)
+INSTALL_HINT = "pip install --no-deps bpy==5.0.1"
+BPY_VERSION = "5.0.1"
+
+#: sRGB colours of CLEVR's palette (values of a ``color`` concept)
+COLOURS = {"gray": (87, 87, 87), "red": (173, 35, 35), "blue": (42, 75, 215),
+           "green": (29, 105, 20), "brown": (129, 74, 25), "purple": (129, 38, 192),
+           "cyan": (41, 208, 208), "yellow": (255, 238, 51), "orange": (240, 130, 20),
+           "white": (230, 230, 230), "black": (20, 20, 20)}
+SHAPES = ("cube", "sphere", "cylinder")
+MATERIALS = ("rubber", "metal")
+#: object "radius" (half the footprint) per size value
+SIZES = {"small": 0.35, "medium": 0.5, "large": 0.7}
+
+PRESETS = {"fast": {"resolution": [128, 128], "samples": 16},
+           "paper": {"resolution": [320, 240], "samples": 128}}
+ENGINES = {"cycles": "CYCLES", "eevee": "BLENDER_EEVEE"}
+DEFAULTS = {"preset": "fast", "engine": "cycles", "materials": list(MATERIALS),
+            "sizes": ["small", "large"], "min_visible": 0.4, "retries": 200, "jobs": 1}
+OPTION_KEYS = {"preset", "resolution", "samples", "engine", "materials", "sizes",
+               "min_visible", "retries", "jobs"}
+
+# fixed scene: camera (CLEVR's), the area where objects stand
+CAMERA = {"location": [7.4, -6.9, 5.0], "target": [0.0, 0.0, 0.0], "lens": 45.0,
+          "sensor_width": 36.0}
+AREA = 2.6          # objects stand on [-AREA, AREA]^2
+GAP = 0.15          # least gap between two objects' footprints
+
+#: test hook: raise KeyboardInterrupt after this many renders of one run (simulates a kill)
+_INTERRUPT_AFTER: int | None = None
+PARTIAL_MARKER = ".nesybench-partial"
+
+
+def bpy_available() -> bool:
+    import importlib.util  # noqa: PLC0415
+    try:
+        return importlib.util.find_spec("bpy") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require_bpy(source=None) -> None:
+    if not bpy_available():
+        raise NesyError(f"render: blender needs Blender's Python module bpy; install it with "
+                        f"'{INSTALL_HINT}' (see docs/install.md)", file=source)
+
+
+# -- options ----------------------------------------------------------------------------------
+def options(task, overrides: dict | None = None) -> dict:
+    """The render options: defaults < preset < the task's ``generate.blender`` < ``overrides``
+    (CLI). Checked here, before anything is written."""
+    src = task.source
+    raw = dict((task.raw.get("generate") or {}).get("blender") or {})
+    over = {k: v for k, v in (overrides or {}).items() if v is not None}
+    for where, d in (("generate.blender", raw), ("option", over)):
+        extra = sorted(str(k) for k in d if k not in OPTION_KEYS)
+        if extra:
+            raise NesyError(f"unknown key {extra[0]!r} (allowed: {', '.join(sorted(OPTION_KEYS))})",
+                            file=src, field=f"{where}.{extra[0]}")
+    merged = {**DEFAULTS, **raw, **over}
+    preset = merged["preset"]
+    if preset not in PRESETS:
+        raise NesyError(f"unknown preset {preset!r} ({', '.join(PRESETS)})", file=src,
+                        field="generate.blender.preset")
+    o = {**DEFAULTS, **PRESETS[preset], **raw, **over}
+    res = o["resolution"]
+    if (not isinstance(res, (list, tuple)) or len(res) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) and 8 <= x <= 4096
+                       for x in res)):
+        raise NesyError(f"resolution must be [width, height] in pixels (8..4096), not {res!r}",
+                        file=src, field="generate.blender.resolution")
+    o["resolution"] = [int(res[0]), int(res[1])]
+    for k, lo, hi in (("samples", 1, 100_000), ("retries", 1, 100_000), ("jobs", 1, 256)):
+        v = o[k]
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise NesyError(f"{k} must be an integer in {lo}..{hi}, not {v!r}", file=src,
+                            field=f"generate.blender.{k}")
+    mv = o["min_visible"]
+    if not isinstance(mv, (int, float)) or isinstance(mv, bool) or not 0 <= mv <= 1:
+        raise NesyError(f"min_visible must be a fraction in [0, 1], not {mv!r}", file=src,
+                        field="generate.blender.min_visible")
+    if o["engine"] not in ENGINES:
+        raise NesyError(f"unknown engine {o['engine']!r} ({', '.join(ENGINES)})", file=src,
+                        field="generate.blender.engine")
+    for k, vocab in (("materials", MATERIALS), ("sizes", tuple(SIZES))):
+        v = o[k]
+        if not isinstance(v, list) or not v or any(x not in vocab for x in v):
+            raise NesyError(f"{k} must be a non-empty list of {', '.join(vocab)}, not {v!r}",
+                            file=src, field=f"generate.blender.{k}")
+    return o
+
+
+# -- scene descriptions (pure NumPy) ------------------------------------------------------------
+def _objects_of(task, world) -> list[dict]:
+    """``[{color, shape[, size, material]}]`` per object index, from the world's concepts
+    (``color(i)``/``shape(i)``/``size(i)``/``material(i)``, or an entangled ``obj(i)`` whose
+    values are ``colour_shape``)."""
+    objs: dict = {}
+    for v, x in zip(task.variables, world):
+        t = v.term
+        if not (isinstance(t, tuple) and len(t) == 2):
+            raise NesyError(f"render: blender draws CLE4EVR objects (concepts color(i), "
+                            f"shape(i), size(i), material(i) or obj(i)), not {v.name}",
+                            file=task.source)
+        name, i = t
+        d = objs.setdefault(i, {})
+        if name == "obj":
+            col, _, shape = str(x).partition("_")
+            d["color"], d["shape"] = col, shape
+        elif name in ("color", "shape", "size", "material"):
+            d[name] = str(x)
+        else:
+            raise NesyError(f"render: blender has no object attribute {name!r} (color, shape, "
+                            f"size, material, obj)", file=task.source)
+    return [objs[i] for i in sorted(objs, key=str)]
+
+
+def check_vocabulary(task) -> None:
+    """Every concept value must be drawable (one line naming the first that is not)."""
+    vocab = {"color": COLOURS, "shape": SHAPES, "size": SIZES, "material": MATERIALS}
+    for v in task.variables:
+        name = v.term[0] if isinstance(v.term, tuple) else v.name
+        for x in v.domain:
+            pairs = ([("color", str(x).partition("_")[0]), ("shape", str(x).partition("_")[2])]
+                     if name == "obj" else [(name, str(x))])
+            for attr, val in pairs:
+                if attr in vocab and val not in vocab[attr]:
+                    raise NesyError(f"render: blender cannot draw {attr} {val!r} of {v.name} "
+                                    f"(known: {', '.join(vocab[attr])})", file=task.source)
+
+
+def _camera_basis():
+    c = np.array(CAMERA["location"], float)
+    f = np.array(CAMERA["target"], float) - c
+    f /= np.linalg.norm(f)
+    r = np.cross(f, [0.0, 0.0, 1.0])
+    r /= np.linalg.norm(r)
+    return c, f, r, np.cross(r, f)
+
+
+def project(points, resolution) -> np.ndarray:
+    """Pixel coordinates ``[n, 2]`` (x right, y down) and depth of world points under the fixed
+    camera (Blender's sensor fit AUTO)."""
+    w, h = resolution
+    c, f, r, u = _camera_basis()
+    d = np.asarray(points, float) - c
+    z = d @ f
+    s = CAMERA["lens"] / CAMERA["sensor_width"]
+    sx, sy = (s, s * w / h) if w >= h else (s * h / w, s)
+    nx = (d @ r) / z * sx + 0.5
+    ny = (d @ u) / z * sy + 0.5
+    return np.stack([nx * w, (1 - ny) * h, z], axis=1)
+
+
+def _half_extent(shape: str, radius: float) -> float:
+    return radius / math.sqrt(2) if shape == "cube" else radius
+
+
+def _box_corners(o) -> np.ndarray:
+    rad, h = o["radius"], 2 * _half_extent(o["shape"], o["radius"])
+    return np.array([[o["x"] + sx * rad, o["y"] + sy * rad, z]
+                     for sx in (-1, 1) for sy in (-1, 1) for z in (0.0, h)])
+
+
+def _visible_fractions(objs, resolution) -> list[float] | None:
+    """Fraction of each object's projected box not covered by nearer objects' boxes; None when
+    a box leaves the picture."""
+    w, h = resolution
+    boxes, depth = [], []
+    for o in objs:
+        p = project(_box_corners(o), resolution)
+        x0, y0, x1, y1 = p[:, 0].min(), p[:, 1].min(), p[:, 0].max(), p[:, 1].max()
+        if x0 < 0 or y0 < 0 or x1 > w or y1 > h:
+            return None
+        boxes.append((int(x0), int(y0), int(math.ceil(x1)), int(math.ceil(y1))))
+        depth.append(float(project([[o["x"], o["y"], 0.0]], resolution)[0, 2]))
+    ids = np.full((h, w), -1, dtype=int)
+    for i in sorted(range(len(objs)), key=lambda k: -depth[k]):      # far first, near paints over
+        x0, y0, x1, y1 = boxes[i]
+        ids[y0:y1, x0:x1] = i
+    out = []
+    for i, (x0, y0, x1, y1) in enumerate(boxes):
+        area = max(1, (x1 - x0) * (y1 - y0))
+        out.append(float((ids == i).sum()) / area)
+    return out
+
+
+def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> dict:
+    """The scene description of one sample: a pure function of its arguments."""
+    rng = np.random.default_rng(derive_seed("rs-blender", task.name, seed, split, index))
+    base = _objects_of(task, world)
+    objs = []
+    for b in base:
+        size = b.get("size") or opts["sizes"][int(rng.integers(len(opts["sizes"])))]
+        mat = b.get("material") or opts["materials"][int(rng.integers(len(opts["materials"])))]
+        objs.append({"color": b["color"], "shape": b["shape"], "material": mat, "size": size,
+                     "radius": SIZES[size]})
+    for attempt in range(opts["retries"]):
+        placed = []
+        for o in objs:
+            for _ in range(100):
+                x, y = (float(v) for v in rng.uniform(-AREA, AREA, size=2))
+                if all(math.hypot(x - q["x"], y - q["y"]) >= o["radius"] + q["radius"] + GAP
+                       for q in placed):
+                    break
+            else:
+                break
+            placed.append({**o, "x": round(x, 6), "y": round(y, 6),
+                           "rotation": round(float(rng.uniform(0, 360)), 6)})
+        if len(placed) < len(objs):
+            continue
+        vis = _visible_fractions(placed, opts["resolution"])
+        if vis is not None and min(vis) >= opts["min_visible"]:
+            break
+    else:
+        raise NesyError(f"could not place {len(objs)} objects in view with min_visible "
+                        f"{opts['min_visible']} in {opts['retries']} layouts; lower min_visible, "
+                        f"raise retries or use fewer or smaller objects", file=task.source)
+    return {"objects": [{"id": k, **o} for k, o in enumerate(placed)],
+            "render": {"resolution": opts["resolution"], "samples": opts["samples"],
+                       "engine": opts["engine"]},
+            "camera": CAMERA, "seed": seed, "split": split, "index": index}
+
+
+def description_hash(desc: dict) -> str:
+    return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
+
+
+# -- rendering (worker processes) ---------------------------------------------------------------
+def _srgb_to_linear(c: float) -> float:
+    c /= 255.0
+    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+
+def _material(bpy, name: str, rgb, kind: str):
+    mat = bpy.data.materials.new(name)
+    mat.use_nodes = True
+    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Base Color"].default_value = (*[_srgb_to_linear(c) for c in rgb], 1.0)
+    if kind == "metal":
+        bsdf.inputs["Metallic"].default_value = 1.0
+        bsdf.inputs["Roughness"].default_value = 0.25
+    else:
+        bsdf.inputs["Metallic"].default_value = 0.0
+        bsdf.inputs["Roughness"].default_value = 0.9
+    return mat
+
+
+def _build(bpy, desc: dict):
+    from mathutils import Vector  # noqa: PLC0415
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    w, h = desc["render"]["resolution"]
+    r = scene.render
+    r.engine = ENGINES[desc["render"]["engine"]]
+    r.resolution_x, r.resolution_y, r.resolution_percentage = w, h, 100
+    r.image_settings.file_format = "PNG"
+    r.image_settings.color_mode = "RGB"
+    r.use_file_extension = False
+    r.threads_mode = "FIXED"
+    r.threads = 1
+    if r.engine == "CYCLES":
+        c = scene.cycles
+        c.device = "CPU"
+        c.samples = desc["render"]["samples"]
+        c.seed = 0
+        c.use_adaptive_sampling = False
+        c.use_denoising = False
+        c.max_bounces = 4
+    world = bpy.data.worlds.new("world")
+    world.use_nodes = True
+    bg = world.node_tree.nodes.get("Background")
+    if bg is not None:
+        bg.inputs["Color"].default_value = (0.05, 0.05, 0.05, 1.0)
+    scene.world = world
+    bpy.ops.mesh.primitive_plane_add(size=200, location=(0, 0, 0))
+    bpy.context.object.data.materials.append(_material(bpy, "ground", (140, 140, 140), "rubber"))
+    bpy.ops.object.light_add(type="SUN", location=(4, -2, 8))
+    sun = bpy.context.object
+    sun.data.energy = 3.0
+    sun.rotation_euler = (math.radians(40), math.radians(10), math.radians(30))
+    bpy.ops.object.light_add(type="AREA", location=(-4, -4, 6))
+    fill = bpy.context.object
+    fill.data.energy = 300.0
+    fill.data.size = 4.0
+    fill.rotation_euler = (Vector((0, 0, 0)) - fill.location).to_track_quat("-Z", "Y").to_euler()
+    bpy.ops.object.camera_add(location=CAMERA["location"])
+    cam = bpy.context.object
+    cam.data.lens = CAMERA["lens"]
+    cam.data.sensor_width = CAMERA["sensor_width"]
+    cam.data.sensor_fit = "AUTO"
+    cam.rotation_euler = (Vector(CAMERA["target"]) - cam.location).to_track_quat("-Z", "Y").to_euler()
+    scene.camera = cam
+    objs = []
+    for o in desc["objects"]:
+        rad = o["radius"]
+        he = _half_extent(o["shape"], rad)
+        loc = (o["x"], o["y"], he)
+        rot = (0.0, 0.0, math.radians(o["rotation"]))
+        if o["shape"] == "cube":
+            bpy.ops.mesh.primitive_cube_add(size=2 * he, location=loc, rotation=rot)
+        elif o["shape"] == "sphere":
+            bpy.ops.mesh.primitive_uv_sphere_add(radius=rad, segments=32, ring_count=16,
+                                                 location=loc, rotation=rot)
+            bpy.ops.object.shade_smooth()
+        else:
+            bpy.ops.mesh.primitive_cylinder_add(radius=rad, depth=2 * he, vertices=32,
+                                                location=loc, rotation=rot)
+            bpy.ops.object.shade_smooth()
+        ob = bpy.context.object
+        ob.data.materials.append(_material(bpy, f"m{o['id']}", COLOURS[o["color"]], o["material"]))
+        objs.append(ob)
+    bpy.context.view_layer.update()
+    return scene, cam, objs
+
+
+def _annotate(scene, cam, objs, desc: dict) -> dict:
+    from bpy_extras.object_utils import world_to_camera_view  # noqa: PLC0415
+    w, h = desc["render"]["resolution"]
+    inv = cam.matrix_world.inverted()
+    out, centres = [], []
+    for o, ob in zip(desc["objects"], objs):
+        pts = [world_to_camera_view(scene, cam, ob.matrix_world @ v.co) for v in ob.data.vertices]
+        xs = [p.x * w for p in pts]
+        ys = [(1 - p.y) * h for p in pts]
+        box = [max(0.0, min(xs)), max(0.0, min(ys)), min(float(w), max(xs)), min(float(h), max(ys))]
+        cc = inv @ ob.matrix_world.translation
+        centres.append((cc.x, -cc.z))          # camera space: x right, depth = -z
+        out.append({**o, "bbox": [round(v, 2) for v in box],
+                    "camera": [round(cc.x, 4), round(cc.y, 4), round(cc.z, 4)]})
+    rel = {"left": [], "right": [], "front": [], "behind": []}
+    for i, (xi, di) in enumerate(centres):
+        for j, (xj, dj) in enumerate(centres):
+            if i == j:
+                continue
+            rel["left" if xi < xj else "right"].append([i, j])
+            rel["front" if di < dj else "behind"].append([i, j])
+    return {"objects": out, "relations": rel}
+
+
+_BPY = None
+
+
+def _render_job(job):
+    """Render one scene: ``job = (description, png path, annotation path)``. Returns
+    ``(png name, bpy version, error line or None)``."""
+    global _BPY
+    desc, png, ann = job
+    try:
+        if _BPY is None:
+            # Blender writes progress lines ("Saved: ...") to the process's stdout and stderr:
+            # a worker's are closed (errors come back through the pool)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            import bpy  # noqa: PLC0415
+            _BPY = bpy
+        bpy = _BPY
+        t0 = time.perf_counter()
+        scene, cam, objs = _build(bpy, desc)
+        tmp_png = png + ".partial.png"
+        scene.render.filepath = tmp_png
+        bpy.ops.render.render(write_still=True)
+        os.replace(tmp_png, png)
+        a = {"image": os.path.basename(png), "hash": description_hash(desc), **desc,
+             **_annotate(scene, cam, objs, desc), "bpy_version": bpy.app.version_string,
+             "seconds": round(time.perf_counter() - t0, 3)}
+        tmp_ann = ann + ".partial"
+        with open(tmp_ann, "w", encoding="utf-8") as fh:
+            json.dump(a, fh, sort_keys=True, indent=1)
+        os.replace(tmp_ann, ann)
+        return os.path.basename(png), bpy.app.version_string, None
+    except Exception as exc:  # noqa: BLE001 - one line back to the parent
+        return os.path.basename(png), None, f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def _done(desc: dict, png: Path, ann: Path) -> bool:
+    if not (png.is_file() and ann.is_file()):
+        return False
+    try:
+        return json.loads(ann.read_text(encoding="utf-8")).get("hash") == description_hash(desc)
+    except (OSError, ValueError):
+        return False
+
+
+def partial_dir(out) -> Path:
+    out = Path(out).absolute()
+    return out.parent / f".{out.name}.partial"
+
+
+def open_partial(out) -> Path:
+    """The resume folder beside ``out`` (created with a marker; refused when a folder of that
+    name exists that nesybench did not make)."""
+    p = partial_dir(out)
+    if p.exists() and not (p / PARTIAL_MARKER).is_file():
+        raise NesyError("a folder of the resume folder's name exists and is not nesybench's",
+                        file=str(p))
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        (p / PARTIAL_MARKER).write_text("nesybench rs generate resume folder\n", encoding="utf-8")
+    except OSError as exc:
+        raise NesyError(f"cannot write the resume folder: {exc.strerror or exc}",
+                        file=str(p)) from None
+    return p
+
+
+def render_all(jobs: list, *, n_jobs: int, bar=None) -> dict:
+    """Render the jobs ``(description, png, annotation)`` not already done; returns
+    ``{"rendered": n, "resumed": n, "bpy_version": str|None}``."""
+    todo = [j for j in jobs if not _done(j[0], Path(j[1]), Path(j[2]))]
+    resumed = len(jobs) - len(todo)
+    if bar is not None:
+        bar.update(resumed)
+    version = None
+    if todo:
+        import multiprocessing as mp  # noqa: PLC0415
+        ctx = mp.get_context("spawn")
+        n = min(n_jobs, len(todo))
+        with ctx.Pool(n) as pool:
+            for k, (name, ver, err) in enumerate(pool.imap_unordered(_render_job, todo), 1):
+                if err:
+                    raise NesyError(f"Blender could not render {name}: {err}")
+                version = ver
+                if bar is not None:
+                    bar.update()
+                if _INTERRUPT_AFTER is not None and k >= _INTERRUPT_AFTER:
+                    raise KeyboardInterrupt
+    return {"rendered": len(todo), "resumed": resumed, "bpy_version": version}
