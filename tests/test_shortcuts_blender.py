@@ -1,0 +1,175 @@
+"""``render: blender``: CLE4EVR scenes rendered with bpy (skipped where bpy is not installed)."""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from nesybench.cli import main
+from nesybench.errors import NesyError
+from nesybench.shortcuts import blender as B
+from nesybench.shortcuts.generate import _share, generate
+from nesybench.shortcuts.task import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = ROOT / "curricula" / "rs" / "cle4evr.yaml"
+SMALL = {"resolution": [64, 64], "samples": 4}
+SIZES = {"train": 4, "val": 1, "test": 1}
+needs_bpy = pytest.mark.skipif(not B.bpy_available(),
+                               reason=f"bpy is not installed ({B.INSTALL_HINT})")
+
+
+def _annotations(out: Path) -> dict:
+    """Every annotation, minus its timing."""
+    res = {}
+    for f in sorted(out.glob("*/*.json")):
+        a = json.loads(f.read_text())
+        a.pop("seconds")
+        res[f"{f.parent.name}/{f.name}"] = a
+    return res
+
+
+def _pixels(out: Path) -> dict:
+    return {f"{f.parent.name}/{f.name}": np.asarray(Image.open(f))
+            for f in sorted(out.glob("*/*.png"))}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("blender") / "D"
+    res = generate(load_task(TASK), out, seed=3, samples=SIZES,
+                   render_options={**SMALL, "jobs": 2})
+    return out, res
+
+
+@needs_bpy
+def test_renders_images_and_annotations(rendered):
+    out, res = rendered
+    assert res.counts == {"train": 4, "val": 1, "test": 1, "ood": 0}
+    assert res.blender["rendered"] == 6 and res.blender["resumed"] == 0
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["render"] == "blender" and man["blender"]["resolution"] == [64, 64]
+    assert man["blender"]["bpy_version"]
+    assert not B.partial_dir(out).exists()
+    task = load_task(TASK)
+    for split in ("train", "val", "test"):
+        with open(out / split / "labels.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        for row in rows:
+            img = Image.open(out / split / row["file"])
+            assert img.size == (64, 64)
+            assert np.asarray(img).std() > 1            # not a blank picture
+            ann = json.loads((out / split / row["file"].replace(".png", ".json")).read_text())
+            objs = ann["objects"]
+            assert len(objs) == 3
+            for o in objs:
+                x0, y0, x1, y1 = o["bbox"]
+                assert 0 <= x0 < x1 <= 64 and 0 <= y0 < y1 <= 64
+                assert o["material"] in B.MATERIALS and o["size"] in ("small", "large")
+            # the label is the knowledge evaluated on the annotated objects
+            world = tuple(objs[int(v.term[1]) - 1][v.term[0]] for v in task.variables)
+            assert [str(x) for x in world] == [row[f"concept:{v.name}"] for v in task.variables]
+            (label,) = task.labels_of([world])[0]
+            assert str(label) == row["label:y"]
+            rel = ann["relations"]
+            for i in range(3):
+                for j in range(3):
+                    if i != j:
+                        assert ([i, j] in rel["left"]) != ([i, j] in rel["right"])
+                        assert ([i, j] in rel["front"]) == ([j, i] in rel["behind"])
+    labels = [r["label:y"] for r in csv.DictReader(open(out / "train" / "labels.csv"))]
+    assert sorted(labels) == ["0", "0", "1", "1"]        # balanced
+
+
+@needs_bpy
+def test_same_seed_same_scenes_and_pixels(rendered, tmp_path):
+    out, _ = rendered
+    again = tmp_path / "again"
+    generate(load_task(TASK), again, seed=3, samples=SIZES, render_options={**SMALL, "jobs": 1})
+    assert _annotations(again) == _annotations(out)
+    a, b = _pixels(again), _pixels(out)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    task = load_task(TASK)
+    descs = [B.describe(task, ("red",) * 3 + ("cube",) * 3, B.options(task, SMALL), seed=s,
+                        split="train", index=0) for s in (3, 4)]
+    assert descs[0]["objects"] != descs[1]["objects"]         # another seed, another scene
+
+
+@needs_bpy
+def test_an_interrupted_run_resumes(rendered, tmp_path, monkeypatch):
+    out, _ = rendered
+    part = tmp_path / "part"
+    monkeypatch.setattr(B, "_INTERRUPT_AFTER", 2)
+    with pytest.raises(KeyboardInterrupt):
+        generate(load_task(TASK), part, seed=3, samples=SIZES, render_options=SMALL)
+    assert not part.exists()
+    assert len(list(B.partial_dir(part).glob("*/*.json"))) == 2
+    monkeypatch.setattr(B, "_INTERRUPT_AFTER", None)
+    res = generate(load_task(TASK), part, seed=3, samples=SIZES, render_options=SMALL)
+    assert res.blender["resumed"] == 2 and res.blender["rendered"] == 4
+    assert _annotations(part) == _annotations(out)
+    a, b = _pixels(part), _pixels(out)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert not B.partial_dir(part).exists()
+
+
+def test_without_bpy_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "bpy", None)      # `import bpy` fails, find_spec: None
+    assert main(["rs", "generate", str(TASK), "--out", str(tmp_path / "D"), "--samples", "4",
+                 "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "pip install --no-deps bpy==" in err
+    assert not (tmp_path / "D").exists() and not B.partial_dir(tmp_path / "D").exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--resolution", "64by64"], "--resolution expects WxH"),
+    (["--resolution", "4x4"], "resolution must be"),
+    (["--samples", "4", "--samples", "train=2"], "either a total N"),
+])
+def test_bad_render_options_one_line(tmp_path, capsys, monkeypatch, args, needle):
+    monkeypatch.setattr(B, "bpy_available", lambda: True)
+    assert main(["rs", "generate", str(TASK), "--out", str(tmp_path / "D"), "-q",
+                 *(["--samples", "4"] if "--samples" not in args else []), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and needle in err
+    assert not (tmp_path / "D").exists()
+
+
+def test_render_options_need_render_blender(tmp_path, capsys):
+    digits = ROOT / "curricula" / "rs" / "mnist_addition.yaml"
+    if not digits.exists():
+        pytest.skip("no digits task")
+    assert main(["rs", "generate", str(digits), "--out", str(tmp_path / "D"), "-q",
+                 "--samples", "train=2", "--render-samples", "8"]) == 2
+    assert "apply to render: blender" in capsys.readouterr().err
+
+
+def test_total_samples_shared_over_splits():
+    assert _share(16, has_ood=False) == {"train": 12, "val": 2, "test": 2, "ood": 0}
+    assert sum(_share(16, has_ood=True).values()) == 16
+    assert _share(160, has_ood=True) == {"train": 100, "val": 20, "test": 20, "ood": 20}
+
+
+def test_scene_descriptions_are_pure_and_in_view():
+    task = load_task(TASK)
+    opts = B.options(task, SMALL)
+    w = ("red", "green", "blue", "cube", "sphere", "cylinder")
+    d1 = B.describe(task, w, opts, seed=0, split="train", index=5)
+    d2 = B.describe(task, w, opts, seed=0, split="train", index=5)
+    assert d1 == d2 and B.description_hash(d1) == B.description_hash(d2)
+    objs = d1["objects"]
+    assert [o["color"] for o in objs] == ["red", "green", "blue"]
+    for i, a in enumerate(objs):
+        for b in objs[i + 1:]:
+            assert np.hypot(a["x"] - b["x"], a["y"] - b["y"]) >= a["radius"] + b["radius"]
+    vis = B._visible_fractions(objs, opts["resolution"])
+    assert vis is not None and min(vis) >= opts["min_visible"]
+    with pytest.raises(NesyError, match="could not place"):
+        B.describe(task, w, {**opts, "min_visible": 1.0, "retries": 3}, seed=0, split="train",
+                   index=5)
