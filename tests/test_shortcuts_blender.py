@@ -43,7 +43,7 @@ def _pixels(out: Path) -> dict:
 def rendered(tmp_path_factory):
     out = tmp_path_factory.mktemp("blender") / "D"
     res = generate(load_task(TASK), out, seed=3, samples=SIZES,
-                   render_options={**SMALL, "jobs": 2})
+                   render_options={**SMALL, "workers": 2})
     return out, res
 
 
@@ -90,7 +90,7 @@ def test_renders_images_and_annotations(rendered):
 def test_same_seed_same_scenes_and_pixels(rendered, tmp_path):
     out, _ = rendered
     again = tmp_path / "again"
-    generate(load_task(TASK), again, seed=3, samples=SIZES, render_options={**SMALL, "jobs": 1})
+    generate(load_task(TASK), again, seed=3, samples=SIZES, render_options={**SMALL, "workers": 1})
     assert _annotations(again) == _annotations(out)
     a, b = _pixels(again), _pixels(out)
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)

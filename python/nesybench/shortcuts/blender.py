@@ -11,7 +11,7 @@
   and Principled BSDF materials (rubber: rough diffuse; metal: metallic), with a ground plane,
   a sun, a fill light and a fixed camera, and renders it with Cycles on the CPU (one thread
   per process, fixed Cycles seed: the same pixels on the same machine and ``bpy`` version).
-  Renders run in ``jobs`` worker processes started with ``spawn`` (``bpy`` is not fork-safe).
+  Renders run in ``workers`` processes started with ``spawn`` (``bpy`` is not fork-safe).
 * **Annotations** (``NNNNN.json`` beside each image): the objects with their attributes,
   ground-plane position, rotation, 2D bounding box in pixels (the mesh's vertices projected
   with ``bpy_extras.object_utils.world_to_camera_view``) and camera-space centre, and the
@@ -54,9 +54,9 @@ PRESETS = {"fast": {"resolution": [128, 128], "samples": 16},
            "paper": {"resolution": [320, 240], "samples": 128}}
 ENGINES = {"cycles": "CYCLES", "eevee": "BLENDER_EEVEE"}
 DEFAULTS = {"preset": "fast", "engine": "cycles", "materials": list(MATERIALS),
-            "sizes": ["small", "large"], "min_visible": 0.4, "retries": 200, "jobs": 1}
+            "sizes": ["small", "large"], "min_visible": 0.4, "retries": 200, "workers": 1}
 OPTION_KEYS = {"preset", "resolution", "samples", "engine", "materials", "sizes",
-               "min_visible", "retries", "jobs"}
+               "min_visible", "retries", "workers"}
 
 # fixed scene: camera (CLEVR's), the area where objects stand
 CAMERA = {"location": [7.4, -6.9, 5.0], "target": [0.0, 0.0, 0.0], "lens": 45.0,
@@ -108,7 +108,7 @@ def options(task, overrides: dict | None = None) -> dict:
         raise NesyError(f"resolution must be [width, height] in pixels (8..4096), not {res!r}",
                         file=src, field="generate.blender.resolution")
     o["resolution"] = [int(res[0]), int(res[1])]
-    for k, lo, hi in (("samples", 1, 100_000), ("retries", 1, 100_000), ("jobs", 1, 256)):
+    for k, lo, hi in (("samples", 1, 100_000), ("retries", 1, 100_000), ("workers", 1, 256)):
         v = o[k]
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
             raise NesyError(f"{k} must be an integer in {lo}..{hi}, not {v!r}", file=src,

@@ -55,7 +55,7 @@ def group():
 @click.option("--overwrite", is_flag=True, help="replace an existing output folder")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
+@click.option("--workers", "-j", type=click.IntRange(1, 256), default=None,
               help="render: blender: worker processes (default 1)")
 @click.option("--preset", type=click.Choice(["fast", "paper"]), default=None,
               help="render: blender: fast (128x128, 16 samples; default) or paper "
@@ -67,7 +67,7 @@ def group():
 @click.option("--engine", type=click.Choice(["cycles", "eevee"]), default=None,
               help="render: blender: render engine (cycles: CPU; eevee needs a GPU)")
 @_max_ground_atoms
-def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, jobs, preset,
+def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, workers, preset,
              resolution, render_samples, engine, max_ground_atoms):
     """Generate balanced train/val/test/OOD splits (images + labels.csv + manifest.json)."""
     from .generate import generate as gen  # noqa: PLC0415
@@ -94,7 +94,7 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, jo
             task = load_task(task_yaml)
             res = gen(task, out, seed=seed, samples=sizes, total=total, mnist=mnist,
                       overwrite=overwrite, progress=not (as_json or quiet),
-                      render_options={"jobs": jobs, "preset": preset, "resolution": res_opt,
+                      render_options={"workers": workers, "preset": preset, "resolution": res_opt,
                                       "samples": render_samples, "engine": engine})
     except NesyError as exc:
         _fail(exc)

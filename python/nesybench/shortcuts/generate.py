@@ -306,7 +306,7 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                          for k, w in enumerate(ws)] for split, (_, ws) in plan.items()}
         check_replaceable(out, overwrite=overwrite, inputs=inputs)
     elif render_options and any(v is not None for v in render_options.values()):
-        raise NesyError(f"render options (resolution, render samples, engine, preset, jobs) "
+        raise NesyError(f"render options (resolution, render samples, engine, preset, workers) "
                         f"apply to render: blender, not {render}", file=task.source)
     counts, label_counts = {}, {}
     from tqdm import tqdm  # noqa: PLC0415
@@ -321,7 +321,7 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                 (partial / split).mkdir(exist_ok=True)
                 jobs += [(d, str(partial / split / f"{k:05d}.png"),
                           str(partial / split / f"{k:05d}.json")) for k, d in enumerate(ds)]
-            blender_info = {**B.render_all(jobs, n_jobs=opts["jobs"], bar=bar), "options": opts}
+            blender_info = {**B.render_all(jobs, n_jobs=opts["workers"], bar=bar), "options": opts}
         with atomic_output_dir(out, overwrite=overwrite, inputs=inputs) as tmp:
             for split in SPLITS:
                 rng, ws = plan[split]
