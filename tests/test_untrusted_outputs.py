@@ -344,3 +344,86 @@ def test_rudas_learn_checks_out_before_the_learner_runs(tmp_path):
     _one_error("rudas", "learn", ds, "--system", "cmd", "--command", f"touch {canary}",
                "--out", out, contains="--overwrite")
     assert not canary.exists() and out.read_text() == "% mine\n"
+
+
+# ------------------------------------------------- every folder writer follows the marker rule
+def _experiment_spec(tmp_path):
+    spec = tmp_path / "exp.yaml"
+    spec.write_text(
+        "experiment: tiny\nseed: 1\n"
+        "systems: [{name: shell, system: cmd, command: \"echo 'p0(X,Y) :- p1(X,Y).'\"}]\n"
+        "thresholds: {grid: [0.5]}\ntimeout: 60\n"
+        "datasets: {overall: {categories: [chain], sizes: [xs], depths: [2], per_cell: 1}}\n")
+    return spec
+
+
+def test_rudas_experiment_overwrite_keeps_a_users_files(tmp_path):
+    """--overwrite replaced any folder holding experiment.json; now only one whose marker
+    lists every file, and --force-new replaces datasets/ only when it holds only data sets."""
+    spec = _experiment_spec(tmp_path)
+    out = tmp_path / "exp"
+    args = ("rudas", "experiment", spec, "--out", out, "-j", "0", "-q", "--allow-commands")
+    rc, _, err = _run(*args)
+    assert rc == 0, err
+    assert nio.is_nesybench_output(out)
+    (out / "NOTES.md").write_text("my notes")
+    (out / "study" / "mine.txt").write_text("mine")
+    err = _one_error(*args, "--overwrite", contains="NOTES.md")
+    assert "study/mine.txt" in err
+    assert (out / "NOTES.md").read_text() == "my notes"
+    assert (out / "experiment.json").is_file() and (out / "study" / "mine.txt").is_file()
+    (out / "NOTES.md").unlink()
+    (out / "study" / "mine.txt").unlink()
+    rc, _, err = _run(*args, "--overwrite")
+    assert rc == 0, err
+    # another seed with --force-new replaces the data sets, not a user's file beside them
+    (out / "datasets" / "mine.txt").write_text("mine")
+    _one_error(*args, "--seed", "7", "--force-new", contains="mine.txt")
+    assert (out / "datasets" / "mine.txt").read_text() == "mine"
+    assert (out / "datasets" / "CHAIN-XS-2-000" / "manifest.json").is_file()
+
+
+def test_rudas_experiment_overwrite_refuses_an_unfinished_folder(tmp_path):
+    out = tmp_path / "exp"
+    out.mkdir()
+    (out / "experiment.json").write_text("{}")
+    (out / "mine.txt").write_text("mine")
+    _one_error("rudas", "experiment", _experiment_spec(tmp_path), "--out", out, "-j", "0",
+               "-q", "--allow-commands", "--overwrite", contains="did not finish")
+    assert sorted(p.name for p in out.iterdir()) == ["experiment.json", "mine.txt"]
+
+
+def test_runs_start_force_new_keeps_a_users_file_in_artifacts(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("study: toy\nfunction: demo.toy\naxes: {x: [1, 2]}\n")
+    study = tmp_path / "s"
+    assert _run("runs", "start", spec, "--out", study, "-e", "inline", "-q")[0] == 0
+    (study / "artifacts").mkdir(exist_ok=True)
+    (study / "artifacts" / "mine.txt").write_text("mine")
+    other = tmp_path / "other.yaml"
+    other.write_text("study: toy\nfunction: demo.toy\naxes: {x: [5]}\nseed: 9\n")
+    err = _one_error("runs", "start", other, "--out", study, "-e", "inline", "-q",
+                     "--force-new", contains="artifacts/mine.txt")
+    assert "--force-new" in err
+    assert (study / "artifacts" / "mine.txt").read_text() == "mine"
+    (study / "artifacts" / "mine.txt").unlink()
+    rc, _, err = _run("runs", "start", other, "--out", study, "-e", "inline", "-q",
+                      "--force-new")
+    assert rc == 0, err
+
+
+def test_runs_export_follows_the_output_rules(tmp_path, toy_study):
+    dest = tmp_path / "csv"
+    dest.mkdir()
+    (dest / "cells.csv").write_text("my table\n")
+    _one_error("runs", "export", toy_study, "--out", dest, contains="--overwrite")
+    _one_error("runs", "export", toy_study, "--out", dest, "--overwrite", contains="cells.csv")
+    assert (dest / "cells.csv").read_text() == "my table\n"
+    (dest / "cells.csv").unlink()
+    assert _run("runs", "export", toy_study, "--out", dest, "--overwrite")[0] == 0
+    assert _run("runs", "export", toy_study, "--out", dest, "--overwrite")[0] == 0
+    (dest / "NOTES.md").write_text("mine")
+    _one_error("runs", "export", toy_study, "--out", dest, "--overwrite", contains="NOTES.md")
+    assert (dest / "NOTES.md").read_text() == "mine" and (dest / "metrics.csv").is_file()
+    _one_error("runs", "export", toy_study, "--out", toy_study, "--overwrite",
+               contains="input")

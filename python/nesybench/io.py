@@ -296,16 +296,79 @@ def check_replaceable(out: str | os.PathLike, *, overwrite: bool,
         if not empty and not is_nesybench_output(out):
             bad = unexpected_files(out)
             if bad:
-                shown = ", ".join(bad[:SHOW_UNEXPECTED]) + \
-                    (f" and {len(bad) - SHOW_UNEXPECTED} more" if len(bad) > SHOW_UNEXPECTED
-                     else "")
-                raise NesyError(f"output folder holds files not written by nesybench (or "
-                                f"changed since): {shown}; refusing to replace it even with "
-                                "--overwrite (move them away first)", file=str(out))
+                refuse_unexpected(out, bad)
+            try:
+                names = sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
+                               for e in os.scandir(out))
+            except OSError:
+                names = []
+            shown = ", ".join(names[:SHOW_UNEXPECTED]) + \
+                (f" and {len(names) - SHOW_UNEXPECTED} more"
+                 if len(names) > SHOW_UNEXPECTED else "")
             raise NesyError("output folder exists, is not empty and was not written by "
-                            f"nesybench (no {MARKER} file listing its files); refusing "
-                            "to replace it even with --overwrite", file=str(out))
+                            f"nesybench (no {MARKER} file listing its files; it holds "
+                            f"{shown}); refusing to replace it even with --overwrite",
+                            file=str(out))
     return out
+
+
+def refuse_unexpected(out: str | os.PathLike, bad: list[str], *,
+                      flag: str = "--overwrite") -> None:
+    """Raise the one-line :class:`NesyError` that names up to :data:`SHOW_UNEXPECTED` of the
+    files ``bad`` (relative to the folder ``out``) that nesybench did not write."""
+    shown = ", ".join(bad[:SHOW_UNEXPECTED]) + \
+        (f" and {len(bad) - SHOW_UNEXPECTED} more" if len(bad) > SHOW_UNEXPECTED else "")
+    raise NesyError(f"output folder holds files not written by nesybench (or changed "
+                    f"since): {shown}; refusing to replace it even with {flag} (move them "
+                    "away first)", file=str(out))
+
+
+def write_marker(path: str | os.PathLike) -> None:
+    """Write (or refresh) the :data:`MARKER` of a folder that nesybench finished writing in
+    place (a RuDaS experiment: its datasets, study and report), listing every file in it
+    with its SHA-256, so a later ``--overwrite`` may replace exactly these files."""
+    path = Path(path)
+    (path / MARKER).unlink(missing_ok=True)
+    tmp = path / (MARKER + ".part")
+    tmp.write_text(dumps(marker_record(path)), encoding="utf-8")
+    os.replace(tmp, path / MARKER)
+
+
+def remove_output_folder(path: str | os.PathLike, *, flag: str = "--overwrite") -> None:
+    """Delete the folder ``path`` under the output rules: only when it is empty, a nesybench
+    output whose marker lists every file in it with its SHA-256 (see
+    :func:`unexpected_files`), or a folder holding only such outputs (a ``datasets/`` folder
+    of generated data sets). Otherwise one :class:`NesyError` naming up to
+    :data:`SHOW_UNEXPECTED` unexpected files; nothing is deleted."""
+    check_output_path(path)
+    path = Path(path)
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise NesyError("the output path exists and is not a folder; refusing to replace it",
+                        file=str(path))
+    bad = unexpected_files(path)
+    if bad is None:                          # no marker: every entry must be an output
+        bad = []
+        try:
+            for entry in sorted(os.scandir(path), key=lambda e: e.name):
+                if entry.name == PID_FILE:
+                    continue
+                if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+                    bad.append(entry.name)
+                elif any(True for _ in os.scandir(entry.path)) and \
+                        unexpected_files(entry.path) != []:
+                    bad.append(entry.name + "/")
+        except OSError as exc:
+            raise NesyError(f"cannot read the output folder: {exc.strerror or exc}",
+                            file=str(path)) from None
+    if bad:
+        refuse_unexpected(path, bad, flag=flag)
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        raise NesyError(f"cannot remove the output folder: {exc.strerror or exc}",
+                        file=str(path)) from None
 
 
 @contextlib.contextmanager

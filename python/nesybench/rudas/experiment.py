@@ -27,7 +27,6 @@ import csv
 import io
 import json
 import math
-import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -35,7 +34,8 @@ from pathlib import Path
 import yaml
 
 from ..errors import NesyError
-from ..io import derive_seed, dumps
+from ..io import (MARKER, check_output_path, derive_seed, dumps, remove_output_folder,
+                  unexpected_files, write_marker)
 from ..folder import read_input_text
 from ..yamlsafe import safe_load
 
@@ -284,8 +284,8 @@ def generate_datasets(items: list[dict], root: Path, *, workers: int = 1,
         man = path / "manifest.json"
         if man.is_file():
             continue                        # made by this experiment (experiment.json)
-        if path.exists():
-            shutil.rmtree(path)             # a leftover of an interrupted generation
+        if path.exists():                   # a leftover of an interrupted generation,
+            remove_output_folder(path)      # never a folder holding a user's files
         todo.append((it["params"], str(path)))
     it = map_ordered(_generate_one, todo, workers=max(1, workers))
     if progress and todo:
@@ -614,13 +614,18 @@ def run_experiment(spec: dict, out, *, workers: int = 1, overwrite: bool = False
     require_allowed(commands_in(spec["learners"], "systems"), allow_commands,
                     source=spec.get("source"))
     from ..runs import run_grid  # noqa: PLC0415
-    out = Path(out)
+    out = check_output_path(out)
     marker = out / "experiment.json"
     if out.exists() and any(out.iterdir()) and not marker.is_file():
         raise NesyError("exists and is not a RuDaS experiment folder (no experiment.json)",
                         file=str(out))
+    if overwrite and out.exists() and any(out.iterdir()) and unexpected_files(out) is None:
+        raise NesyError(f"has no {MARKER} file listing its files (the experiment did not "
+                        "finish); resume it without --overwrite, or remove it yourself",
+                        file=str(out))
     if overwrite and out.exists():
-        shutil.rmtree(out)
+        # only what nesybench wrote and its marker lists with the same hash (io.py's rule)
+        remove_output_folder(out)
     items = dataset_items(spec)
     record = {"experiment": spec["experiment"], "seed": spec["seed"],
               "systems": list(spec["learners"]), "learners": spec["learners"], "thresholds": spec["thresholds"],
@@ -636,8 +641,9 @@ def run_experiment(spec: dict, out, *, workers: int = 1, overwrite: bool = False
                 raise NesyError("holds an experiment with other datasets (seed or grid "
                                 "parameters differ); --force-new replaces it, --overwrite "
                                 "starts afresh", file=str(out))
-            shutil.rmtree(out / "datasets", ignore_errors=True)
+            remove_output_folder(out / "datasets", flag="--force-new")
     out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).unlink(missing_ok=True)          # written again when the run finishes
     generate_datasets(items, out / "datasets", workers=workers, progress=progress)
     marker.write_text(dumps(record), encoding="utf-8")
     gs = grid_spec(spec, items, out / "datasets")
@@ -645,4 +651,5 @@ def run_experiment(spec: dict, out, *, workers: int = 1, overwrite: bool = False
                    workers=max(workers, 1), progress=progress, force_new=force_new,
                    cell_timeout=cell_timeout, allow_commands=allow_commands)
     report = write_report(out)
+    write_marker(out)
     return report, res.summary, report.pop("failures"), len(items) * len(spec["learners"])

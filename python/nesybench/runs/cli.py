@@ -266,12 +266,14 @@ def plot(study, x, y, hue, out, overwrite):
               type=click.Path(file_okay=False),
               help="folder for cells.csv, metrics.csv, artifacts.csv, attempts.csv, "
                    "study.json (--csv: the same, its former name)")
+@click.option("--overwrite", is_flag=True,
+              help="replace --out when it holds only a previous export's files")
 @_boundary
-def export(study, dest):
-    """Export the results store of STUDY as CSV files."""
+def export(study, dest, overwrite):
+    """Export the results store of STUDY as CSV files into the folder --out."""
     from .report import export as do_export  # noqa: PLC0415
 
-    paths = do_export(study, dest)
+    paths = do_export(study, dest, overwrite=overwrite)
     click.echo("wrote " + ", ".join(str(p) for p in paths))
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NesyError
-from ..io import atomic_output_file, check_output_file, check_output_path, dumps
+from ..io import (atomic_output_dir, atomic_output_file, check_output_file, check_output_path,
+                  check_replaceable, dumps)
 from .runner import Results
 from .spec import value_key
 from .store import Store
@@ -217,10 +218,13 @@ def plot(study_dir, *, x: str, y: str, hue: str | None = None, out=None,
     return out
 
 
-def export(study_dir, dest) -> list[Path]:
-    """Write ``cells.csv``, ``metrics.csv``, ``artifacts.csv`` and ``study.json`` into
-    ``dest`` (created; existing files of those names are replaced), plus ``attempts.csv``.
-    Rows are sorted by cell id. An export that fails (full disk...) leaves no partial file."""
+def export(study_dir, dest, *, overwrite: bool = False) -> list[Path]:
+    """Write ``cells.csv``, ``metrics.csv``, ``artifacts.csv``, ``attempts.csv`` and
+    ``study.json`` into the folder ``dest``, which appears whole or not at all
+    (:func:`nesybench.io.atomic_output_dir`). An existing ``dest`` is replaced only with
+    ``overwrite`` and only when it holds nothing but a previous export's files (a user's file
+    there is named and nothing is deleted). Rows are sorted by cell id."""
+    check_replaceable(dest, overwrite=overwrite, inputs=[study_dir])    # before the work
     store = Store.open(study_dir, readonly=True)
     try:
         study = store.study()
@@ -231,53 +235,35 @@ def export(study_dir, dest) -> list[Path]:
     finally:
         store.close()
     dest = Path(dest)
-    try:
-        dest.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise NesyError(f"cannot create the export folder: {exc.strerror}",
-                        file=str(dest)) from None
     axes = list(study["spec"].get("axes", {}))
-    written = []
+    names = []
     by_id = {c["cell_id"]: c for c in cells}
 
-    def write(name, header, rows):
-        path = dest / name
-        tmp = path.with_name(path.name + ".part")
-        try:
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+    with atomic_output_dir(dest, overwrite=overwrite, inputs=[study_dir]) as tmp:
+        def write(name, header, rows):
+            with open(tmp / name, "w", newline="", encoding="utf-8") as fh:
                 w = csv.writer(fh)
                 w.writerow(header)
                 w.writerows(rows)
-            tmp.replace(path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        written.append(path)
+            names.append(name)
 
-    write("cells.csv", ["cell_id", *axes, "rep", "seed", "status", "error"],
-          [[c["cell_id"], *(_csv(c["axes"].get(a)) for a in axes), c["rep"], c["seed"],
-            c["status"], (c["error"] or "") if c["status"] == "failed" else ""]
-           for c in cells])
-    write("metrics.csv", ["cell_id", *axes, "rep", "name", "step", "value"],
-          [[cid, *(_csv(by_id[cid]["axes"].get(a)) for a in axes), by_id[cid]["rep"], n,
-            "" if s is None else s, v] for cid, n, s, v in metric_rows])
-    write("artifacts.csv", ["cell_id", "path", "sha256", "bytes"], [list(r) for r in art])
-    write("attempts.csv", ["cell_id", "attempt", "status", "started", "finished", "seconds",
-                           "host", "pid", "error"],
-          [[a["cell_id"], a["attempt"], a["status"], a["started"], a["finished"],
-            None if a["started"] is None or a["finished"] is None
-            else a["finished"] - a["started"], a["host"], a["pid"], a["error"] or ""]
-           for a in attempts])
-    path = dest / "study.json"
-    tmp = path.with_name(path.name + ".part")
-    try:
-        tmp.write_text(dumps(study), encoding="utf-8")
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    written.append(path)
-    return written
+        write("cells.csv", ["cell_id", *axes, "rep", "seed", "status", "error"],
+              [[c["cell_id"], *(_csv(c["axes"].get(a)) for a in axes), c["rep"], c["seed"],
+                c["status"], (c["error"] or "") if c["status"] == "failed" else ""]
+               for c in cells])
+        write("metrics.csv", ["cell_id", *axes, "rep", "name", "step", "value"],
+              [[cid, *(_csv(by_id[cid]["axes"].get(a)) for a in axes), by_id[cid]["rep"], n,
+                "" if s is None else s, v] for cid, n, s, v in metric_rows])
+        write("artifacts.csv", ["cell_id", "path", "sha256", "bytes"], [list(r) for r in art])
+        write("attempts.csv", ["cell_id", "attempt", "status", "started", "finished",
+                               "seconds", "host", "pid", "error"],
+              [[a["cell_id"], a["attempt"], a["status"], a["started"], a["finished"],
+                None if a["started"] is None or a["finished"] is None
+                else a["finished"] - a["started"], a["host"], a["pid"], a["error"] or ""]
+               for a in attempts])
+        (tmp / "study.json").write_text(dumps(study), encoding="utf-8")
+        names.append("study.json")
+    return [dest / n for n in names]
 
 
 def _csv(v):

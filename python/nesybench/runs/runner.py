@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import NesyError
+from ..io import refuse_unexpected, sha256_file
 from .cell import CellTask
 from .executors import make_executor
 from .registry import check_params, resolve, resolve_name
@@ -246,7 +247,9 @@ def _prepare_study(spec: GridSpec, out: Path, force_new: bool) -> tuple[Store, b
                             "axes, repetitions or seed differ); use --force-new to replace it "
                             "or another --out", file=str(out))
         if same is None:
+            listed = {row[1]: row[2] for row in store.artifact_rows()}
             store.close()
+            _check_artifacts(out, listed)
             # the new store replaces the old one in one rename (Store.create); the old
             # one's artifacts and spec go after that
             new = Store.create(out, spec.to_dict(), spec.hash(), spec.study)
@@ -262,6 +265,28 @@ def _prepare_study(spec: GridSpec, out: Path, force_new: bool) -> tuple[Store, b
                         "empty or new --out", file=str(out))
     store = Store.create(out, spec.to_dict(), spec.hash(), spec.study)
     return store, True
+
+
+def _check_artifacts(out: Path, listed: dict[str, str]) -> None:
+    """Refuse ``--force-new`` when the study's ``artifacts/`` folder holds a file the store
+    does not list with the same SHA-256 (a user's file, or one changed since): the output
+    rule of :mod:`nesybench.io`, with the store standing for the marker. Nothing is deleted
+    then."""
+    root = out / "artifacts"
+    if not root.exists():
+        return
+    bad = []
+    if root.is_symlink() or not root.is_dir():
+        bad.append("artifacts")
+    else:
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(out).as_posix()
+            if p.is_symlink() or not (p.is_dir() or p.is_file()):
+                bad.append(rel)
+            elif p.is_file() and listed.get(rel) != sha256_file(p):
+                bad.append(rel)
+    if bad:
+        refuse_unexpected(out, bad, flag="--force-new")
 
 
 def _compatible(old: dict, spec: GridSpec) -> GridSpec | None:
