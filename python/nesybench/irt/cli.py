@@ -115,16 +115,23 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
               help="equal-frequency difficulty bins")
 @click.option("--outlier", type=click.FloatRange(0, min_open=True), default=6.0,
               show_default=True, help="drop items with |b| above this")
+@click.option("--slope-prior", type=click.FloatRange(0, min_open=True), default=None,
+              help="with --model 2pl and --responses: SD of a normal prior on each log slope "
+                   "(BILOG-style, 0.5 is BILOG's; keeps extreme items' slopes from "
+                   "collapsing); off by default, the paper's plain marginal ML")
 @click.option("--out", "-o", type=click.Path(dir_okay=False),
               help="with --responses: write b, a, theta, kept, se_b, se_a, infit, outfit to "
                    "this .npz file (exactly this path; it must end in .npz)")
 @click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True)
-def fit_cmd(study, responses, irt_model, bins, outlier, out, overwrite, as_json):
+def fit_cmd(study, responses, irt_model, bins, outlier, slope_prior, out, overwrite, as_json):
     """Fit 1PL/2PL IRT (Bock–Aitkin EM) to each data set's responses: difficulties, bins,
     difficulty.csv and figures/difficulty.png."""
     if bool(study) == bool(responses):
         raise NesyError("give either --study or --responses")
+    if slope_prior is not None and (not responses or irt_model != "2pl"):
+        raise NesyError("--slope-prior applies to a 2PL fit of --responses (give --model 2pl)",
+                        field="--slope-prior")
     if responses:
         import numpy as np  # noqa: PLC0415
 
@@ -141,7 +148,7 @@ def fit_cmd(study, responses, irt_model, bins, outlier, out, overwrite, as_json)
             check_output_file(out, overwrite=overwrite, inputs=[responses])
         U = load_responses(responses)
         try:
-            fit = fit_irt(U, irt_model, outlier=outlier)
+            fit = fit_irt(U, irt_model, outlier=outlier, slope_prior=slope_prior)
         except NesyError as exc:
             raise exc.where(file=responses)
         if out:
