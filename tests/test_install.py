@@ -256,3 +256,28 @@ def test_the_installed_wheel_runs_from_any_folder(wheel, tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("valid")
     assert sorted(p.name for p in work.iterdir()) == []       # nothing in the current folder
+    # the README's first steps, each from the installed package: generate a KANDY task, a
+    # RuDaS dataset, count shortcuts, compile a NeSy program, load a generated folder
+    nb = str(venv / "bin" / "nesybench")
+    curricula = site / "nesybench" / "_data" / "curricula"
+    res = run(nb, "kandy", "generate", str(curricula / "kandy" / "easy.yaml"), "--out", "easy",
+              "--tasks", "15", "--workers", "1")
+    assert res.returncode == 0, res.stderr
+    res = run(nb, "rudas", "generate", "--out", "rdg", "--category", "rdg", "--size", "xs",
+              "--seed", "1")
+    assert res.returncode == 0, res.stderr
+    res = run(nb, "rs", "count", str(curricula / "rs" / "mnadd_evenodd.yaml"))
+    assert res.returncode == 0 and "36 optimal" in res.stdout, res.stdout + res.stderr
+    res = run(str(py), "-c", "import torch\n"
+              "from nesybench.nesy.circuit import CompiledProgram\n"
+              "p = CompiledProgram.from_program('nn(digit_net, [X], Y, [0,1,2]) :: d(X, Y).\\n"
+              "add(X, Y, Z) :- d(X, A), d(Y, B), Z is A + B.', ['add(x1, x2, Z)'])\n"
+              "u = torch.full((1, 3), 1 / 3)\n"
+              "print(p.label_domains[0], round(float(p.label_marginals([u, u])[0][0, 2]), 6))\n"
+              "import nesybench\n"
+              "d = nesybench.load('easy', progress=False)\n"
+              "print(type(d).__name__, len(d) > 0)")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split("\n")[:2] == ["[0, 1, 2, 3, 4] 0.333333", "BenchmarkData True"], \
+        res.stdout
+    assert sorted(p.name for p in work.iterdir()) == ["easy", "rdg"]
