@@ -275,7 +275,7 @@ def test_the_installed_wheel_runs_from_any_folder(wheel, tmp_path):
               "u = torch.full((1, 3), 1 / 3)\n"
               "print(p.label_domains[0], round(float(p.label_marginals([u, u])[0][0, 2]), 6))\n"
               "import nesybench\n"
-              "d = nesybench.load('easy', progress=False)\n"
+              "d = nesybench.load('kandy-easy', progress=False)\n"
               "print(type(d).__name__, len(d) > 0)")
     assert res.returncode == 0, res.stderr
     assert res.stdout.split("\n")[:2] == ["[0, 1, 2, 3, 4] 0.333333", "BenchmarkData True"], \
