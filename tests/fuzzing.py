@@ -16,6 +16,9 @@ import os
 import random
 import resource
 import shutil
+import sys
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,8 +132,49 @@ class Outcome:
     err: str
 
 
-#: what the fuzz run reports: CLI calls made and the process's peak RSS (KiB) after each
-STATS = {"inputs": 0, "peak_rss_kib": 0}
+#: what the fuzz run reports: CLI calls made and the process's peak RSS (KiB) after each,
+#: tracebacks, calls over :data:`HANG_S` seconds, and reads of a file outside the input
+#: (:data:`SECRETS`, seen by an audit hook)
+STATS = {"inputs": 0, "peak_rss_kib": 0, "tracebacks": 0, "hangs": 0, "outside_reads": 0}
+
+#: a call running longer than this counts as a hang
+HANG_S = 30.0
+
+#: a file no input may reach: hostile cases point symbolic links and paths at it; the audit
+#: hook counts every open of it (and of the system files below) while a case runs
+SECRET = Path(tempfile.gettempdir()) / f"nesybench-fuzz-secret-{os.getuid()}"
+SECRETS = {str(SECRET), "/etc/passwd", "/etc/shadow", "/etc/hostname"}
+_WATCH = {"on": False}
+
+
+def _audit(event, args):
+    if event != "open" or not _WATCH["on"] or not args:
+        return
+    path = args[0]
+    if isinstance(path, int):
+        return
+    try:
+        path = os.fsdecode(path)
+        if path in SECRETS or os.path.realpath(path) in SECRETS:
+            STATS["outside_reads"] += 1
+            _WATCH.setdefault("seen", []).append(path)
+    except (TypeError, ValueError, OSError):
+        pass
+
+
+sys.addaudithook(_audit)
+
+
+@contextlib.contextmanager
+def watched():
+    """While the block runs, every open of :data:`SECRET` (written here) or of the system
+    files in :data:`SECRETS` counts in ``STATS["outside_reads"]``."""
+    SECRET.write_text("NESYBENCH-SECRET\n", encoding="utf-8")
+    _WATCH["on"] = True
+    try:
+        yield
+    finally:
+        _WATCH["on"] = False
 
 
 def _write_stats() -> None:
@@ -145,9 +189,15 @@ atexit.register(_write_stats)
 def run_cli(args: list[str]) -> Outcome:
     """Run the CLI in-process, capturing stdout/stderr (no exception may escape)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli_main([str(a) for a in args])
+    t0 = time.monotonic()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), watched():
+        try:
+            rc = cli_main([str(a) for a in args])
+        except SystemExit as exc:           # commands that exit themselves
+            rc = exc.code if isinstance(exc.code, int) else 1
     STATS["inputs"] += 1
+    STATS["hangs"] += time.monotonic() - t0 > HANG_S
+    STATS["tracebacks"] += "Traceback" in err.getvalue()
     STATS["peak_rss_kib"] = max(STATS["peak_rss_kib"],
                                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     return Outcome(rc, out.getvalue(), err.getvalue())
@@ -333,7 +383,150 @@ def fresh(folder: Path) -> Path:
     return folder
 
 
+# ------------------------------------------------------------------ the surface inventory
+#: every place where outside input enters nesybench, and the fuzz cases that attack it.
+#: Commands are named as typed (``"kandy generate"``), public loaders by their dotted name.
+#: A surface's cases are hypothesis properties of tests/test_fuzz.py (``"property:NAME"``),
+#: corpus folders of tests/data/fuzz/ run through the surface by ``test_corpus``
+#: (``"corpus:KIND"``), and the files of tests/data/fuzz/surface/ whose ``surface`` field
+#: names it (counted by tests/test_surface_inventory.py, which fails for a command or loader
+#: without any). :data:`NO_INPUT` lists the commands that read nothing from outside.
+SURFACES: dict[str, list[str]] = {
+    "kandy validate": ["property:test_kandy_validate", "corpus:kandy"],
+    "kandy generate": ["property:test_kandy_generate_leaves_nothing_on_failure",
+                       "property:test_cli_option_values"],
+    "kandy check": ["property:test_kandy_rules", "property:test_deep_terms", "corpus:rule"],
+    "rs count": ["property:test_rs_task_files", "property:test_rs_asp_knowledge",
+                 "property:test_huge_groundings", "property:test_asp_include_and_script",
+                 "property:test_deep_terms", "property:test_cli_option_values", "corpus:rs",
+                 "corpus:asp"],
+    "rs metrics": ["property:test_rs_metrics_csv"],
+    "rs import-bddoia": ["corpus:bddoia"],
+    "rudas evaluate": ["property:test_rudas_learned_files", "property:test_deep_terms",
+                       "property:test_rudas_function_symbols", "corpus:rudas"],
+    "rudas chase": ["property:test_deep_terms", "property:test_rudas_function_symbols"],
+    "rudas generate": ["property:test_cli_option_values", "property:test_hostile_out_folders"],
+    "rudas experiment": ["corpus:experiment"],
+    "runs start": ["property:test_specs_never_name_code", "corpus:spec"],
+    "export": ["corpus:manifest", "corpus:rudas-folder"],
+}
+
+#: commands that read no outside input, with the reason
+NO_INPUT: dict[str, str] = {
+    "doctor": "reports the installation; reads no user file",
+    "data list": "lists the package's own data registry and the cache",
+    "irt families": "prints the built-in model families",
+    "prolog": "starts swipl with the user's own arguments, as the user (an interactive "
+              "shell by design: nothing of another party is read)",
+}
+
+#: the public loaders of the inventory, called by surface cases with ``call`` arguments;
+#: each must refuse a hostile input with one :class:`~nesybench.errors.NesyError`
+def _loader(dotted: str):
+    def call(*args):
+        import importlib  # noqa: PLC0415
+        mod, _, attr = dotted.partition(":")
+        obj = importlib.import_module(mod)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj(*args)
+    return call
+
+
+LOADERS = {
+    "nesybench.load": _loader("nesybench.data:load"),
+    "nesybench.data.load_folder": _loader("nesybench.data:load_folder"),
+    "CompiledProgram.from_program": _loader("nesybench.nesy.circuit:CompiledProgram.from_program"),
+    "SampledProgram.from_program": _loader("nesybench.nesy.approx:SampledProgram.from_program"),
+    "nesybench.rudas.learners.load_dataset": _loader("nesybench.rudas.learners:load_dataset"),
+    "nesybench.rudas.learners.parse_rules": _loader("nesybench.rudas.learners:parse_rules"),
+    "nesybench.rudas.experiment.load_experiment":
+        _loader("nesybench.rudas.experiment:load_experiment"),
+    "nesybench.shortcuts.task.load_task": _loader("nesybench.shortcuts.task:load_task"),
+    "nesybench.shortcuts.metrics.read_predictions":
+        _loader("nesybench.shortcuts.metrics:read_predictions"),
+    "nesybench.kandy.language.load_curriculum": _loader("nesybench.kandy.language:load_curriculum"),
+    "nesybench.kandy.reference.import_reference":
+        _loader("nesybench.kandy.reference:import_reference"),
+    "nesybench.kandy.learn.data.load_data": _loader("nesybench.kandy.learn.data:load_data"),
+    "nesybench.kandy.ilp.task.load_task": _loader("nesybench.kandy.ilp.task:load_task"),
+    "nesybench.nesy.data.NesyData.from_folder": _loader("nesybench.nesy.data:NesyData.from_folder"),
+    "nesybench.ski.data.load": _loader("nesybench.ski.data:load"),
+    "nesybench.irt.data.load_file": _loader("nesybench.irt.data:load_file"),
+    "nesybench.irt.data.load_responses": _loader("nesybench.irt.data:load_responses"),
+    "nesybench.runs.spec.load_spec": _loader("nesybench.runs.spec:load_spec"),
+}
+
+SURFACE_DIR = FUZZ_DIR / "surface"
+
+
+def surface_cases() -> dict[str, list[Path]]:
+    """The files of tests/data/fuzz/surface/ by the surface they attack."""
+    out: dict[str, list[Path]] = {}
+    for path in sorted(SURFACE_DIR.glob("*.json")):
+        out.setdefault(json.loads(path.read_text(encoding="utf-8"))["surface"], []).append(path)
+    return out
+
+
+def _fill(value, names: dict[str, str]):
+    if isinstance(value, str):
+        for k, v in names.items():
+            value = value.replace("{" + k + "}", v)
+        return value
+    if isinstance(value, list):
+        return [_fill(v, names) for v in value]
+    return value
+
+
+def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
+    """One hostile case of tests/data/fuzz/surface/ (a JSON record):
+
+    ``copy`` {REL: BASE} copies a prepared folder (``rudas_ds``: a generated RuDaS data set)
+    to ``d/REL``; ``files`` {REL: TEXT} writes files; ``links`` {REL: TARGET} makes symbolic
+    links; then ``args`` runs the command (exit status in ``ok``, default ``[2]``, one line)
+    or ``call`` calls the loader ``surface`` of :data:`LOADERS` (it must raise one
+    NesyError). Placeholders: ``{d}`` (the scratch folder), ``{secret}`` (:data:`SECRET`),
+    ``{root}`` (the repository). Nothing may open the secret, print it or leave ``d/o``
+    behind after a refusal."""
+    from nesybench.errors import NesyError  # noqa: PLC0415
+    case = json.loads(path.read_text(encoding="utf-8"))
+    names = {"d": str(d), "secret": str(SECRET), "root": str(ROOT)}
+    for rel, base in case.get("copy", {}).items():
+        shutil.copytree(bases[base], d / rel, symlinks=True)
+    for rel, text in case.get("files", {}).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(_fill(text, names), encoding="utf-8")
+    for rel, target in case.get("links", {}).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).unlink(missing_ok=True)
+        (d / rel).symlink_to(_fill(target, names))
+    before = STATS["outside_reads"]
+    _WATCH["seen"] = []
+    what = f"{path.name} ({case['surface']})"
+    if "args" in case:
+        res = run_cli(_fill(case["args"], names))
+        check_outcome(res, ok=tuple(case.get("ok", [2])), what=what)
+        assert res.rc in case.get("ok", [2]), f"{what}: exit {res.rc}\n{res.err}"
+        printed = res.out + res.err
+    else:
+        STATS["inputs"] += 1
+        with watched():
+            try:
+                LOADERS[case["surface"]](*_fill(case["call"], names))
+            except NesyError as exc:
+                printed = str(exc)
+                assert "\n" not in printed.strip(), f"{what}: {printed}"
+            else:
+                raise AssertionError(f"{what}: accepted")
+    assert STATS["outside_reads"] == before, f"{what}: read {_WATCH.get('seen')}"
+    assert "NESYBENCH-SECRET" not in printed, f"{what}: printed the secret"
+    if case.get("ok", [2]) == [2]:
+        assert not (d / "o").exists(), f"{what}: wrote {d / 'o'}"
+
+
 __all__ = ["KANDY_KEYS", "RS_KEYS", "mutated_yaml", "mutated_text", "run_cli", "check_outcome",
            "check_no_leftovers", "save_failure", "fresh", "make_bddoia", "ROOT", "FUZZ_DIR", "random",
            "deep_term", "deep_body", "function_symbol_rules", "huge_grounding",
-           "asp_with_directives", "STATS", "spec_naming_code", "HOSTILE_FUNCTIONS", "CANARY"]
+           "asp_with_directives", "STATS", "spec_naming_code", "HOSTILE_FUNCTIONS", "CANARY",
+           "SURFACES", "NO_INPUT", "LOADERS", "SURFACE_DIR", "surface_cases", "run_surface_case",
+           "SECRET", "SECRETS", "watched"]

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from fuzzing import (CANARY, FUZZ_DIR, KANDY_KEYS, ROOT, RS_KEYS, asp_with_directives,
                      check_no_leftovers, check_outcome, deep_body, deep_term, fresh, make_bddoia,
                      function_symbol_rules, huge_grounding, mutated_text, mutated_yaml, run_cli,
-                     spec_naming_code)
+                     run_surface_case, spec_naming_code)
 
 #: benchmarks/fuzz.py sets NESYBENCH_FUZZ_SCALE (examples x scale, random instead of the fixed
 #: CI examples) and NESYBENCH_FUZZ_SAVE (keep the last failing input of each test in the corpus)
@@ -392,5 +392,7 @@ def test_corpus(path, rudas_ds):
         check_outcome(res, what=path.name)
         assert res.rc == 2 and not (d / "o").exists(), f"{path.name}: imported"
         assert not canary.exists(), f"{path.name}: unpickled code ran"
+    elif kind == "surface":
+        run_surface_case(path, d, {"rudas_ds": rudas_ds})
     else:
         pytest.fail(f"unknown corpus kind {kind}")

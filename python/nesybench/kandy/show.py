@@ -16,6 +16,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from ..errors import NesyError
+from ..folder import DataFolder
 from .render import PNG_SAVE_OPTIONS, RenderConfig, render
 
 SPLITS = ("train", "val", "test")
@@ -48,13 +49,9 @@ def read_dataset(dataset_dir) -> tuple[dict, list[dict]]:
     if not root.is_dir():
         raise NesyError("not a dataset folder", file=str(root))
     manifest: dict = {}
-    mpath = root / "manifest.json"
-    if mpath.exists():
-        try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise NesyError(f"manifest.json is not valid JSON: {exc.msg}", file=str(mpath),
-                            line=exc.lineno) from None
+    folder = DataFolder(root)               # contained: no symbolic link out, regular files
+    if folder.exists("manifest.json"):
+        manifest = folder.read_json("manifest.json")
     rows: list[dict] = []
     found = False
     for split in SPLITS:

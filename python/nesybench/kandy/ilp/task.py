@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import NesyError
+from ...folder import DataFolder
 from ..symbols import Symbol, from_prolog
 from .bias import SPLITS
 
@@ -60,13 +61,10 @@ class IlpTask:
 
 def read_manifest(root: Path) -> dict | None:
     """``manifest.json`` of a dataset folder, or None when it has none."""
-    path = root / "manifest.json"
-    if not path.exists():
+    folder = DataFolder(root)               # contained: no symbolic link out, regular files
+    if not folder.exists("manifest.json"):
         return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise NesyError(f"cannot read the manifest: {exc}", file=str(path)) from None
+    return folder.read_json("manifest.json")
 
 
 def dataset_dir(dataset) -> Path:

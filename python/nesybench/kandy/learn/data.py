@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from ...errors import NesyError
+from ...folder import DataFolder
 
 SPLITS = ("train", "val", "test")
 FORMAT = "nesybench-kandy"
@@ -130,13 +131,11 @@ def read_manifest(folder: str | os.PathLike, *, images: bool = True) -> dict:
     if not root.is_dir():
         raise NesyError("dataset folder not found", file=str(root))
     path = root / "manifest.json"
-    if not path.is_file():
+    folder = DataFolder(root)               # contained: no symbolic link out, regular files
+    if not folder.exists("manifest.json"):
         raise NesyError("not a generated KANDY curriculum (no manifest.json; make one with "
                         "`nesybench kandy generate`)", file=str(root))
-    try:
-        man = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise NesyError(f"cannot read the manifest: {exc}", file=str(path)) from None
+    man = folder.read_json("manifest.json")
     if not isinstance(man, dict) or man.get("format") != FORMAT:
         raise NesyError(f"not a nesybench KANDY manifest (format {man.get('format')!r}, "
                         f"expected {FORMAT!r})", file=str(path), field="format")

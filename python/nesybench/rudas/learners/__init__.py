@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import NesyError
+from ...folder import DataFolder
 
 Atom = tuple  # (predicate, (term, ...)); a term is a variable (upper case or _) or a constant
 
@@ -133,7 +134,8 @@ def load_dataset(path) -> Dataset:
     facts: dict[str, set] = {}
     arity: dict[str, int] = {}
     consts: set[str] = set()
-    for i, line in enumerate(tf.read_text(encoding="utf-8").splitlines(), 1):
+    folder = DataFolder(p)                  # contained: no symbolic link out, regular files
+    for i, line in enumerate(folder.read_text("train.txt").splitlines(), 1):
         s = line.strip()
         if not s or s.startswith("%"):
             continue
@@ -151,9 +153,9 @@ def load_dataset(path) -> Dataset:
         raise NesyError("the training set is empty", file=str(tf))
     max_body = 2
     mf = p / "manifest.json"
-    if mf.is_file():
+    if folder.exists("manifest.json"):
         try:
-            max_body = int(json.loads(mf.read_text(encoding="utf-8"))["params"]["max_body"])
+            max_body = int(folder.read_json("manifest.json")["params"]["max_body"])
         except (ValueError, KeyError, TypeError):
             raise NesyError("manifest.json has no integer params.max_body", file=str(mf)) from None
     return Dataset(p, facts, arity, sorted(consts), max_body)
