@@ -7,8 +7,10 @@
 Each property: every random or mutated input (KANDY curricula, RS task files, ASP knowledge,
 KANDY rules, RuDaS learned programs, prediction CSVs, CLI option values, terms nested up to
 50,000 deep, knowledge that grounds to millions of atoms, RuDaS rules with function symbols,
-ASP with #include/#script) gives exit 0 / a documented status, or exit 2 with exactly one
-stderr line, within 30 s, leaving no output. Around the run it checks that the fuzzing
+ASP with #include/#script), and the hostile corpus of tests/data/fuzz/ (a case for every
+command and public loader of the surface inventory) gives exit 0 / a documented status, or exit 2 with exactly one
+stderr line, within 30 s, leaving no output, opening no file outside its input (an audit
+hook counts opens of a secret file and of /etc/passwd). Around the run it checks that the fuzzing
 process ended without a signal, that no file of the repository's inputs (kb/, curricula/,
 prolog/, tests/data/ but the fuzz corpus) changed, and that no nesybench temporary folder was
 left in the temp folder; it reports the number of inputs and the peak RSS of the process
@@ -68,8 +70,8 @@ def main(argv=None) -> int:
     if not args.no_save:
         env["NESYBENCH_FUZZ_SAVE"] = "1"
     cmd = [sys.executable, "-m", "pytest", "-q", str(ROOT / "tests" / "test_fuzz.py"),
-           "-p", "no:cacheprovider", "--hypothesis-show-statistics", "-k",
-           args.k or "not corpus"]
+           "-p", "no:cacheprovider", "--hypothesis-show-statistics",
+           *(["-k", args.k] if args.k else [])]
     before, temps = snapshot(), temp_entries()
     stats_file = Path(tempfile.mkstemp(prefix="fuzz-stats-", suffix=".json")[1])
     env["NESYBENCH_FUZZ_STATS"] = str(stats_file)
@@ -92,9 +94,15 @@ def main(argv=None) -> int:
         problems.append(f"files changed: {', '.join(changed[:5])}")
     if left:
         problems.append(f"left in {tempfile.gettempdir()}: {', '.join(left[:5])}")
+    for key, what in (("tracebacks", "tracebacks"), ("hangs", "hangs"),
+                      ("outside_reads", "files read outside the input")):
+        if stats.get(key):
+            problems.append(f"{stats[key]} {what}")
     status = (f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc} (no signal)")
     print(f"fuzz: scale {args.scale}, {stats.get('inputs', 0):,} hostile inputs, {seconds:.0f} s; "
-          f"{status}, {len(changed)} files changed outside --out, {len(left)} temporary folders "
+          f"{status}, {stats.get('tracebacks', 0)} tracebacks, {stats.get('hangs', 0)} hangs "
+          f"(over 30 s), {stats.get('outside_reads', 0)} files read outside the input folder, "
+          f"{len(changed)} files changed outside --out, {len(left)} temporary folders "
           f"left, peak RSS {stats.get('peak_rss_kib', 0) / 1024:.0f} MiB; "
           + ("no failures" if not problems else "FAILURES: " + "; ".join(problems)
              + " (see above; corpus in tests/data/fuzz/)"))
