@@ -27,7 +27,6 @@ import hashlib
 import json
 import math
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -394,15 +393,13 @@ def _render_job(job):
             import bpy  # noqa: PLC0415
             _BPY = bpy
         bpy = _BPY
-        t0 = time.perf_counter()
         scene, cam, objs = _build(bpy, desc)
         tmp_png = png + ".partial.png"
         scene.render.filepath = tmp_png
         bpy.ops.render.render(write_still=True)
         os.replace(tmp_png, png)
         a = {"image": os.path.basename(png), "hash": description_hash(desc), **desc,
-             **_annotate(scene, cam, objs, desc), "bpy_version": bpy.app.version_string,
-             "seconds": round(time.perf_counter() - t0, 3)}
+             **_annotate(scene, cam, objs, desc), "bpy_version": bpy.app.version_string}
         tmp_ann = ann + ".partial"
         with open(tmp_ann, "w", encoding="utf-8") as fh:
             json.dump(a, fh, sort_keys=True, indent=1)
