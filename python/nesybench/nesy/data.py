@@ -154,10 +154,7 @@ class NesyData:
     def from_folder(cls, root, split: str, task, label_domains: list[list]) -> "NesyData":
         """Read ``root/split`` (see module docstring); every value is checked against the
         task's concept domains and ``label_domains``."""
-        import json  # noqa: PLC0415
-
         import torch  # noqa: PLC0415
-        from PIL import Image  # noqa: PLC0415
 
         root = Path(root)
         folder = DataFolder(root)           # contained: no symbolic link out, regular files
@@ -165,11 +162,17 @@ class NesyData:
             raise NesyError("not a generated RS data set (no manifest.json); make one with "
                             "`nesybench rs generate`", file=str(root))
         man = folder.read_json("manifest.json")
+        if not isinstance(man, dict):
+            raise NesyError(f"expected a JSON object, got {type(man).__name__}",
+                            file=str(root / "manifest.json"))
         csv_path = root / split / "labels.csv"
-        if not csv_path.is_file():
+        if not folder.exists(f"{split}/labels.csv"):
             raise NesyError(f"split {split!r} is missing", file=str(csv_path))
-        with open(csv_path, newline="") as fh:
-            rows = list(csv.reader(fh))
+        try:
+            rows = list(csv.reader(io.StringIO(folder.read_text(f"{split}/labels.csv"),
+                                               newline="")))
+        except csv.Error as exc:
+            raise NesyError(f"not a CSV table: {exc}", file=str(csv_path)) from None
         header = rows[0] if rows else []
         lab_cols = [h[6:] for h in header if h.startswith("label:")]
         con_cols = [h[8:] for h in header if h.startswith("concept:")]
@@ -190,8 +193,9 @@ class NesyData:
             from ..shortcuts.bddoia import finite_features  # noqa: PLC0415
             fp = root / split / "features.npy"
             try:
-                feats = np.load(fp, allow_pickle=False)
-            except (OSError, ValueError) as exc:
+                data = folder.read_bytes(f"{split}/features.npy")
+                feats = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+            except (OSError, ValueError, EOFError) as exc:
                 raise NesyError(f"cannot read features: {' '.join(str(exc).split())}",
                                 file=str(fp)) from None
             feats = finite_features(feats, str(fp))
@@ -211,12 +215,8 @@ class NesyData:
             files.append(row[0])
             if feats is not None:
                 continue
-            img_path = root / split / row[0]
-            try:
-                with Image.open(img_path) as im:
-                    a = np.asarray(im, dtype=np.float32) / 255.0
-            except OSError as exc:
-                raise NesyError(f"cannot read image: {exc}", file=str(img_path)) from None
+            with folder.image(f"{split}/{row[0]}", file=str(csv_path), line=r) as im:
+                a = np.asarray(im, dtype=np.float32) / 255.0
             xs.append(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
         if not files:
             raise NesyError(f"split {split!r} is empty", file=str(csv_path))

@@ -7,8 +7,6 @@ a dataset path, which they load the same way).
 """
 from __future__ import annotations
 
-import csv
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,37 +79,37 @@ def dataset_dir(dataset) -> Path:
 def _read_samples(dataset_dir: Path, task_id: int) -> dict[str, list[Sample]]:
     """Every split's samples of one task, in ``annotations.csv`` order."""
     out: dict[str, list[Sample]] = {}
+    folder = DataFolder(dataset_dir)        # contained: no symbolic link out, regular files
     for split in SPLITS:
         path = dataset_dir / split / "annotations.csv"
-        if not path.exists():
+        if not folder.exists(f"{split}/annotations.csv"):
             continue
         rows: list[Sample] = []
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = {"task_id", "label", "prolog"} - set(reader.fieldnames or ())
-            if missing:
-                raise NesyError(f"missing column(s) {', '.join(sorted(missing))}",
-                                file=str(path), line=1)
-            for line, rec in enumerate(reader, start=2):
-                try:
-                    tid = int(rec["task_id"])
-                except (TypeError, ValueError):
-                    raise NesyError(f"bad task_id {rec['task_id']!r}", file=str(path),
-                                    field="task_id", line=line) from None
-                if tid != task_id:
-                    continue
-                label = (rec.get("label") or "").strip()
-                if label not in ("0", "1"):
-                    raise NesyError(f"bad label {label!r} (expected 0 or 1)", file=str(path),
-                                    field="label", line=line, task=str(task_id))
-                text = (rec.get("prolog") or "").strip()
-                try:
-                    sym = from_prolog(text)
-                except (ValueError, IndexError) as exc:
-                    raise NesyError(f"bad sample: {exc}", file=str(path), field="prolog",
-                                    line=line, task=str(task_id)) from None
-                sup = (rec.get("supervised") or "1").strip() != "0"
-                rows.append(Sample(split, line, int(label), sup, sym.to_prolog(), sym))
+        header, reader = folder.csv_rows(f"{split}/annotations.csv")
+        missing = {"task_id", "label", "prolog"} - set(header)
+        if missing:
+            raise NesyError(f"missing column(s) {', '.join(sorted(missing))}",
+                            file=str(path), line=1)
+        for line, rec in reader:
+            try:
+                tid = int(rec["task_id"])
+            except (TypeError, ValueError):
+                raise NesyError(f"bad task_id {rec['task_id']!r}", file=str(path),
+                                field="task_id", line=line) from None
+            if tid != task_id:
+                continue
+            label = (rec.get("label") or "").strip()
+            if label not in ("0", "1"):
+                raise NesyError(f"bad label {label!r} (expected 0 or 1)", file=str(path),
+                                field="label", line=line, task=str(task_id))
+            text = (rec.get("prolog") or "").strip()
+            try:
+                sym = from_prolog(text)
+            except (ValueError, IndexError) as exc:
+                raise NesyError(f"bad sample: {exc}", file=str(path), field="prolog",
+                                line=line, task=str(task_id)) from None
+            sup = (rec.get("supervised") or "1").strip() != "0"
+            rows.append(Sample(split, line, int(label), sup, sym.to_prolog(), sym))
         out[split] = rows
     return out
 
@@ -123,11 +121,16 @@ def task_ids(dataset, manifest: dict | None = None) -> list[int]:
     if man is not None and man.get("tasks"):
         return sorted(int(t["id"]) for t in man["tasks"])
     ids: set[int] = set()
+    folder = DataFolder(d)                  # contained: no symbolic link out, regular files
     for split in SPLITS:
-        path = d / split / "annotations.csv"
-        if path.exists():
-            with open(path, newline="", encoding="utf-8") as fh:
-                ids.update(int(r["task_id"]) for r in csv.DictReader(fh))
+        if folder.exists(f"{split}/annotations.csv"):
+            for line, r in folder.csv_rows(f"{split}/annotations.csv")[1]:
+                try:
+                    ids.add(int(r.get("task_id")))
+                except (TypeError, ValueError):
+                    raise NesyError(f"bad task_id {r.get('task_id')!r}",
+                                    file=str(d / split / "annotations.csv"), field="task_id",
+                                    line=line) from None
     return sorted(ids)
 
 

@@ -18,8 +18,6 @@ with (supp. §2: "sampling positive/negative training data in a class-balanced m
 """
 from __future__ import annotations
 
-import csv
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,34 +164,38 @@ def verify_dataset(folder: str | os.PathLike, man: dict, tasks: list[int] | None
     first mismatch is a :class:`NesyError` naming the file. A manifest without ``files``
     (format 1.0) is checked for split sizes only.
     """
-    from ...io import sha256_file  # noqa: PLC0415
+    import hashlib  # noqa: PLC0415
 
     root = Path(folder)
-    for rel, digest in sorted((man.get("files") or {}).items()):
-        if not images and rel.endswith(".png"):
+    base = DataFolder(root)                 # contained: no symbolic link out, regular files
+    files = man.get("files") or {}
+    if not isinstance(files, dict):
+        raise NesyError("expected a map of relative paths to SHA-256 digests",
+                        file=str(root / "manifest.json"), field="files")
+    for rel, digest in sorted(files.items()):
+        if not images and str(rel).endswith(".png"):
             continue
-        path = root / rel
-        if not path.is_file():
+        path = root / str(rel)
+        if not base.exists(rel, file=str(root / "manifest.json"), field="files"):
             raise NesyError("file listed in the manifest is missing (regenerate the "
                             "curriculum, or pass --no-verify for a deliberate edit)",
                             file=str(path))
-        if sha256_file(path) != digest:
+        if hashlib.sha256(base.read_bytes(rel)).hexdigest() != digest:
             raise NesyError(f"file {_EDITED}", file=str(path))
     entries = select_tasks(man, tasks, source=str(root))
     want = {int(t["id"]): t.get("splits") or {} for t in entries}
     for split in SPLITS:
         path = root / split / "annotations.csv"
-        if not path.is_file():
+        if not base.exists(f"{split}/annotations.csv"):
             raise NesyError("annotations not found (is this a generated KANDY curriculum?)",
                             file=str(path))
         counts: dict[int, int] = {}
-        with open(path, newline="", encoding="utf-8") as fh:
-            for r in csv.DictReader(fh):
-                try:
-                    tid = int(r.get("task_id") or "")
-                except ValueError:
-                    continue            # reported with its line by the loader
-                counts[tid] = counts.get(tid, 0) + 1
+        for _line, r in base.csv_rows(f"{split}/annotations.csv")[1]:
+            try:
+                tid = int(r.get("task_id") or "")
+            except (TypeError, ValueError):
+                continue                # reported with its line by the loader
+            counts[tid] = counts.get(tid, 0) + 1
         for tid, sizes in want.items():
             if split in sizes and counts.get(tid, 0) != int(sizes[split]):
                 raise NesyError(f"task {tid} has {counts.get(tid, 0)} {split} rows, the "
@@ -218,11 +220,12 @@ def select_tasks(man: dict, tasks: list[int] | None, *, source: str | None = Non
     return [by_id[t] for t in sorted(tasks)]
 
 
-def _decode(path: Path, size: int | None):
+def _decode(folder: DataFolder, rel: str, size: int | None):
     from PIL import Image  # noqa: PLC0415
 
+    path = folder.label(rel)
     try:
-        with Image.open(path) as im:
+        with folder.image(rel) as im:
             im = im.convert("RGB")
             w, h = im.size
             if size is not None and (w, h) != (size, size):
@@ -250,30 +253,30 @@ def load_data(folder: str | os.PathLike, *, size: int | None = 64,
     if size is not None and (not isinstance(size, int) or size < 8):
         raise NesyError(f"input size must be an integer >= 8, got {size!r}", field="size")
     rows_by_split: dict[str, list[dict]] = {}
+    contained = DataFolder(root)            # contained: no symbolic link out, regular files
     for split in SPLITS:
         path = root / split / "annotations.csv"
-        if not path.is_file():
+        if not contained.exists(f"{split}/annotations.csv"):
             raise NesyError("annotations not found (is this a generated KANDY curriculum?)",
                             file=str(path))
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = {"filename", "task_id", "label", "supervised"} - set(reader.fieldnames or ())
-            if missing:
-                raise NesyError(f"missing column(s) {', '.join(sorted(missing))}",
-                                file=str(path), line=1)
-            rows = []
-            for line, r in enumerate(reader, start=2):
-                try:
-                    tid, lab, sup = int(r["task_id"]), int(r["label"]), int(r["supervised"])
-                except (TypeError, ValueError):
-                    raise NesyError("task_id, label and supervised must be integers",
-                                    file=str(path), line=line) from None
-                if lab not in (0, 1) or sup not in (0, 1):
-                    raise NesyError("label and supervised must be 0 or 1", file=str(path),
-                                    line=line)
-                if tid in wanted:
-                    rows.append({"file": r["filename"], "task": tid, "label": lab,
-                                 "supervised": sup})
+        header, reader = contained.csv_rows(f"{split}/annotations.csv")
+        missing = {"filename", "task_id", "label", "supervised"} - set(header)
+        if missing:
+            raise NesyError(f"missing column(s) {', '.join(sorted(missing))}",
+                            file=str(path), line=1)
+        rows = []
+        for line, r in reader:
+            try:
+                tid, lab, sup = int(r["task_id"]), int(r["label"]), int(r["supervised"])
+            except (TypeError, ValueError):
+                raise NesyError("task_id, label and supervised must be integers",
+                                file=str(path), line=line) from None
+            if lab not in (0, 1) or sup not in (0, 1):
+                raise NesyError("label and supervised must be 0 or 1", file=str(path),
+                                line=line)
+            if tid in wanted:
+                rows.append({"file": r["filename"], "task": tid, "label": lab,
+                             "supervised": sup})
         rows_by_split[split] = rows
     total = sum(len(r) for r in rows_by_split.values())
     bar = None
@@ -287,7 +290,9 @@ def load_data(folder: str | os.PathLike, *, size: int | None = 64,
     for split, rows in rows_by_split.items():
         arrays = []
         for r in rows:
-            arr, w = _decode(root / split / r["file"], size)
+            rel = contained.check(f"{split}/{r['file']}",
+                                  file=str(root / split / "annotations.csv"))
+            arr, w = _decode(contained, rel, size)
             if side is None:
                 side, orig = arr.shape[0], w
             elif arr.shape[:2] != (side, side):

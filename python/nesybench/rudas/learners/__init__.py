@@ -19,7 +19,6 @@ keyword options of :class:`LearnerOptions` (``seed``, ``max_body``, ``targets``,
 """
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field
