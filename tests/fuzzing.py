@@ -443,6 +443,7 @@ LOADERS = {
     "nesybench.rudas.experiment.load_experiment":
         _loader("nesybench.rudas.experiment:load_experiment"),
     "nesybench.shortcuts.task.load_task": _loader("nesybench.shortcuts.task:load_task"),
+    "nesybench.shortcuts.generate.RSDataset": _loader("nesybench.shortcuts.generate:RSDataset"),
     "nesybench.shortcuts.metrics.read_predictions":
         _loader("nesybench.shortcuts.metrics:read_predictions"),
     "nesybench.kandy.language.load_curriculum": _loader("nesybench.kandy.language:load_curriculum"),

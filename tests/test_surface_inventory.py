@@ -35,7 +35,7 @@ PUBLIC_LOADERS = [
     "SampledProgram.from_program",
     "nesybench.rudas.learners.load_dataset", "nesybench.rudas.learners.parse_rules",
     "nesybench.rudas.experiment.load_experiment", "nesybench.shortcuts.task.load_task",
-    "nesybench.shortcuts.metrics.read_predictions", "nesybench.kandy.language.load_curriculum",
+    "nesybench.shortcuts.generate.RSDataset", "nesybench.shortcuts.metrics.read_predictions", "nesybench.kandy.language.load_curriculum",
     "nesybench.kandy.reference.import_reference", "nesybench.kandy.learn.data.load_data",
     "nesybench.kandy.ilp.task.load_task", "nesybench.nesy.data.NesyData.from_folder",
     "nesybench.ski.data.load", "nesybench.irt.data.load_file",

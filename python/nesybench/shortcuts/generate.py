@@ -377,18 +377,37 @@ class RSDataset:
     labels LongTensor [L], concepts LongTensor [n] of value indices into each domain)``."""
 
     def __init__(self, root, split: str = "train", transform=None):
-        import json  # noqa: PLC0415
+        import io  # noqa: PLC0415
+
+        from ..folder import DataFolder  # noqa: PLC0415
         self.root = Path(root)
-        man = self.root / "manifest.json"
-        if not man.exists():
+        # contained: no symbolic link out, regular files, pictures bounded before decoding
+        self.folder = folder = DataFolder(self.root)
+        if not folder.exists("manifest.json"):
             raise NesyError("not a generated RS data set (no manifest.json)", file=str(self.root))
-        self.manifest = json.loads(man.read_text())
+        self.manifest = man = folder.read_json("manifest.json")
+        label = folder.label("manifest.json")
+        if not isinstance(man, dict) or not isinstance(man.get("labels"), list) or \
+                not isinstance(man.get("concepts"), list) or \
+                not all(isinstance(c, dict) and isinstance(c.get("domain"), list)
+                        for c in man["concepts"]):
+            raise NesyError("expected an object with a list `labels` and a list `concepts` "
+                            "of objects with a `domain` list", file=label)
         self.split = split
         self.transform = transform
-        with open(self.root / split / "labels.csv", newline="") as fh:
-            self.rows = list(csv.reader(fh))[1:]
-        self.n_labels = len(self.manifest["labels"])
-        self.domains = [[str(x) for x in c["domain"]] for c in self.manifest["concepts"]]
+        try:
+            self.rows = list(csv.reader(io.StringIO(folder.read_text(f"{split}/labels.csv"),
+                                                    newline="")))[1:]
+        except csv.Error as exc:
+            raise NesyError(f"not a CSV table: {exc}",
+                            file=folder.label(f"{split}/labels.csv")) from None
+        self.n_labels = len(man["labels"])
+        self.domains = [[str(x) for x in c["domain"]] for c in man["concepts"]]
+        width = 1 + self.n_labels + len(self.domains)
+        for line, r in enumerate(self.rows, start=2):
+            if len(r) != width:
+                raise NesyError(f"row has {len(r)} columns, expected {width}",
+                                file=folder.label(f"{split}/labels.csv"), line=line)
         self.label_values: list[dict] = [{} for _ in range(self.n_labels)]
         for r in self.rows:
             for j in range(self.n_labels):
@@ -404,11 +423,17 @@ class RSDataset:
     def __getitem__(self, i):
         import torch  # noqa: PLC0415
         r = self.rows[i]
-        img = np.asarray(Image.open(self.root / self.split / r[0]), dtype=np.float32) / 255.0
+        with self.folder.image(f"{self.split}/{r[0]}") as im:
+            img = np.asarray(im, dtype=np.float32) / 255.0
         t = torch.from_numpy(img[None] if img.ndim == 2 else img.transpose(2, 0, 1).copy())
         if self.transform:
             t = self.transform(t)
         labels = torch.tensor([self.label_values[j][r[1 + j]] for j in range(self.n_labels)])
-        concepts = torch.tensor([self.domains[k].index(r[1 + self.n_labels + k])
-                                 for k in range(len(self.domains))])
+        try:
+            concepts = torch.tensor([self.domains[k].index(r[1 + self.n_labels + k])
+                                     for k in range(len(self.domains))])
+        except ValueError:
+            raise NesyError("a concept value is outside its domain",
+                            file=self.folder.label(f"{self.split}/labels.csv"),
+                            line=i + 2) from None
         return t, labels, concepts
