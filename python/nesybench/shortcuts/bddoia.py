@@ -54,7 +54,7 @@ DRIVING_TASK = "curricula/rs/driving.yaml"
 
 
 def _load_index(path: Path) -> list[str]:
-    from ..nesy.data import restricted_load  # noqa: PLC0415 - numpy-only unpickler
+    from ..unpickle import restricted_load  # noqa: PLC0415 - numpy-only unpickler
     if path.stat().st_size > MAX_PKL_BYTES:
         raise NesyError(f"index larger than {MAX_PKL_BYTES >> 20} MiB", file=str(path))
     try:
