@@ -8,13 +8,14 @@ Each property: every random or mutated input (KANDY curricula, RS task files, AS
 KANDY rules, RuDaS learned programs, prediction CSVs, CLI option values, terms nested up to
 50,000 deep, knowledge that grounds to millions of atoms, RuDaS rules with function symbols,
 ASP with #include/#script), and the hostile corpus of tests/data/fuzz/ (a case for every
-command and public loader of the surface inventory) gives exit 0 / a documented status, or exit 2 with exactly one
-stderr line, within 30 s, leaving no output, opening no file outside its input (an audit
-hook counts opens of a secret file and of /etc/passwd). Around the run it checks that the fuzzing
-process ended without a signal, that no file of the repository's inputs (kb/, curricula/,
-prolog/, tests/data/ but the fuzz corpus) changed, and that no nesybench temporary folder was
-left in the temp folder; it reports the number of inputs and the peak RSS of the process
-that ran them (an upper bound on the memory of every single check).
+command and public loader of the surface inventory) gives exit 0 / a documented status, or
+exit 2 with exactly one stderr line, within 30 s, leaving no output, opening no file outside
+its input (an audit hook counts opens of a secret file and of /etc/passwd). Around the run it checks that the
+fuzzing process ended without a signal, that no file of the repository's inputs (kb/,
+curricula/, prolog/, tests/data/ but the fuzz corpus) changed, and that no nesybench
+temporary folder was left in the temp folder (a TMPDIR of its own); it reports the number of
+inputs and the peak RSS of the process that ran them (an upper bound on the memory of every
+single check).
 The last failing (shrunk) input of each property is saved as
 tests/data/fuzz/<kind>/last-failure.*: rename it (e.g. after its bug) and commit it; the test
 suite re-runs every file there (test_corpus). Prints the number of inputs and the time taken.
@@ -25,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,9 +50,8 @@ def snapshot() -> dict[str, str]:
     return out
 
 
-def temp_entries() -> set[str]:
-    """nesybench's temporary folders and files in the temp folder."""
-    tmp = Path(tempfile.gettempdir())
+def temp_entries(tmp: Path) -> set[str]:
+    """nesybench's temporary folders and files in the temp folder ``tmp``."""
     return {p.name for p in tmp.iterdir()
             if p.name.startswith(("nesybench-", ".nesybench")) or ".tmp-" in p.name}
 
@@ -72,7 +73,10 @@ def main(argv=None) -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", str(ROOT / "tests" / "test_fuzz.py"),
            "-p", "no:cacheprovider", "--hypothesis-show-statistics",
            *(["-k", args.k] if args.k else [])]
-    before, temps = snapshot(), temp_entries()
+    # a temp folder of its own (TMPDIR), so other processes' temporary files do not count
+    private_tmp = Path(tempfile.mkdtemp(prefix="fuzz-tmpdir-"))
+    env["TMPDIR"] = str(private_tmp)
+    before, temps = snapshot(), temp_entries(private_tmp)
     stats_file = Path(tempfile.mkstemp(prefix="fuzz-stats-", suffix=".json")[1])
     env["NESYBENCH_FUZZ_STATS"] = str(stats_file)
     t0 = time.perf_counter()
@@ -82,7 +86,8 @@ def main(argv=None) -> int:
     finally:
         stats_file.unlink(missing_ok=True)
     seconds = time.perf_counter() - t0
-    after, temps_after = snapshot(), temp_entries()
+    after, temps_after = snapshot(), temp_entries(private_tmp)
+    shutil.rmtree(private_tmp, ignore_errors=True)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     left = sorted(temps_after - temps)
     problems = []
@@ -93,7 +98,7 @@ def main(argv=None) -> int:
     if changed:
         problems.append(f"files changed: {', '.join(changed[:5])}")
     if left:
-        problems.append(f"left in {tempfile.gettempdir()}: {', '.join(left[:5])}")
+        problems.append(f"left in the temp folder: {', '.join(left[:5])}")
     for key, what in (("tracebacks", "tracebacks"), ("hangs", "hangs"),
                       ("outside_reads", "files read outside the input")):
         if stats.get(key):

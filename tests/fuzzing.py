@@ -142,7 +142,7 @@ HANG_S = 30.0
 
 #: a file no input may reach: hostile cases point symbolic links and paths at it; the audit
 #: hook counts every open of it (and of the system files below) while a case runs
-SECRET = Path(tempfile.gettempdir()) / f"nesybench-fuzz-secret-{os.getuid()}"
+SECRET = Path(tempfile.gettempdir()) / f"secret-for-fuzzing-{os.getuid()}"
 SECRETS = {str(SECRET), "/etc/passwd", "/etc/shadow", "/etc/hostname"}
 _WATCH = {"on": False}
 
@@ -436,22 +436,26 @@ def _loader(dotted: str):
 LOADERS = {
     "nesybench.load": _loader("nesybench.data:load"),
     "nesybench.data.load_folder": _loader("nesybench.data:load_folder"),
-    "CompiledProgram.from_program": _loader("nesybench.nesy.circuit:CompiledProgram.from_program"),
+    "CompiledProgram.from_program":
+        _loader("nesybench.nesy.circuit:CompiledProgram.from_program"),
     "SampledProgram.from_program": _loader("nesybench.nesy.approx:SampledProgram.from_program"),
     "nesybench.rudas.learners.load_dataset": _loader("nesybench.rudas.learners:load_dataset"),
     "nesybench.rudas.learners.parse_rules": _loader("nesybench.rudas.learners:parse_rules"),
     "nesybench.rudas.experiment.load_experiment":
         _loader("nesybench.rudas.experiment:load_experiment"),
     "nesybench.shortcuts.task.load_task": _loader("nesybench.shortcuts.task:load_task"),
-    "nesybench.shortcuts.generate.RSDataset": _loader("nesybench.shortcuts.generate:RSDataset"),
+    "nesybench.shortcuts.generate.RSDataset":
+        _loader("nesybench.shortcuts.generate:RSDataset"),
     "nesybench.shortcuts.metrics.read_predictions":
         _loader("nesybench.shortcuts.metrics:read_predictions"),
-    "nesybench.kandy.language.load_curriculum": _loader("nesybench.kandy.language:load_curriculum"),
+    "nesybench.kandy.language.load_curriculum":
+        _loader("nesybench.kandy.language:load_curriculum"),
     "nesybench.kandy.reference.import_reference":
         _loader("nesybench.kandy.reference:import_reference"),
     "nesybench.kandy.learn.data.load_data": _loader("nesybench.kandy.learn.data:load_data"),
     "nesybench.kandy.ilp.task.load_task": _loader("nesybench.kandy.ilp.task:load_task"),
-    "nesybench.nesy.data.NesyData.from_folder": _loader("nesybench.nesy.data:NesyData.from_folder"),
+    "nesybench.nesy.data.NesyData.from_folder":
+        _loader("nesybench.nesy.data:NesyData.from_folder"),
     "nesybench.ski.data.load": _loader("nesybench.ski.data:load"),
     "nesybench.irt.data.load_file": _loader("nesybench.irt.data:load_file"),
     "nesybench.irt.data.load_responses": _loader("nesybench.irt.data:load_responses"),
