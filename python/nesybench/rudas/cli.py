@@ -317,7 +317,9 @@ def learn(dataset, system, out, command, aleph, targets, max_body, options, prof
 @click.option("--seed", type=int, help="base seed of datasets and cells (default: the spec's)")
 @click.option("--cell-timeout", type=float,
               help="seconds per cell (learning + evaluation); default: the spec's timeout")
-@click.option("--overwrite", is_flag=True, help="delete the experiment in --out and start afresh")
+@click.option("--overwrite", is_flag=True,
+              help="replace a finished experiment in --out (only files nesybench wrote) and "
+                   "start afresh")
 @click.option("--force-new", is_flag=True,
               help="replace an experiment of another configuration in --out (default: refuse; "
                    "the same configuration resumes)")
