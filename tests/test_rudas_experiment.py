@@ -179,3 +179,32 @@ def test_shell_commands_in_a_spec_need_consent(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--allow-commands" in err and "systems[0].command" in err
     assert not marker.exists() and not out.exists()
+
+
+def test_paper_thresholds_are_the_tables_and_the_grid_search_is_beside(done, tmp_path):
+    """With ``thresholds.paper`` in the spec, Tables 2-5 use the paper's thresholds and the
+    tables at grid-searched thresholds are written beside, labelled."""
+    import shutil
+
+    from nesybench.rudas.experiment import write_report
+    out = tmp_path / "copy"
+    shutil.copytree(done["out"], out, symlinks=True)
+    exp_file = out / "experiment.json"
+    exp = json.loads(exp_file.read_text())
+    exp["thresholds"]["paper"] = {"amie": 0.9}
+    exp_file.write_text(json.dumps(exp))
+    rep = write_report(out, plot=False)
+    th = json.loads((out / "thresholds.json").read_text())
+    grid = json.loads((out / "thresholds-grid.json").read_text())
+    assert th["amie"]["threshold"] == 0.9 and th["amie"]["how"] == "the paper's"
+    assert grid["amie"]["how"] == "grid search"
+    assert th["shell"] == grid["shell"]                 # no paper value: grid search in both
+    rows = dict((r[0], r[1:]) for r in csv.reader((out / "tables" / "table2.csv").open()))
+    rows_grid = dict((r[0], r[1:]) for r in
+                     csv.reader((out / "tables" / "table2-grid.csv").open()))
+    means = th["amie"]["mean_by_threshold"]
+    assert float(rows["H-score"][0]) == pytest.approx(means["0.9"], abs=1e-4)
+    assert float(rows_grid["H-score"][0]) == pytest.approx(max(means.values()), abs=1e-4)
+    report = (out / "report.md").read_text()
+    assert "## At thresholds grid-searched on these datasets" in report
+    assert rep["thresholds_grid"]["amie"]["how"] == "grid search"

@@ -173,11 +173,18 @@ def load_experiment(path, *, small: bool = False, seed: int | None = None,
     if not isinstance(fixed, dict) or not all(
             isinstance(v, (int, float)) and 0 <= v <= 1 for v in fixed.values()):
         raise err("must map system names to confidences in [0, 1]", "thresholds.fixed")
-    grid = sorted({float(t) for t in grid} | {float(v) for v in fixed.values()})
+    paper = th.get("paper") or {}
+    if not isinstance(paper, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1
+            for v in paper.values()):
+        raise err("must map system names to confidences in [0, 1]", "thresholds.paper")
+    grid = sorted({float(t) for t in grid} | {float(v) for v in fixed.values()}
+                  | {float(v) for v in paper.values()})
     metric = th.get("metric", "h_score")
     if metric not in METRICS:
         raise err(f"must be one of {', '.join(METRICS)}", "thresholds.metric")
     spec["thresholds"] = {"grid": grid, "fixed": {str(k): float(v) for k, v in fixed.items()},
+                          "paper": {str(k): float(v) for k, v in paper.items()},
                           "metric": metric}
     timeout = spec.get("timeout", 3600)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -398,9 +405,10 @@ def collect(out: Path) -> tuple[dict, list[dict], list[dict]]:
     return exp, recs, fails
 
 
-def choose_thresholds(exp: dict, recs: list[dict]) -> dict:
+def choose_thresholds(exp: dict, recs: list[dict], *, paper: bool = False) -> dict:
     """Per system: the grid threshold with the best mean of the spec's metric over all its
-    evaluated datasets (ties: the smaller threshold), or its fixed one."""
+    evaluated datasets (ties: the smaller threshold), or its fixed one; with ``paper=True``
+    the paper's own threshold where the spec gives one (``thresholds.paper``)."""
     grid = exp["thresholds"]["grid"]
     metric = exp["thresholds"]["metric"]
     out = {}
@@ -409,7 +417,11 @@ def choose_thresholds(exp: dict, recs: list[dict]) -> dict:
         means = [_mean([r["by_threshold"].get(k, {}).get(metric) for r in rs])
                  for k in range(len(grid))]
         fixed = exp["thresholds"]["fixed"].get(name)
-        if fixed is not None:
+        given = exp["thresholds"].get("paper", {}).get(name) if paper else None
+        if given is not None:
+            k = grid.index(given)
+            how = "the paper's"
+        elif fixed is not None:
             k = grid.index(fixed)
             how = "fixed"
         else:
@@ -544,27 +556,31 @@ def write_report(out: Path, *, plot: bool = True) -> dict:
     """Tables 2-5 (``tables/tableN.md`` / ``.csv``), ``thresholds.json``, ``figure2.png`` and
     ``report.md`` (everything in one page, with the paper's numbers under ours)."""
     exp, recs, fails = collect(out)
-    th = choose_thresholds(exp, recs)
+    # with the paper's thresholds in the spec, Tables 2-5 use them (the reproduction), and the
+    # tables at thresholds grid-searched on these datasets are written beside, labelled
+    has_paper = bool(exp["thresholds"].get("paper"))
+    th = choose_thresholds(exp, recs, paper=has_paper)
+    th_grid = choose_thresholds(exp, recs) if has_paper else None
     tables = build_tables(exp, recs, th, fails)
     tdir = out / "tables"
     tdir.mkdir(exist_ok=True)
+    grid_text = ", ".join(f"{t:g}" for t in exp["thresholds"]["grid"])
     parts = [f"# RuDaS experiment {exp['experiment']}", "",
-             f"{len(recs)} cells evaluated, {len(fails)} failed; thresholds by "
-             f"{exp['thresholds']['metric']} (grid {', '.join(f'{t:g}' for t in exp['thresholds']['grid'])}): "
+             f"{len(recs)} cells evaluated, {len(fails)} failed; thresholds "
+             + ("as the paper's where it gives one, else " if has_paper else "")
+             + f"by {exp['thresholds']['metric']} (grid {grid_text}): "
              + ", ".join(f"{s} {v['threshold']:g} ({v['how']})" for s, v in th.items()), ""]
-    for name, t in tables.items():
-        md = _md(t["header"], t["rows"])
-        text = f"**{t['title']}**\n\n{md}\n"
-        csv_text = _csv(t["header"], t["rows"])
-        if "detail" in t:
-            d = t["detail"]
-            text += f"\nAll metrics per system and group:\n\n{_md(d['header'], d['rows'])}\n"
-            (tdir / f"{name}-detail.csv").write_text(_csv(d["header"], d["rows"]),
-                                                     encoding="utf-8")
-        paper = _paper_md(name, t["header"])
-        (tdir / f"{name}.md").write_text(text, encoding="utf-8")
-        (tdir / f"{name}.csv").write_text(csv_text, encoding="utf-8")
-        parts += [text, f"Paper:\n\n{paper}\n" if paper else ""]
+    parts += _tables_text(tables, tdir, "")
+    tables_grid = None
+    if has_paper:
+        tables_grid = build_tables(exp, recs, th_grid, fails)
+        parts += ["## At thresholds grid-searched on these datasets", "",
+                  f"Each system's threshold maximises the mean {exp['thresholds']['metric']} "
+                  "over the datasets of this run (the paper searched over its own datasets): "
+                  + ", ".join(f"{s} {v['threshold']:g} ({v['how']})"
+                              for s, v in th_grid.items()), ""]
+        parts += _tables_text(tables_grid, tdir, "-grid")
+        (out / "thresholds-grid.json").write_text(dumps(th_grid), encoding="utf-8")
     (out / "thresholds.json").write_text(dumps(th), encoding="utf-8")
     (out / "report.md").write_text("\n".join(parts), encoding="utf-8")
     fig = None
@@ -573,9 +589,32 @@ def write_report(out: Path, *, plot: bool = True) -> dict:
         plot_figure2(tables["table2"], fig)
     return {"tables": {k: {"title": v["title"], "header": v["header"], "rows": v["rows"]}
                        for k, v in tables.items()},
-            "thresholds": th, "report": str(out / "report.md"),
+            "tables_grid": None if tables_grid is None else {
+                k: {"title": v["title"], "header": v["header"], "rows": v["rows"]}
+                for k, v in tables_grid.items()},
+            "thresholds": th, "thresholds_grid": th_grid, "report": str(out / "report.md"),
             "figure": str(fig) if fig else None, "text": "\n".join(parts),
             "failures": fails}
+
+
+def _tables_text(tables: dict, tdir: Path, suffix: str) -> list[str]:
+    """Write each table as ``tables/<name><suffix>.md``/``.csv`` (and its detail CSV); return
+    the report's paragraphs, each table with the paper's numbers under it."""
+    parts: list[str] = []
+    for name, t in tables.items():
+        md = _md(t["header"], t["rows"])
+        text = f"**{t['title']}**\n\n{md}\n"
+        csv_text = _csv(t["header"], t["rows"])
+        if "detail" in t:
+            d = t["detail"]
+            text += f"\nAll metrics per system and group:\n\n{_md(d['header'], d['rows'])}\n"
+            (tdir / f"{name}{suffix}-detail.csv").write_text(_csv(d["header"], d["rows"]),
+                                                     encoding="utf-8")
+        paper = _paper_md(name, t["header"])
+        (tdir / f"{name}{suffix}.md").write_text(text, encoding="utf-8")
+        (tdir / f"{name}{suffix}.csv").write_text(csv_text, encoding="utf-8")
+        parts += [text, f"Paper:\n\n{paper}\n" if paper else ""]
+    return parts
 
 
 def plot_figure2(table2: dict, path: Path) -> None:
