@@ -268,3 +268,24 @@ def test_rudas_r_score_keeps_its_time_limit_on_long_bodies(tmp_path):
     assert m["r_score_partial"] is True
     assert 0.0 <= m["r_score"] <= 1.0
     assert took < 15, f"the R-score ran {took:.1f} s on a 2 s budget"
+
+
+def test_a_program_file_must_be_a_regular_file_of_bounded_size(tmp_path):
+    from nesybench.errors import NesyError
+    from nesybench.nesy.program import read_program
+    with pytest.raises(NesyError, match="not a regular file"):
+        read_program(Path("/dev/zero"))
+    fifo = tmp_path / "prog.pl"
+    os.mkfifo(fifo)
+    with pytest.raises(NesyError, match="not a regular file"):
+        read_program(fifo)
+
+
+def test_a_run_folders_config_that_links_out_is_refused(tmp_path, capsys):
+    from nesybench.cli import main
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").symlink_to("/etc/passwd")
+    assert main(["nesy", "eval", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "outside" in err and len(err.strip().splitlines()) == 1

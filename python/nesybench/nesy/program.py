@@ -97,7 +97,8 @@ def read_program(text_or_path) -> tuple[str, str | None]:
         p = Path(text_or_path)
         if not p.exists():
             raise NesyError("program file not found", file=str(p))
-        return p.read_text(encoding="utf-8"), str(p)
+        from ..folder import read_input_text   # a regular file of bounded size (no /dev/zero)
+        return read_input_text(p), str(p)
     return str(text_or_path), None
 
 

@@ -451,12 +451,17 @@ def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
     from .models import build_model  # noqa: PLC0415
     from .nets import layout_of  # noqa: PLC0415
 
+    from ..folder import DataFolder  # noqa: PLC0415
+
     run = Path(run)
     cfg_path = run / "config.json"
-    if not cfg_path.is_file():
+    if not cfg_path.is_file() and not cfg_path.is_symlink():
         raise NesyError("not a run folder (no config.json)", file=str(run))
+    # the contained reader: a config.json that is a link out of the folder, a FIFO or a
+    # device is refused, and its size is bounded
+    text = DataFolder(run).read_text("config.json")
     try:
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        cfg = json.loads(text)
     except ValueError as exc:
         raise NesyError(f"config.json is not JSON: {exc}", file=str(cfg_path)) from None
     if not isinstance(cfg, dict) or not {"task", "model", "data", "label_domains"} <= set(cfg):
