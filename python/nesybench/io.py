@@ -85,13 +85,10 @@ def _folder_digest(path: Path) -> tuple[str, str] | None:
     return LISTING, hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _folder_entries(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
-    """``(files, folders, others)`` under ``path``: every regular file's relative POSIX path
-    with its SHA-256, every folder's, and whatever is neither (symbolic links, FIFOs,
-    devices: never written by nesybench). The marker and the pid file are left out."""
-    files: dict[str, str] = {}
-    dirs: list[str] = []
-    others: list[str] = []
+def _scan(path: Path, enter):
+    """Every entry below the folder ``path`` as ``(relative name, os.DirEntry)``, each folder's
+    entries in name order, the marker and the pid file at the top left out; a folder (not a
+    symbolic link) is entered when ``enter(name)`` is true."""
     stack = [(path, "")]
     while stack:
         folder, rel = stack.pop()
@@ -101,15 +98,27 @@ def _folder_entries(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
             name = f"{rel}{entry.name}"
             if not rel and entry.name in (MARKER, PID_FILE):
                 continue
-            if entry.is_symlink():
-                others.append(name)
-            elif entry.is_dir(follow_symlinks=False):
-                dirs.append(name)
+            yield name, entry
+            if not entry.is_symlink() and entry.is_dir(follow_symlinks=False) and enter(name):
                 stack.append((Path(entry.path), name + "/"))
-            elif entry.is_file(follow_symlinks=False):
-                files[name] = sha256_file(entry.path)
-            else:
-                others.append(name)
+
+
+def _folder_entries(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
+    """``(files, folders, others)`` under ``path``: every regular file's relative POSIX path
+    with its SHA-256, every folder's, and whatever is neither (symbolic links, FIFOs,
+    devices: never written by nesybench). The marker and the pid file are left out."""
+    files: dict[str, str] = {}
+    dirs: list[str] = []
+    others: list[str] = []
+    for name, entry in _scan(path, lambda name: True):
+        if entry.is_symlink():
+            others.append(name)
+        elif entry.is_dir(follow_symlinks=False):
+            dirs.append(name)
+        elif entry.is_file(follow_symlinks=False):
+            files[name] = sha256_file(entry.path)
+        else:
+            others.append(name)
     return files, sorted(dirs), sorted(others)
 
 
@@ -151,26 +160,16 @@ def unexpected_files(path: str | os.PathLike) -> list[str] | None:
     listed, folders = data["files"], set(map(str, data["folders"]))
     bad: list[str] = []
     try:
-        stack = [(path, "")]
-        while stack:
-            folder, rel = stack.pop()
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-            for entry in entries:
-                name = f"{rel}{entry.name}"
-                if not rel and entry.name in (MARKER, PID_FILE):
-                    continue
-                if entry.is_symlink():
-                    bad.append(name)
-                elif entry.is_dir(follow_symlinks=False):
-                    if name in folders:
-                        stack.append((Path(entry.path), name + "/"))
-                    elif unexpected_files(entry.path) != []:
-                        # not ours, unless a later nesybench output of its own (DS/grids)
-                        bad.append(name + "/")
-                elif not entry.is_file(follow_symlinks=False) or \
-                        listed.get(name) != sha256_file(entry.path):
-                    bad.append(name)
+        for name, entry in _scan(path, lambda name: name in folders):
+            if entry.is_symlink():
+                bad.append(name)
+            elif entry.is_dir(follow_symlinks=False):
+                if name not in folders and unexpected_files(entry.path) != []:
+                    # not ours, unless a later nesybench output of its own (DS/grids)
+                    bad.append(name + "/")
+            elif not entry.is_file(follow_symlinks=False) or \
+                    listed.get(name) != sha256_file(entry.path):
+                bad.append(name)
     except OSError:
         return None
     return sorted(bad)
