@@ -29,6 +29,23 @@ def test_example_5_3_rule_distance():
     assert r_score([R1], [R2]) == pytest.approx(1 - 0.5625)
 
 
+def test_r_score_of_a_program_that_derives_nothing_true():
+    """A generated CHAIN-XS-2 rule set and the four rules FOIL learned for it (H-score 0:
+    nothing they derive is true), by hand with §5.3: p5's best match is the fourth rule,
+    head 0 + p4 0 + p0(X0,X2)~p0(X1,X2) 1/4 over n_a = 3, so 1/12; p4's two learned rules
+    share no body predicate with it, (0 + 1 + 1)/3 = 2/3. R = 1 - (1/12 + 2/3)/2 = 0.625.
+    The head predicate and partial argument matches score although nothing derived is
+    true; leaving out the p4 rules costs 1 for p4: 1 - (1/12 + 1)/2 = 11/24."""
+    original = ["p5(X0,X1) :- p4(X0,X1), p0(X0,X2)", "p4(X0,X1) :- p0(X2,X1), p0(X0,X2)"]
+    learned = ["p4(X0,X1) :- p5(X0,X1), p1(X2,X1)", "p4(X0,X1) :- p5(X0,X1), p2(X2,X1)",
+               "p5(X0,X1) :- p4(X0,X1), p5(X2,X1)", "p5(X0,X1) :- p4(X0,X1), p0(X1,X2)"]
+    assert rule_distance(original[0], learned[3]) == pytest.approx(1 / 12)
+    assert rule_distance(original[0], learned[2]) == pytest.approx(1 / 3)
+    assert rule_distance(original[1], learned[0]) == pytest.approx(2 / 3)
+    assert r_score(original, learned) == pytest.approx(0.625)
+    assert r_score(original, learned[2:]) == pytest.approx(11 / 24)
+
+
 def test_rule_distance_identity_and_renaming():
     assert rule_distance("p(X,Y) :- q(X,Z), r(Z,Y)", "p(A,B) :- r(C,B), q(A,C)") == 0
     # best renaming: head 0, body both positions differ (2 x 1/4), n_a = 2
