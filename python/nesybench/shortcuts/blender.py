@@ -53,9 +53,13 @@ PRESETS = {"fast": {"resolution": [128, 128], "samples": 16},
            "paper": {"resolution": [320, 240], "samples": 128}}
 ENGINES = {"cycles": "CYCLES", "eevee": "BLENDER_EEVEE"}
 DEFAULTS = {"preset": "fast", "engine": "cycles", "materials": list(MATERIALS),
-            "sizes": ["small", "large"], "min_visible": 0.4, "retries": 200, "workers": 1}
+            "sizes": ["small", "large"], "min_visible": 0.4, "retries": 200, "workers": 1,
+            "scene": "auto", "grid": None}
 OPTION_KEYS = {"preset", "resolution", "samples", "engine", "materials", "sizes",
-               "min_visible", "retries", "workers"}
+               "min_visible", "retries", "workers", "scene", "grid"}
+#: ``scene``: ``objects`` (CLE4EVR), ``driving`` (miniBOIA, blender_driving.py) or ``auto``
+#: (driving when every concept is a miniBOIA concept name)
+SCENES = ("auto", "objects", "driving")
 
 # fixed scene: camera (CLEVR's), the area where objects stand
 CAMERA = {"location": [7.4, -6.9, 5.0], "target": [0.0, 0.0, 0.0], "lens": 45.0,
@@ -124,6 +128,18 @@ def options(task, overrides: dict | None = None) -> dict:
         if not isinstance(v, list) or not v or any(x not in vocab for x in v):
             raise NesyError(f"{k} must be a non-empty list of {', '.join(vocab)}, not {v!r}",
                             file=src, field=f"generate.blender.{k}")
+    from . import blender_driving as D  # noqa: PLC0415
+    if o["scene"] not in SCENES:
+        raise NesyError(f"unknown scene {o['scene']!r} ({', '.join(SCENES)})", file=src,
+                        field="generate.blender.scene")
+    if o["scene"] == "auto":
+        o["scene"] = "driving" if D.is_driving(task) else "objects"
+    if o["scene"] == "driving":
+        o["grid"] = D.grid_options(o["grid"], src)
+    elif o["grid"] is not None:
+        raise NesyError("grid applies to scene: driving", file=src, field="generate.blender.grid")
+    else:
+        del o["grid"]
     return o
 
 
@@ -152,8 +168,12 @@ def _objects_of(task, world) -> list[dict]:
     return [objs[i] for i in sorted(objs, key=str)]
 
 
-def check_vocabulary(task) -> None:
+def check_vocabulary(task, opts: dict | None = None) -> None:
     """Every concept value must be drawable (one line naming the first that is not)."""
+    if opts is not None and opts.get("scene") == "driving":
+        from . import blender_driving as D  # noqa: PLC0415
+        D.check(task)
+        return
     vocab = {"color": COLOURS, "shape": SHAPES, "size": SIZES, "material": MATERIALS}
     for v in task.variables:
         name = v.term[0] if isinstance(v.term, tuple) else v.name
@@ -166,23 +186,25 @@ def check_vocabulary(task) -> None:
                                     f"(known: {', '.join(vocab[attr])})", file=task.source)
 
 
-def _camera_basis():
-    c = np.array(CAMERA["location"], float)
-    f = np.array(CAMERA["target"], float) - c
+def _camera_basis(cam=None):
+    cam = cam or CAMERA
+    c = np.array(cam["location"], float)
+    f = np.array(cam["target"], float) - c
     f /= np.linalg.norm(f)
     r = np.cross(f, [0.0, 0.0, 1.0])
     r /= np.linalg.norm(r)
     return c, f, r, np.cross(r, f)
 
 
-def project(points, resolution) -> np.ndarray:
-    """Pixel coordinates ``[n, 2]`` (x right, y down) and depth of world points under the fixed
-    camera (Blender's sensor fit AUTO)."""
+def project(points, resolution, camera: dict | None = None) -> np.ndarray:
+    """Pixel coordinates ``[n, 2]`` (x right, y down) and depth of world points under the
+    camera (default: CLE4EVR's fixed one; Blender's sensor fit AUTO)."""
     w, h = resolution
-    c, f, r, u = _camera_basis()
+    cam = camera or CAMERA
+    c, f, r, u = _camera_basis(cam)
     d = np.asarray(points, float) - c
     z = d @ f
-    s = CAMERA["lens"] / CAMERA["sensor_width"]
+    s = cam["lens"] / cam["sensor_width"]
     sx, sy = (s, s * w / h) if w >= h else (s * h / w, s)
     nx = (d @ r) / z * sx + 0.5
     ny = (d @ u) / z * sy + 0.5
@@ -224,6 +246,9 @@ def _visible_fractions(objs, resolution) -> list[float] | None:
 
 def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> dict:
     """The scene description of one sample: a pure function of its arguments."""
+    if opts.get("scene") == "driving":
+        from . import blender_driving as D  # noqa: PLC0415
+        return D.describe(task, world, opts, seed=seed, split=split, index=index)
     rng = np.random.default_rng(derive_seed("rs-blender", task.name, seed, split, index))
     base = _objects_of(task, world)
     objs = []
@@ -283,8 +308,8 @@ def _material(bpy, name: str, rgb, kind: str):
     return mat
 
 
-def _build(bpy, desc: dict):
-    from mathutils import Vector  # noqa: PLC0415
+def _settings(bpy, desc: dict):
+    """An empty scene with the render settings of ``desc`` (CPU, one thread, fixed seed)."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     w, h = desc["render"]["resolution"]
@@ -304,6 +329,12 @@ def _build(bpy, desc: dict):
         c.use_adaptive_sampling = False
         c.use_denoising = False
         c.max_bounces = 4
+    return scene
+
+
+def _build(bpy, desc: dict):
+    from mathutils import Vector  # noqa: PLC0415
+    scene = _settings(bpy, desc)
     world = bpy.data.worlds.new("world")
     world.use_nodes = True
     bg = world.node_tree.nodes.get("Background")
@@ -393,13 +424,20 @@ def _render_job(job):
             import bpy  # noqa: PLC0415
             _BPY = bpy
         bpy = _BPY
-        scene, cam, objs = _build(bpy, desc)
+        if desc.get("scene") == "driving":
+            from . import blender_driving as D  # noqa: PLC0415
+            scene = _settings(bpy, desc)
+            cam, parts = D.build(bpy, desc)
+            annotate = lambda: D.annotate(scene, cam, parts, desc)  # noqa: E731
+        else:
+            scene, cam, objs = _build(bpy, desc)
+            annotate = lambda: _annotate(scene, cam, objs, desc)  # noqa: E731
         tmp_png = png + ".partial.png"
         scene.render.filepath = tmp_png
         bpy.ops.render.render(write_still=True)
         os.replace(tmp_png, png)
         a = {"image": os.path.basename(png), "hash": description_hash(desc), **desc,
-             **_annotate(scene, cam, objs, desc), "bpy_version": bpy.app.version_string}
+             **annotate(), "bpy_version": bpy.app.version_string}
         tmp_ann = ann + ".partial"
         with open(tmp_ann, "w", encoding="utf-8") as fh:
             json.dump(a, fh, sort_keys=True, indent=1)

@@ -300,8 +300,8 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
     if render == "blender":
         from . import blender as B  # noqa: PLC0415
         B.require_bpy(task.source)
-        B.check_vocabulary(task)
         opts = B.options(task, render_options)
+        B.check_vocabulary(task, opts)
         descs = {split: [B.describe(task, w, opts, seed=seed, split=split, index=k)
                          for k, w in enumerate(ws)] for split, (_, ws) in plan.items()}
         check_replaceable(out, overwrite=overwrite, inputs=inputs)

@@ -1,0 +1,211 @@
+"""``render: blender``, ``scene: driving``: miniBOIA road scenes in 3D (rendering skipped where
+bpy is not installed; the scene descriptions are pure NumPy and always tested)."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from nesybench.cli import main
+from nesybench.errors import NesyError
+from nesybench.shortcuts import blender as B
+from nesybench.shortcuts import blender_driving as D
+from nesybench.shortcuts.generate import generate
+from nesybench.shortcuts.task import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = ROOT / "curricula" / "rs" / "driving_3d.yaml"
+AMBULANCE = ROOT / "curricula" / "rs" / "driving_ambulance_3d.yaml"
+SMALL = {"resolution": [64, 64], "samples": 2}
+SIZES = {"train": 4, "val": 0, "test": 0, "ood": 1}
+needs_bpy = pytest.mark.skipif(not B.bpy_available(),
+                               reason=f"bpy is not installed ({B.INSTALL_HINT})")
+
+
+def _annotations(out: Path) -> dict:
+    return {f"{f.parent.name}/{f.name}": f.read_bytes() for f in sorted(out.glob("*/*.json"))}
+
+
+def _rows(out: Path, split: str) -> list[dict]:
+    with open(out / split / "labels.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _world_from_objects(task, ann) -> tuple:
+    """The concept vector read off the annotated scene: a concept is 1 iff an element shows it."""
+    shown = {o["concept"] for o in ann["objects"]}
+    return tuple(int(v.term in shown) for v in task.variables)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("driving") / "D"
+    res = generate(load_task(TASK), out, seed=3, samples=SIZES,
+                   render_options={**SMALL, "workers": 2})
+    return out, res
+
+
+@needs_bpy
+def test_labels_are_the_knowledge_on_the_annotated_scene(rendered):
+    out, res = rendered
+    assert res.counts == {"train": 4, "val": 0, "test": 0, "ood": 1}
+    assert res.blender == {"rendered": 5, "resumed": 0, "bpy_version": B.BPY_VERSION}
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["blender"]["scene"] == "driving"
+    assert man["blender"]["grid"] == {"rows": 5, "lane_width": 3.5, "cell_length": 5.0}
+    task = load_task(TASK)
+    names = task.label_names()
+    for split in ("train", "val", "test", "ood"):
+        for row in _rows(out, split):
+            img = Image.open(out / split / row["file"])
+            assert img.size == (64, 64) and np.asarray(img).std() > 1
+            ann = json.loads((out / split / row["file"].replace(".png", ".json")).read_text())
+            world = _world_from_objects(task, ann)
+            assert [str(x) for x in world] == [row[f"concept:{v.name}"] for v in task.variables]
+            assert ann["concepts"] == {c: int(c in {o["concept"] for o in ann["objects"]})
+                                       for c in D.CONCEPTS}
+            assert [str(y) for y in task.labels_of([world])[0]] == \
+                [row[f"label:{n}"] for n in names]
+            for o in ann["objects"]:
+                if o["kind"] in D.BUILDERS or o["kind"] == "lamp":
+                    x0, y0, x1, y1 = o["bbox"]
+                    assert 0 <= x0 < x1 <= 64 and 0 <= y0 < y1 <= 64, o
+    # action-balanced: the four train images show four different action vectors
+    acts = [tuple(r[f"label:{n}"] for n in names) for r in _rows(out, "train")]
+    assert len(set(acts)) == 4
+    # OOD worlds lie outside the support
+    support = set(task.support(seed=3))
+    ood = [tuple(int(r[f"concept:{v.name}"]) for v in task.variables) for r in _rows(out, "ood")]
+    assert not support & set(ood)
+
+
+@needs_bpy
+def test_same_seed_same_scenes_and_pixels(rendered, tmp_path):
+    out, _ = rendered
+    again = tmp_path / "again"
+    generate(load_task(TASK), again, seed=3, samples=SIZES, render_options={**SMALL, "workers": 1})
+    assert _annotations(again) == _annotations(out)
+    for f in sorted(out.glob("*/*.png")):
+        assert np.array_equal(np.asarray(Image.open(f)),
+                              np.asarray(Image.open(again / f.parent.name / f.name)))
+
+
+@needs_bpy
+def test_an_interrupted_run_resumes(rendered, tmp_path, monkeypatch):
+    out, _ = rendered
+    part = tmp_path / "part"
+    monkeypatch.setattr(B, "_INTERRUPT_AFTER", 3)
+    with pytest.raises(KeyboardInterrupt):
+        generate(load_task(TASK), part, seed=3, samples=SIZES, render_options=SMALL)
+    assert not part.exists()
+    assert len(list(B.partial_dir(part).glob("*/*.json"))) == 3
+    monkeypatch.setattr(B, "_INTERRUPT_AFTER", None)
+    res = generate(load_task(TASK), part, seed=3, samples=SIZES, render_options=SMALL)
+    assert res.blender["resumed"] == 3 and res.blender["rendered"] == 2
+    assert _annotations(part) == _annotations(out)
+    assert not B.partial_dir(part).exists()
+
+
+@needs_bpy
+def test_ambulance_knowledge_on_the_same_kind_of_scene(tmp_path):
+    task = load_task(AMBULANCE)
+    out = tmp_path / "amb"
+    assert main(["rs", "generate", str(AMBULANCE), "--out", str(out), "-q", "--samples",
+                 "train=2", "--samples", "val=0", "--samples", "test=0", "--samples", "ood=0",
+                 "--resolution", "48x48", "--render-samples", "1"]) == 0
+    for row in _rows(out, "train"):
+        ann = json.loads((out / "train" / row["file"].replace(".png", ".json")).read_text())
+        world = _world_from_objects(task, ann)
+        stop = int(any(world[task.var_index(c)] for c in
+                       ("car", "person", "rider", "other_obstacle")))
+        assert (row["label:stop"], row["label:forward"]) == (str(stop), str(1 - stop))
+
+
+# -- scene descriptions (no bpy) ----------------------------------------------------------------
+def test_every_true_concept_is_placed_visible_and_alone_in_its_slot():
+    task = load_task(TASK)
+    opts = B.options(task, {"resolution": [128, 128]})
+    assert opts["scene"] == "driving"
+    worlds = task.support(seed=0)[:40] + [(1,) * len(task.variables), (0,) * len(task.variables)]
+    for k, w in enumerate(worlds):
+        d = B.describe(task, w, opts, seed=0, split="train", index=k)
+        assert d == B.describe(task, w, opts, seed=0, split="train", index=k)
+        on = {v.term for v, x in zip(task.variables, w) if x == 1}
+        assert sorted(o["concept"] for o in d["objects"]) == sorted(on)
+        cells = [(o["lane"], o["row"], round(o["x"], 1)) for o in d["objects"]
+                 if o["kind"] in D.BUILDERS]
+        assert len(cells) == len(set(cells))
+        placed = [o for o in d["objects"] if o["kind"] in D.BUILDERS or o["kind"] == "lamp"]
+        vis = D.visible_fractions(placed, opts["resolution"], d["camera"])
+        assert vis is not None and all(v >= opts["min_visible"] for v in vis)
+        for o in d["objects"]:
+            if o["kind"] in D.BUILDERS:
+                lo, hi = D.PLACEMENT[o["concept"]][2], opts["grid"]["rows"] - 1 - \
+                    D.PLACEMENT[o["concept"]][3]
+                assert lo <= o["row"] <= hi and o["lane"] == D.PLACEMENT[o["concept"]][1]
+    other = B.describe(task, worlds[-2], opts, seed=1, split="train", index=0)
+    assert other["objects"] != B.describe(task, worlds[-2], opts, seed=0, split="train",
+                                          index=0)["objects"]
+
+
+def test_the_grid_is_an_option():
+    task = load_task(TASK)
+    opts = B.options(task, {"grid": {"rows": 6, "cell_length": 4.0}})
+    assert opts["grid"] == {"rows": 6, "lane_width": 3.5, "cell_length": 4.0}
+    d = B.describe(task, (1,) * len(task.variables), opts, seed=0, split="train", index=0)
+    assert max(o["row"] for o in d["objects"] if o["row"] is not None) <= 5
+    # the 2D task file's concepts draw a driving scene too (scene: auto)
+    assert B.options(load_task(ROOT / "curricula/rs/driving.yaml"))["scene"] == "driving"
+    assert B.options(load_task(ROOT / "curricula/rs/cle4evr.yaml"))["scene"] == "objects"
+    with pytest.raises(NesyError, match="could not lay out"):
+        B.describe(task, (1,) * len(task.variables), {**opts, "min_visible": 1.0, "retries": 2},
+                   seed=0, split="train", index=0)
+
+
+def _variant(tmp_path, edit) -> Path:
+    data = yaml.safe_load(TASK.read_text())
+    edit(data)
+    data["knowledge"] = str(ROOT / "kb/shortcuts/driving.lp")
+    p = tmp_path / "t.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d["generate"]["blender"].update(grid={"rows": 1}), "grid rows must be"),
+    (lambda d: d["generate"]["blender"].update(grid={"rows": 4.5}), "grid rows must be"),
+    (lambda d: d["generate"]["blender"].update(grid={"lanes": 3}), "unknown key 'lanes'"),
+    (lambda d: d["generate"]["blender"].update(grid="big"), "grid must be a mapping"),
+    (lambda d: d["generate"]["blender"].update(grid={"lane_width": True}), "lane_width"),
+    (lambda d: d["generate"]["blender"].update(scene="city"), "unknown scene 'city'"),
+    (lambda d: d["generate"]["blender"].update(scene="objects", grid=None),
+     "CLE4EVR objects"),
+    (lambda d: d["concepts"].append({"name": "wet_road", "domain": [0, 1]}),
+     "not wet_road"),
+    (lambda d: d["concepts"][0].update(domain=[0, 1, 2]), "must be Boolean"),
+])
+def test_bad_driving_options_one_line_exit_2(tmp_path, capsys, monkeypatch, edit, needle):
+    monkeypatch.setattr(B, "bpy_available", lambda: True)
+    path = _variant(tmp_path, edit)
+    assert main(["rs", "generate", str(path), "--out", str(tmp_path / "o"), "--samples", "4",
+                 "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and needle in err, err
+    assert not (tmp_path / "o").exists() and not B.partial_dir(tmp_path / "o").exists()
+
+
+def test_grid_on_an_objects_scene_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(B, "bpy_available", lambda: True)
+    data = yaml.safe_load((ROOT / "curricula/rs/cle4evr.yaml").read_text())
+    data["generate"]["blender"]["grid"] = {"rows": 3}
+    data["knowledge"] = str(ROOT / "kb/shortcuts/cle4evr.lp")
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(data))
+    assert main(["rs", "generate", str(p), "--out", str(tmp_path / "o"), "--samples", "4",
+                 "-q"]) == 2
+    assert "grid applies to scene: driving" in capsys.readouterr().err
