@@ -83,6 +83,10 @@ class GroundProgram:
     text_hash: str = ""
     #: ``(atom, node, observed value)`` of each ``evidence/1,2`` statement (node as in ``nodes``)
     evidence: list = field(default_factory=list)
+    #: which grounder made it (``prolog`` or ``problog``), and why ProbLog's engine ran where
+    #: the SWI-Prolog grounder was asked for first (the construct it does not handle)
+    grounder: str = "problog"
+    grounder_note: str | None = None
 
     @property
     def concepts(self) -> list[Choice]:
@@ -307,8 +311,13 @@ def _split_queries(clauses, text, source) -> tuple[list, list[str]]:
     return rest, found
 
 
+#: the grounders: ``auto`` (SWI-Prolog, with ProbLog's engine for a construct it does not
+#: handle), ``prolog`` (SWI-Prolog only) and ``problog`` (ProbLog's engine)
+GROUNDERS = ("auto", "prolog", "problog")
+
+
 def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
-           concept_decls=None, budget=None, clock=None) -> GroundProgram:
+           concept_decls=None, budget=None, clock=None, grounder: str = "auto") -> GroundProgram:
     """Ground ``program`` for the query shape ``queries`` (list of atoms over placeholders).
 
     ``queries`` may be omitted when the program states its own ``query/1`` facts (giving both
@@ -316,19 +325,21 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     condition every label (``GroundProgram.evidence``; the circuit computes ``P(q | e)``).
     ``budget`` (:class:`~nesybench.nesy.budget.Budget`, default limits) bounds the grounding.
 
+    ``grounder`` is one of :data:`GROUNDERS`: the default grounds in SWI-Prolog
+    (:mod:`nesybench.nesy.swi_ground`) and uses ProbLog's engine only for a construct that
+    grounder does not handle (``GroundProgram.grounder`` says which one ran).
+
     ``concept_order`` optionally lists ``(net, inputs_str)`` keys or input placeholder strings
     in the order the concept probabilities will be passed (default: order of appearance);
     ``concept_decls`` maps a key of ``concept_order`` to ``(net, values)`` for concepts the
     labels do not depend on (they get a choice of their own, which does not change any label
     probability).
     Raises :class:`NesyError` if a query grounds to nothing."""
-    from problog.errors import ProbLogError
-    from problog.logic import Clause, Term, Constant, term2list
-    from problog.program import SimpleProgram
+    from .budget import Budget
 
-    from .acyclic import to_dag
-    from .budget import Budget, budgeted_grounding
-
+    if grounder not in GROUNDERS:
+        raise NesyError(f"unknown grounder {grounder!r} (choose from {', '.join(GROUNDERS)})",
+                        field="grounder")
     text, source = read_program(text_or_path)
     parsed = parse(text, source, networks)
     clauses, own_queries = _split_queries(parsed, text, source)
@@ -343,20 +354,69 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     if not queries:
         raise NesyError("the query shape has no query atom", file=source, field="query")
     clock = clock or (budget or Budget()).start()
-    prog = SimpleProgram()
-    for cl in clauses:
-        prog.add_clause(cl)
-    qvars = []
+    qterms, qvars = [], []
     checker = ProgramChecker(text, source)
     checker.known = _defined(clauses)
-    for j, q in enumerate(queries):
+    for q in queries:
         qt = _query_term(q, source)
         try:
             checker.check_atom(qt, "query", qt)
         except NesyError as exc:
             raise NesyError(exc.message, file=source, field="query") from None
-        vs = _free_vars(qt)
-        qvars.append(vs)
+        qterms.append(qt)
+        qvars.append(_free_vars(qt))
+    raw, used, note = None, "problog", None
+    if grounder != "problog":
+        from .swi_ground import ProgramFault, Unsupported, ground_swi, split_evidence
+        rest, evidence = split_evidence(clauses)
+        try:
+            raw = ground_swi(rest, list(zip(qterms, qvars)), evidence,
+                             nn_values=parsed.nn_values, clock=clock, source=source)
+            used = "prolog"
+        except ProgramFault as exc:
+            if grounder == "prolog":
+                raise
+            note = exc.message     # ProbLog's engine names the goal's line and column
+        except Unsupported as exc:
+            if grounder == "prolog":
+                raise NesyError(f"the SWI-Prolog grounder does not handle {exc}; ground this "
+                                "program with --grounder problog", file=source) from None
+            note = str(exc)
+    if raw is None:
+        raw = _ground_problog(clauses, qterms, qvars, parsed, text, source, clock)
+    gp = _assemble(*raw, queries=queries, qvars=qvars, source=source,
+                   concept_order=concept_order, concept_decls=concept_decls)
+    gp.text_hash = hashlib.sha256(text.encode()).hexdigest()
+    gp.grounder, gp.grounder_note = used, note
+    return gp
+
+
+def refusal(sig: str, source, **where) -> NesyError:
+    """The one-line refusal of a call to ``sig`` (``name/arity``), a predicate the program
+    does not define and the engine does not have."""
+    if sig in engine_builtin_names() or sig.startswith("_"):
+        return NesyError(f"program refused: {sig} was called, and it is not allowed in a "
+                         "program (file, database, output and engine builtins do not exist "
+                         "in nesybench's engine; see nesybench.nesy.sandbox)", file=source,
+                         **where)
+    return NesyError(f"program refused: {sig} was called, and it is neither defined in the "
+                     "program nor an allowed builtin", file=source, **where)
+
+
+def _ground_problog(clauses, qterms, qvars, parsed, text, source, clock):
+    """Ground with ProbLog's engine (allow-listed builtins only): ``(choices, nodes, labels,
+    evidence)`` as :func:`nesybench.nesy.swi_ground.ground_swi` returns them."""
+    from problog.errors import ProbLogError
+    from problog.logic import Clause, Term, Constant, term2list
+    from problog.program import SimpleProgram
+
+    from .acyclic import to_dag
+    from .budget import budgeted_grounding
+
+    prog = SimpleProgram()
+    for cl in clauses:
+        prog.add_clause(cl)
+    for j, (qt, vs) in enumerate(zip(qterms, qvars)):
         head = Term(LABEL_FUNCTOR, Constant(j), *vs)
         prog.add_clause(Clause(head, qt))
         prog.add_clause(Term("query", Term(LABEL_FUNCTOR, Constant(j), *vs)))
@@ -374,8 +434,6 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     choice_of: dict = {}   # dag atom id -> (choice index, value index)
     choices: list[Choice] = []
     group_index: dict = {}
-    nodes: list = [None]
-    remap: dict[int, int] = {}
     for nid, node, kind in dag:
         if kind != "atom":
             continue
@@ -422,6 +480,42 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
                                   fact=True, learnable=learn))
             vi = 0
         choice_of[nid] = (ci, vi)
+
+    nodes: list = [None]
+    for nid, node, kind in dag:
+        if kind == "atom":
+            if nid in choice_of:
+                ci, vi = choice_of[nid]
+                nodes.append(("lit", ci, vi))
+            else:
+                nodes.append(("or", []))   # extra atom: never true
+        elif kind == "conj":
+            nodes.append(("and", list(node.children)))
+        elif kind == "disj":
+            nodes.append(("or", list(node.children)))
+        else:
+            raise NesyError(f"unsupported ground node {kind}", file=source)
+        assert len(nodes) - 1 == nid, "LogicDAG node ids must be dense"
+    evidence = [(str(atom), nid, value > 0) for atom, nid, value in dag.evidence_all()]
+    labels = []
+    for qterm, nid in dag.queries():
+        if nid is None:
+            continue   # impossible value
+        args = qterm.args[1:]
+        if args:
+            val = tuple(_py(a) for a in args)
+            val = val[0] if len(val) == 1 else val
+        else:
+            val = 1
+        labels.append((int(qterm.args[0]), val, nid))
+    return choices, nodes, labels, evidence
+
+
+def _assemble(choices, nodes, raw_labels, raw_evidence, *, queries, qvars, source,
+              concept_order, concept_decls) -> GroundProgram:
+    """The :class:`GroundProgram` of a grounder's output: residual outcomes of partial
+    annotated disjunctions, neural choices first (in ``concept_order``), evidence checked,
+    labels sorted by value."""
     # residual outcome of (partially grounded) numeric annotated disjunctions
     for ch in choices:
         if ch.probs is not None and not ch.fact:
@@ -458,27 +552,11 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
         order = pick + rest + [i for i in order if not choices[i].neural]
     new_index = {old: new for new, old in enumerate(order)}
     choices = [choices[i] for i in order]
-    choice_of = {nid: (new_index[ci], vi) for nid, (ci, vi) in choice_of.items()}
-
-    for nid, node, kind in dag:
-        if kind == "atom":
-            if nid in choice_of:
-                ci, vi = choice_of[nid]
-                nodes.append(("lit", ci, vi))
-            else:
-                nodes.append(("or", []))   # extra atom: never true
-        elif kind == "conj":
-            nodes.append(("and", list(node.children)))
-        elif kind == "disj":
-            nodes.append(("or", list(node.children)))
-        else:
-            raise NesyError(f"unsupported ground node {kind}", file=source)
-        remap[nid] = len(nodes) - 1
-    assert all(remap[k] == k for k in remap), "LogicDAG node ids must be dense"
+    nodes = [("lit", new_index[n[1]], n[2]) if n is not None and n[0] == "lit" else n
+             for n in nodes]
 
     evidence = []
-    for atom, nid, value in dag.evidence_all():
-        observed = value > 0
+    for atom, nid, observed in raw_evidence:
         if nid is None or (nid == 0 and not observed):    # the observation is impossible
             if observed or nid == 0:
                 raise NesyError(f"evidence {atom} = {str(observed).lower()} has probability 0",
@@ -486,22 +564,13 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
             continue                                       # false atom observed false
         if nid == 0:
             continue                                       # true atom observed true
-        evidence.append((str(atom), nid, observed))
+        evidence.append((atom, nid, observed))
 
     labels: list[Label] = [Label(query=q, values=[], nodes=[]) for q in queries]
-    for qterm, nid in dag.queries():
-        j = int(qterm.args[0])
-        if nid is None:
-            continue   # impossible value
-        args = qterm.args[1:]
-        if args:
-            val = tuple(_py(a) for a in args)
-            val = val[0] if len(val) == 1 else val
-        else:
-            val = 1
+    for j, val, nid in raw_labels:
         labels[j].values.append(val)
         labels[j].nodes.append(nid)
-    for j, (lab, vs) in enumerate(zip(labels, qvars)):
+    for lab, vs in zip(labels, qvars):
         if not vs:
             if not lab.nodes:
                 lab.values, lab.nodes = [0], [0]    # never provable: always false
@@ -516,8 +585,7 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
         pairs = sorted(zip(lab.values, lab.nodes), key=lambda vn: _sort_key(vn[0]))
         lab.values = [v for v, _ in pairs]
         lab.nodes = [n for _, n in pairs]
-    h = hashlib.sha256(text.encode()).hexdigest()
-    return GroundProgram(choices=choices, nodes=nodes, labels=labels, source=source, text_hash=h,
+    return GroundProgram(choices=choices, nodes=nodes, labels=labels, source=source,
                          evidence=evidence)
 
 
@@ -549,13 +617,7 @@ def _grounding_error(exc, text: str, source) -> NesyError:
     message = str(getattr(exc, "base_message", None) or exc).strip().splitlines()[0]
     if isinstance(exc, UnknownClause):
         sig = message.split("'")[1] if message.count("'") >= 2 else message
-        if sig in engine_builtin_names() or sig.startswith("_"):
-            return NesyError(f"program refused: {sig} was called, and it is not allowed in a "
-                             "program (file, database, output and engine builtins do not exist "
-                             "in nesybench's engine; see nesybench.nesy.sandbox)", file=source,
-                             **where)
-        return NesyError(f"program refused: {sig} was called, and it is neither defined in the "
-                         "program nor an allowed builtin", file=source, **where)
+        return refusal(sig, source, **where)
     return NesyError(f"grounding failed: {message}", file=source, **where)
 
 

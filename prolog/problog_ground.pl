@@ -1,0 +1,510 @@
+:- module(problog_ground,
+          [ pg_ground/3                 % +Text, +Limits, -Result
+          ]).
+/** <module> Ground ProbLog programs in SWI-Prolog
+
+The relevant ground program of a ProbLog program for its queries and evidence, computed by a
+meta-interpreter over the program's clauses held as *data*:
+
+  * the clauses are read from canonical text (`c(Head, Id, Body, Kind)` terms written by
+    nesybench's Python side) into a temporary module as facts; they are never called, so a
+    program cannot reach any predicate of this process. A goal is either resolved against
+    those facts, or it is one of the pure builtins of builtin/1 (unification, comparison,
+    arithmetic, type checks, term inspection), or it is refused;
+  * **phase 1** (tabled, d/2) finds the atoms of probabilistic predicates that may be true.
+    Tabling makes left recursion and cycles terminate. Deterministic predicates (those that
+    reach no probabilistic clause) run by plain resolution in clause order, so findall/3 and
+    if-then-else see their answers in Prolog's order;
+  * **phase 2** builds, for each relevant ground atom, the OR over its ground clause instances
+    of the AND over their body literals, plus the choice literal of a probabilistic fact or an
+    annotated-disjunction head (one choice per clause and substitution of all its variables,
+    as ProbLog groups them). Nodes are hash-consed in tries.
+
+Unsupported constructs (a cyclic ground program, findall/once over a probabilistic goal,
+non-ground answers of a probabilistic predicate) end with `unsupported(What)`, so that the
+caller can use ProbLog's own grounder instead.
+
+The result is a term of integers, lists and atoms (janus turns it into Python lists): see
+pg_ground/3.
+*/
+:- use_module(library(lists)).
+:- use_module(library(apply)).
+:- use_module(library(pairs)).
+:- use_module(safe_load, [with_time_limit/2]).
+
+%!  pg_ground(+Text:string, +Limits:list, -Result) is det.
+%
+%   Ground the program in Text: `c(Head, Id, Body, Kind)` clauses (Kind is `det`, `fact(P)`
+%   or `ad(Index, P, Vars)`), `q(J, Goal, Vars)` queries and `e(K, Atom, Value)` evidence.
+%   Limits holds `max_nodes(N)`, `seconds(S)` and `stack_bytes(B)` (`none` for no limit).
+%
+%   Result is `[ok, Choices, Nodes, Labels, Evidence]`:
+%     - Choices: `[Kind, Key, Values]` per choice (Kind `fact`, `ad` or `nn`; for `nn` the
+%       Key is `[Net, Inputs, Decl]`), Values `[[Index, HeadText, Prob], ...]` in index order;
+%     - Nodes: node I (1-based) is `[0, Choice, Index]` (a literal), `[1|Kids]` (and) or
+%       `[2|Kids]` (or); a kid -K is the negation of node K; node 0 is *true*;
+%     - Labels: `[J, Values, Node]` per answer of query J (Node `false`: never true);
+%     - Evidence: `[K, AtomText, Node, Value]`.
+%   or `[Kind, Message]` with Kind `unsupported`, `refused` (Message: Name/Arity), `budget`
+%   or `error` (lists and atoms only: janus turns them into Python values).
+pg_ground(Text, Limits, Result) :-
+    option_value(Limits, seconds, Seconds),
+    catch(in_temporary_module(M, declare(M),
+                              limited(Seconds, Limits, ground_text(M, Text, Limits, R0))),
+          E, error_result(E, R0)),
+    !,
+    Result = R0.
+
+declare(M) :-
+    dynamic([M:'$def'/2, M:'$prob'/2, M:'$node'/2, M:'$choice'/2, M:'$cval'/3,
+             M:'$ans'/3]).
+
+%   limited(+Seconds, +Limits, :Goal): once(Goal) under the time limit and the stack limit of
+%   Limits; the tables of this grounding are dropped afterwards, whatever happens
+limited(Seconds, Limits, Goal) :-
+    arg(1, Goal, M),
+    setup_call_cleanup(true, timed(Seconds, stack_bounded(Limits, Goal)),
+                       retractall(M:'$ans'(_, _, _))).
+
+timed(none, Goal) :- !, once(Goal).
+timed(Seconds, Goal) :- with_time_limit(Seconds, Goal).
+
+stack_bounded(Limits, Goal) :-
+    option_value(Limits, stack_bytes, Bytes),
+    current_prolog_flag(stack_limit, Old),
+    (   integer(Bytes)
+    ->  statistics(stack, Used), Limit is min(Old, Used + Bytes)
+    ;   Limit = Old
+    ),
+    setup_call_cleanup(set_prolog_flag(stack_limit, Limit), once(Goal),
+                       set_prolog_flag(stack_limit, Old)).
+
+option_value(Limits, Name, Value) :-
+    Opt =.. [Name, V],
+    (   memberchk(Opt, Limits) -> Value = V ; Value = none ).
+
+error_result(pg_unsupported(What), [unsupported, What]) :- !.
+error_result(pg_refused(F/A), [refused, Text]) :- !, format(string(Text), "~w/~w", [F, A]).
+error_result(pg_budget(Msg), [budget, Msg]) :- !.
+error_result(pg_error(Msg), [error, Text]) :- !, format(string(Text), "~w", [Msg]).
+error_result(time_limit_exceeded, [budget, time]) :- !.
+error_result(error(resource_error(What), _), [budget, Msg]) :- !,
+    format(string(Msg), "memory (~w)", [What]).
+error_result(E, [error, Msg]) :- error_text(E, Msg).
+
+error_text(E, Msg) :-
+    catch(( '$messages':translate_message(E, Lines, []),
+            with_output_to(string(Msg0),
+                           print_message_lines(current_output, '', Lines)) ),
+          _, fail), !,
+    split_string(Msg0, "\n", " ", [Msg|_]).
+error_text(E, Msg) :- format(string(Msg), "~q", [E]).
+
+%   ground_text(+M, +Text, +Limits, -Result)
+ground_text(M, Text, Limits, [ok, Choices, Nodes, Labels, Evidence]) :-
+    setup_call_cleanup(open_string(Text, In), read_program(In, M, Qs, Es), close(In)),
+    mark_probabilistic(M),
+    option_value(Limits, max_nodes, MaxNodes),
+    trie_new(CallT), trie_new(NodeT), trie_new(ChoiceT),
+    S = st(CallT, NodeT, ChoiceT, 0, 0, MaxNodes, M, 0),
+    maplist(query_label(S), Qs, Labelss), append(Labelss, Labels),
+    maplist(evidence_node(S), Es, Evidence),
+    arg(4, S, NNodes), arg(5, S, NChoices),
+    node_list(M, 1, NNodes, Nodes),
+    choice_list(M, 0, NChoices, Choices).
+
+% -- reading the program ------------------------------------------------------------------
+
+read_program(In, M, Qs, Es) :-
+    read_term(In, T, []),
+    (   T == end_of_file
+    ->  Qs = [], Es = []
+    ;   store(T, M, Qs, Qs1, Es, Es1),
+        read_program(In, M, Qs1, Es1)
+    ).
+
+store(c(Head, Id, Body, Kind), M, Qs, Qs, Es, Es) :- !,
+    functor(Head, F, A),
+    (   M:'$def'(F, A) -> true ; assertz(M:'$def'(F, A)) ),
+    ext(Head, Id, Body, Kind, E),
+    assertz(M:E).
+store(q(J, G, Vs), _, [q(J, G, Vs)|Qs], Qs, Es, Es) :- !.
+store(e(K, A, V), _, Qs, Qs, [e(K, A, V)|Es], Es) :- !.
+store(T, _, _, _, _, _) :- throw(pg_error(bad_input(T))).
+
+%   ext(?Head, ?Id, ?Body, ?Kind, ?Ext): the stored fact of a clause: the head's functor
+%   prefixed (so that no name can clash with a predicate of the temporary module) and three
+%   arguments appended, so that SWI-Prolog's indexing works on the head's own arguments.
+ext(Head, Id, Body, Kind, E) :-
+    compound_name_arguments_(Head, F, As),
+    atom_concat('u ', F, F1),
+    append(As, [Id, Body, Kind], As1),
+    compound_name_arguments(E, F1, As1).
+
+compound_name_arguments_(Head, F, As) :-
+    (   compound(Head) -> compound_name_arguments(Head, F, As)
+    ;   atom(Head) -> F = Head, As = []
+    ;   throw(pg_error(not_callable(Head)))
+    ).
+
+defined(M, G) :-
+    compound_name_arguments_(G, F, As), length(As, A),
+    M:'$def'(F, A).
+
+%   mark_probabilistic(+M): '$prob'(F, A) for each predicate that has a probabilistic clause
+%   or calls one (also under negation, findall, call/N), and for each predicate whose body
+%   calls a goal only known at run time (it may reach anything).
+mark_probabilistic(M) :-
+    findall(F/A-Q, (M:'$def'(F, A), functor(H, F, A), ext(H, _, B, K, E), M:E,
+                    clause_calls(K, B, Q)), Edges0),
+    sort(Edges0, Edges),
+    findall(P, member(P-prob, Edges), Seeds0), sort(Seeds0, Seeds),
+    propagate(Seeds, Edges, Seeds, Prob),
+    forall(member(F/A, Prob), assertz(M:'$prob'(F, A))).
+
+clause_calls(K, _, prob) :- K \== det.
+clause_calls(_, B, Q) :- body_calls(B, Q).
+
+body_calls(G, prob) :- var(G), !.
+body_calls(G, Q) :- control(G, Subs), !, member(S, Subs), body_calls(S, Q).
+body_calls(G, Q) :- compound(G), compound_name_arguments(G, call, [G0|Extra]), !,
+    (   var(G0) -> Q = prob ; add_args(G0, Extra, G1), body_calls(G1, Q) ).
+body_calls(G, F/A) :- callable(G), functor(G, F, A).
+
+control((A, B), [A, B]).
+control((A ; B), [A, B]).
+control((A -> B), [A, B]).
+control(\+ A, [A]).
+control(not(A), [A]).
+control(once(A), [A]).
+control(findall(_, G, _), [G]).
+control(forall(A, B), [A, B]).
+
+propagate(Frontier, Edges, Known, Prob) :-
+    findall(P, (member(Q, Frontier), member(P-Q, Edges), \+ memberchk(P, Known)), New0),
+    sort(New0, New),
+    (   New == []
+    ->  Prob = Known
+    ;   append(Known, New, Known1), propagate(New, Edges, Known1, Prob)
+    ).
+
+probabilistic(M, G) :-
+    compound_name_arguments_(G, F, As), length(As, A),
+    M:'$prob'(F, A).
+
+%   det_goal(+M, +G): G reaches no probabilistic clause (known now, before running it)
+det_goal(_, G) :- var(G), !, fail.
+det_goal(M, G) :- control(G, Subs), !, forall(member(S, Subs), det_goal(M, S)).
+det_goal(M, G) :- compound(G), compound_name_arguments(G, call, [G0|Extra]), !,
+    nonvar(G0), add_args(G0, Extra, G1), det_goal(M, G1).
+det_goal(M, G) :- \+ probabilistic(M, G).
+
+add_args(G0, [], G0) :- !.
+add_args(G0, Extra, G) :-
+    compound_name_arguments_(G0, F, As0),
+    append(As0, Extra, As),
+    compound_name_arguments(G, F, As).
+
+% -- deterministic goals ------------------------------------------------------------
+
+%   solve(+M, +Goal, +Depth): a deterministic Goal (one that reaches no probabilistic clause)
+%   by resolution in clause order, so findall/3 and if-then-else see answers in Prolog's
+%   order; Depth bounds the recursion
+solve(_, G, _) :- var(G), !, throw(error(instantiation_error, _)).
+solve(_, true, _) :- !.
+solve(M, (A, B), D) :- !, solve(M, A, D), solve(M, B, D).
+solve(M, (C -> T ; E), D) :- !,
+    (   solve_condition(M, C, D) -> solve(M, T, D) ; solve(M, E, D) ).
+solve(M, (A ; B), D) :- !, ( solve(M, A, D) ; solve(M, B, D) ).
+solve(M, (C -> T), D) :- !, solve_condition(M, C, D), !, solve(M, T, D).
+solve(M, \+ G, D) :- !, solve_not(M, G, D).
+solve(M, not(G), D) :- !, solve_not(M, G, D).
+solve(M, G, D) :- meta(M, G, D, G1), !, solve(M, G1, D).
+solve(M, once(G), D) :- !, deterministic(M, G, once/1), once(solve(M, G, D)).
+solve(M, findall(T, G, L), D) :- !,
+    deterministic(M, G, findall/3), findall(T, solve(M, G, D), L).
+solve(M, forall(C, A), D) :- !,
+    deterministic(M, (C, A), forall/2), \+ ( solve(M, C, D), \+ solve(M, A, D) ).
+solve(_, G, _) :- builtin(G), !, call_builtin(G).
+solve(M, G, D) :- defined(M, G), !,
+    (   probabilistic(M, G)
+    ->  format(string(Msg), "~q, a probabilistic goal where a deterministic one is needed",
+               [G]),
+        throw(pg_unsupported(Msg))
+    ;   D1 is D + 1,
+        (   D1 > 100000
+        ->  throw(pg_unsupported("a deterministic recursion deeper than 100,000 calls"))
+        ;   true
+        ),
+        ext(G, _, B, _, E), M:E, solve(M, B, D1)
+    ).
+solve(_, G, _) :- functor(G, F, A), throw(pg_refused(F/A)).
+
+solve_not(M, G, D) :-
+    deterministic(M, G, (\+)/1),
+    \+ solve(M, G, D).
+
+solve_condition(M, C, D) :-
+    deterministic(M, C, (->)/2),
+    solve(M, C, D).
+
+deterministic(M, G, _) :- det_goal(M, G), !.
+deterministic(_, _, What) :-
+    format(string(Msg), "~q over a probabilistic goal", [What]),
+    throw(pg_unsupported(Msg)).
+
+%   meta(+M, +G, +D, -G1): call/N as the goal it calls
+meta(_, G, _, G1) :-
+    compound(G), compound_name_arguments(G, call, [G0|Extra]),
+    (   var(G0) -> throw(error(instantiation_error, _)) ; true ),
+    add_args(G0, Extra, G1).
+
+% -- builtins --------------------------------------------------------------------------
+
+%!  builtin(+Goal) is semidet.
+%
+%   Goal is one of the pure builtins a program may call (the table of nesybench's ProbLog
+%   allow-list): nothing outside this table is ever called.
+builtin(G) :- functor(G, F, A), builtin(F, A).
+
+builtin(true, 0).   builtin(fail, 0).   builtin(false, 0).
+builtin(=, 2).      builtin(\=, 2).     builtin(==, 2).     builtin(\==, 2).
+builtin(@<, 2).     builtin(@=<, 2).    builtin(@>, 2).     builtin(@>=, 2).
+builtin(compare, 3).
+builtin(is, 2).     builtin(<, 2).      builtin(=<, 2).     builtin(>, 2).
+builtin(>=, 2).     builtin(=:=, 2).    builtin(=\=, 2).    builtin(between, 3).
+builtin(succ, 2).   builtin(plus, 3).
+builtin(var, 1).    builtin(nonvar, 1). builtin(atom, 1).   builtin(atomic, 1).
+builtin(compound, 1). builtin(callable, 1). builtin(float, 1). builtin(integer, 1).
+builtin(number, 1). builtin(is_list, 1). builtin(ground, 1).
+builtin(functor, 3). builtin(arg, 3).   builtin(=.., 2).    builtin(atom_number, 2).
+builtin(length, 2). builtin(sort, 2).   builtin(subsumes_term, 2).
+builtin(memberchk_ground, 2). builtin(ground_list, 2).
+
+call_builtin(memberchk_ground(X, L)) :- !, is_list(L), ground(L), memberchk(X, L).
+call_builtin(ground_list(L, B)) :- !,
+    (   is_list(L), ground(L) -> B = true ; B = false ).
+call_builtin(G) :- call(G).
+
+% -- phase 2: the ground program ---------------------------------------------------------
+
+%   state: st(CallTrie, NodeTrie, ChoiceTrie, NodeCount, ChoiceCount, MaxNodes, Module,
+%             CallCount)
+
+query_label(S, q(J, G, Vs), Labels) :-
+    arg(7, S, M),
+    findall(Vs-N, (prove(S, M, G, [], Ls), conj(S, Ls, N)), Pairs0),
+    (   member(Vs1-_, Pairs0), \+ ground(Vs1)
+    ->  format(string(Msg), "query ~q has an answer that is not ground", [G]),
+        throw(pg_unsupported(Msg))
+    ;   true
+    ),
+    keysort(Pairs0, Pairs),
+    group_pairs_by_key(Pairs, Groups),
+    findall([J, Values, N],
+            ( member(Vs2-Ns, Groups), disj(S, Ns, N),
+              maplist(py_value, Vs2, Values) ),
+            Labels).
+
+evidence_node(S, e(K, A, V), [K, Text, N, V]) :-
+    arg(7, S, M),
+    findall(N0, (prove(S, M, A, [], Ls), conj(S, Ls, N0)), Ns),
+    disj(S, Ns, N),
+    term_text(A, Text).
+
+%   prove(+S, +M, +Goal, +Lits0, -Lits): one proof of Goal; Lits adds its literal nodes
+prove(_, _, G, _, _) :- var(G), !, throw(error(instantiation_error, _)).
+prove(_, _, true, L, L) :- !.
+prove(S, M, (A, B), L0, L) :- !, prove(S, M, A, L0, L1), prove(S, M, B, L1, L).
+prove(S, M, (C -> T ; E), L0, L) :- !,
+    (   solve_condition(M, C, 0) -> prove(S, M, T, L0, L) ; prove(S, M, E, L0, L) ).
+prove(S, M, (A ; B), L0, L) :- !, ( prove(S, M, A, L0, L) ; prove(S, M, B, L0, L) ).
+prove(S, M, (C -> T), L0, L) :- !, solve_condition(M, C, 0), !, prove(S, M, T, L0, L).
+prove(S, M, \+ G, L0, L) :- !, prove_not(S, M, G, L0, L).
+prove(S, M, not(G), L0, L) :- !, prove_not(S, M, G, L0, L).
+prove(S, M, G, L0, L) :- meta(M, G, 0, G1), !, prove(S, M, G1, L0, L).
+prove(_, M, G, L, L) :- det_goal(M, G), !, solve(M, G, 0).
+prove(_, M, G, _, _) :- control(G, _), !,
+    functor(G, F, A), deterministic(M, G, F/A).
+prove(S, M, G, L0, L) :-
+    defined(M, G), !,
+    call_answers(S, M, G, Id),
+    M:'$ans'(Id, G, N),
+    add_lit(N, L0, L).
+prove(_, _, G, _, _) :- functor(G, F, A), throw(pg_refused(F/A)).
+
+prove_not(S, M, G, L0, L) :-
+    (   det_goal(M, G)
+    ->  \+ solve(M, G, 0), L = L0
+    ;   findall(N, (prove(S, M, G, [], Ls), conj(S, Ls, N)), Ns),
+        disj(S, Ns, D),
+        (   D == false -> L = L0
+        ;   D == 0 -> fail
+        ;   Neg is -D, L = [Neg|L0]
+        )
+    ).
+
+add_lit(false, _, _) :- !, fail.
+add_lit(0, L, L) :- !.
+add_lit(N, L, [N|L]).
+
+%   call_answers(+S, +M, +G, -Id): the answers of call G (a probabilistic predicate) are
+%   '$ans'(Id, Atom, Node): each ground atom G may be, with the OR of its clause instances.
+%   Memoised per variant of G (so a clause body is proved once per call, not once per
+%   answer); a call that reaches its own variant again is a cycle.
+call_answers(S, M, G, Id) :-
+    arg(1, S, CT),
+    (   trie_lookup(CT, G, V)
+    ->  (   V = done(Id)
+        ->  true
+        ;   throw(pg_unsupported("a cyclic program (a call depends on itself)"))
+        )
+    ;   trie_insert(CT, G, pending),
+        copy_term(G, G1),
+        findall(G1-N, body_node(S, M, G1, N), Pairs0),
+        (   member(A-_, Pairs0), \+ ground(A)
+        ->  format(string(Msg), "a probabilistic atom with variables (~q)", [A]),
+            throw(pg_unsupported(Msg))
+        ;   true
+        ),
+        keysort(Pairs0, Pairs),
+        group_pairs_by_key(Pairs, Groups),
+        arg(8, S, Calls), Id is Calls + 1, nb_setarg(8, S, Id),
+        forall(member(A-Ns, Groups),
+               ( disj(S, Ns, N), N \== false -> assertz(M:'$ans'(Id, A, N)) ; true )),
+        trie_update(CT, G, done(Id))
+    ).
+
+body_node(S, M, A, N) :-
+    ext(A, Id, B, K, E),
+    M:E,
+    prove(S, M, B, [], Ls),
+    head_literal(K, S, Id, A, Ls, Ls1),
+    conj(S, Ls1, N).
+
+head_literal(det, _, _, _, Ls, Ls).
+head_literal(fact(P), S, Id, A, Ls, [L|Ls]) :-
+    choice_literal(S, fact(Id, A), P, A, 0, L).
+head_literal(ad(I, P, Vars), S, Id, A, Ls, [L|Ls]) :-
+    (   ground(Vars) -> true
+    ;   format(string(Msg), "an annotated disjunction with a variable left after its body (~q)",
+               [A]),
+        throw(pg_unsupported(Msg))
+    ),
+    choice_literal(S, ad(Id, Vars), P, A, I, L).
+
+choice_literal(S, Key, P, Head, I, L) :-
+    arg(3, S, CT), arg(7, S, M),
+    (   trie_lookup(CT, Key, C)
+    ->  true
+    ;   arg(5, S, C), C1 is C + 1, nb_setarg(5, S, C1),
+        trie_insert(CT, Key, C),
+        choice_info(Key, P, Info),
+        assertz(M:'$choice'(C, Info))
+    ),
+    (   M:'$cval'(C, I, _)
+    ->  true
+    ;   probability(P, D), term_text(Head, HT),
+        assertz(M:'$cval'(C, I, [I, HT, D]))
+    ),
+    node(S, lit(C, I), L).
+
+choice_info(fact(_, A), _, [fact, Text]) :- !, term_text(A, Text).
+choice_info(_, nesy__nn(Net, Inputs, _, Decl), [nn, [NetT, InputTs, Decl]]) :- !,
+    term_text(Net, NetT), maplist(term_text, Inputs, InputTs).
+choice_info(_, _, [ad, ""]).
+
+%   probability(+P, -D): a number, t-Init (learnable; Init a number or none), or nn
+probability(P, P) :- number(P), !.
+probability(t(X), t-V) :- !,
+    (   var(X) -> V = none ; probability(X, V) ).
+probability(nesy__nn(_, _, _, _), nn) :- !.
+probability(P, V) :-
+    catch(V is P, _, fail), number(V), !.
+probability(P, _) :-
+    format(string(Msg), "probability ~q is not a number", [P]),
+    throw(pg_error(Msg)).
+
+conj(S, Ls0, N) :-
+    sort(Ls0, Ls),
+    (   Ls == [] -> N = 0
+    ;   Ls = [X] -> N = X
+    ;   node(S, and(Ls), N)
+    ).
+
+disj(S, Ns0, N) :-
+    exclude(==(false), Ns0, Ns1),
+    (   memberchk(0, Ns1) -> N = 0
+    ;   sort(Ns1, Ns),
+        (   Ns == [] -> N = false
+        ;   Ns = [X] -> N = X
+        ;   node(S, or(Ns), N)
+        )
+    ).
+
+%   node(+S, +Key, -Id): the hash-consed node Key (lit(C, I), and(Kids) or or(Kids))
+node(S, Key, Id) :-
+    arg(2, S, NT),
+    (   trie_lookup(NT, Key, Id)
+    ->  true
+    ;   arg(4, S, N0), Id is N0 + 1, nb_setarg(4, S, Id),
+        arg(6, S, Max),
+        (   integer(Max), Id > Max
+        ->  format(string(Msg), "nodes(~d)", [Max]), throw(pg_budget(Msg))
+        ;   true
+        ),
+        trie_insert(NT, Key, Id),
+        arg(7, S, M),
+        assertz(M:'$node'(Id, Key))
+    ).
+
+% -- output ------------------------------------------------------------------------------
+
+node_list(_, I, N, []) :- I > N, !.
+node_list(M, I, N, [Out|Rest]) :-
+    M:'$node'(I, Key),
+    node_out(Key, Out),
+    I1 is I + 1,
+    node_list(M, I1, N, Rest).
+
+node_out(lit(C, I), [0, C, I]).
+node_out(and(Ks), [1|Ks]).
+node_out(or(Ks), [2|Ks]).
+
+choice_list(_, C, N, []) :- C >= N, !.
+choice_list(M, C, N, [[Kind, Key, Values]|Rest]) :-
+    M:'$choice'(C, [Kind, Key]),
+    findall(I-V, M:'$cval'(C, I, V), Pairs0),
+    keysort(Pairs0, Pairs), pairs_values(Pairs, Values),
+    C1 is C + 1,
+    choice_list(M, C1, N, Rest).
+
+%   py_value(+T, -V): a label value for Python: numbers and atoms as they are, other terms
+%   as text
+py_value(T, T) :- number(T), !.
+py_value([], "[]") :- !.
+py_value(T, T) :- atom(T), !.
+py_value(T, V) :- term_text(T, V).
+
+%!  term_text(+Term, -Text:string) is det.
+%
+%   Term written as ProbLog writes terms (compound arguments joined by ",", list elements by
+%   ", ", operators in canonical form), so that keys match those of ProbLog's grounder.
+term_text(T, Text) :- with_output_to(string(Text), write_term_pl(T)).
+
+write_term_pl(T) :- var(T), !, write('_').
+write_term_pl(T) :- number(T), !, write(T).
+write_term_pl(T) :- atom(T), !, writeq(T).
+write_term_pl(T) :- string(T), !, writeq(T).
+write_term_pl([H|T]) :- !, write('['), write_term_pl(H), write_tail(T).
+write_term_pl(T) :-
+    compound_name_arguments(T, F, As),
+    writeq(F), write('('), write_args(As), write(')').
+
+write_tail(T) :- T == [], !, write(']').
+write_tail(T) :- nonvar(T), T = [H|R], !, write(', '), write_term_pl(H), write_tail(R).
+write_tail(T) :- write(' | '), write_term_pl(T), write(']').
+
+write_args([A]) :- !, write_term_pl(A).
+write_args([A|As]) :- write_term_pl(A), write(','), write_args(As).
+write_args([]).
