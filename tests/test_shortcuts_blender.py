@@ -168,3 +168,26 @@ def test_scene_descriptions_are_pure_and_in_view():
     with pytest.raises(NesyError, match="could not place"):
         B.describe(task, w, {**opts, "min_visible": 1.0, "retries": 3}, seed=0, split="train",
                    index=5)
+
+
+def test_objects_stand_left_to_right_in_index_order():
+    """Object 1 is the leftmost in the picture, so a concept per object index names what a
+    model can see."""
+    task = load_task(TASK)
+    opts = B.options(task, SMALL)
+    w = ("red", "green", "blue", "cube", "sphere", "cylinder")
+    for index in range(30):
+        objs = B.describe(task, w, opts, seed=1, split="train", index=index)["objects"]
+        px = B.project([[o["x"], o["y"], 0.0] for o in objs], opts["resolution"])[:, 0]
+        assert list(px) == sorted(px)
+        assert [(o["color"], o["shape"]) for o in objs] == list(zip(w[:3], w[3:]))
+
+
+def test_a_task_without_shapes_gets_random_shapes():
+    task = load_task({"name": "colours", "knowledge": "kb/shortcuts/cle4evr.lp",
+                      "concepts": [{"name": "color", "count": 2, "domain": ["red", "blue"]}]})
+    opts = B.options(task, SMALL)
+    assert opts["scene"] == "objects"
+    shapes = {o["shape"] for k in range(20) for o in
+              B.describe(task, ("red", "blue"), opts, seed=0, split="train", index=k)["objects"]}
+    assert shapes == set(B.SHAPES)

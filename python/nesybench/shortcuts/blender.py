@@ -4,7 +4,8 @@
   index (a NumPy ``Generator`` seeded by :func:`~nesybench.io.derive_seed`): the objects'
   concepts come from the sampled world, the nuisances (material, size where they are not
   concepts, position, rotation) from the generator. Positions are drawn without overlap
-  (greedy rejection); a whole layout is drawn again when an object would leave the picture or
+  (greedy rejection) and given to the objects from left to right in the picture (object 1 is
+  the leftmost; ``scene: driving`` is in blender_driving.py); a whole layout is drawn again when an object would leave the picture or
   show less than ``min_visible`` of its projected box behind nearer objects (at most
   ``retries`` layouts).
 * **Rendering** builds each scene in code from Blender primitives (cube, UV sphere, cylinder)
@@ -255,22 +256,30 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
     for b in base:
         size = b.get("size") or opts["sizes"][int(rng.integers(len(opts["sizes"])))]
         mat = b.get("material") or opts["materials"][int(rng.integers(len(opts["materials"])))]
-        objs.append({"color": b["color"], "shape": b["shape"], "material": mat, "size": size,
+        # a task without a colour (shape) concept gets a random one per object: a nuisance
+        col = b.get("color") or sorted(COLOURS)[int(rng.integers(len(COLOURS)))]
+        shape = b.get("shape") or SHAPES[int(rng.integers(len(SHAPES)))]
+        objs.append({"color": col, "shape": shape, "material": mat, "size": size,
                      "radius": SIZES[size]})
+    # positions are drawn apart for the largest object, then given to the objects from left to
+    # right in the picture: object 1 is the leftmost, so color(1), shape(1), ... name what a
+    # model can see (a concept per object index is learnable and its accuracy meaningful)
+    rmax = max((o["radius"] for o in objs), default=0.0)
     for attempt in range(opts["retries"]):
-        placed = []
-        for o in objs:
+        spots = []
+        for _ in objs:
             for _ in range(100):
                 x, y = (float(v) for v in rng.uniform(-AREA, AREA, size=2))
-                if all(math.hypot(x - q["x"], y - q["y"]) >= o["radius"] + q["radius"] + GAP
-                       for q in placed):
+                if all(math.hypot(x - q[0], y - q[1]) >= 2 * rmax + GAP for q in spots):
                     break
             else:
                 break
-            placed.append({**o, "x": round(x, 6), "y": round(y, 6),
-                           "rotation": round(float(rng.uniform(0, 360)), 6)})
-        if len(placed) < len(objs):
+            spots.append((round(x, 6), round(y, 6), round(float(rng.uniform(0, 360)), 6)))
+        if len(spots) < len(objs):
             continue
+        px = project([[x, y, 0.0] for x, y, _ in spots], opts["resolution"])[:, 0]
+        spots = [spots[i] for i in sorted(range(len(spots)), key=lambda i: (px[i], i))]
+        placed = [{**o, "x": x, "y": y, "rotation": r} for o, (x, y, r) in zip(objs, spots)]
         vis = _visible_fractions(placed, opts["resolution"])
         if vis is not None and min(vis) >= opts["min_visible"]:
             break
