@@ -46,6 +46,10 @@ is needed.
 operations and ``S · B`` categorical draws per choice. Time and memory are linear in ``S`` and in
 the size of the ground program (not of a circuit), so it runs wherever grounding does.
 Results are reproducible for a fixed seed (``seed=`` or the global torch seed).
+
+The other approximate method, ``--inference topk:K`` (:mod:`nesybench.nesy.topk`), keeps the
+``K`` most probable proofs of every node instead: deterministic, a lower bound of the exact
+probability (without negation), with exact gradients of that bound.
 """
 from __future__ import annotations
 
@@ -58,8 +62,8 @@ from ..errors import NesyError
 from .learnable import LearnableProbabilities
 from .semantics import LabelSemantics, index_labels
 
-#: the inference methods a user can pick (``exact`` or ``sample:S``)
-INFERENCE = ("exact", "sample")
+#: the inference methods a user can pick (``exact``, ``sample:S`` or ``topk:K``)
+INFERENCE = ("exact", "sample", "topk")
 #: samples per example when ``sample`` is given without a number
 DEFAULT_SAMPLES = 1000
 #: booleans held at once while evaluating the ground DAG (nodes x columns); larger batches of
@@ -68,7 +72,9 @@ CHUNK_ELEMENTS = 1 << 27
 
 
 def parse_inference(spec: str | None) -> tuple[str, int | None]:
-    """``"exact"`` -> ``("exact", None)``; ``"sample:S"`` / ``"sample"`` -> ``("sample", S)``."""
+    """``"exact"`` -> ``("exact", None)``; ``"sample:S"`` / ``"sample"`` -> ``("sample", S)``;
+    ``"topk:K"`` / ``"topk"`` -> ``("topk", K)`` (the K best proofs,
+    :mod:`nesybench.nesy.topk`)."""
     spec = (spec or "exact").strip()
     if spec == "exact":
         return "exact", None
@@ -82,19 +88,34 @@ def parse_inference(spec: str | None) -> tuple[str, int | None]:
             raise NesyError(f"--inference {spec}: the number of samples must be an integer >= 2",
                             field="inference")
         return "sample", s
+    if kind == "topk":
+        from .topk import DEFAULT_K
+        try:
+            k = int(num) if num else DEFAULT_K
+        except ValueError:
+            k = 0
+        if k < 1:
+            raise NesyError(f"--inference {spec}: the number of proofs must be an integer >= 1",
+                            field="inference")
+        return "topk", k
     raise NesyError(f"unknown inference {spec!r}: exact | sample:S (S worlds sampled per "
-                    "example)", field="inference")
+                    "example) | topk:K (the K most probable proofs)", field="inference")
 
 
 def build_program(text_or_path, queries, *, inference: str = "exact", seed: int | None = None,
                   **kw):
     """The program under ``inference``: a compiled
-    :class:`~nesybench.nesy.circuit.CompiledProgram` (``"exact"``) or a
-    :class:`SampledProgram` (``"sample:S"``); ``kw`` as for ``from_program``."""
+    :class:`~nesybench.nesy.circuit.CompiledProgram` (``"exact"``), a
+    :class:`SampledProgram` (``"sample:S"``) or a
+    :class:`~nesybench.nesy.topk.TopKProgram` (``"topk:K"``); ``kw`` as for
+    ``from_program``."""
     kind, s = parse_inference(inference)
     if kind == "exact":
         from .circuit import CompiledProgram
         return CompiledProgram.from_program(text_or_path, queries, **kw)
+    if kind == "topk":
+        from .topk import TopKProgram
+        return TopKProgram.from_program(text_or_path, queries, k=s, **kw)
     return SampledProgram.from_program(text_or_path, queries, samples=s, seed=seed, **kw)
 
 

@@ -147,7 +147,8 @@ def _common(f):
 @click.option("--inference", default="exact", show_default=True,
               help="exact (compiled circuit / world table) | sample:S (Monte Carlo: S worlds "
                    "sampled per example from the ProbLog program, no compilation; for programs "
-                   "past the exact budget)")
+                   "past the exact budget) | topk:K (the K most probable proofs per node, a "
+                   "lower bound of the exact probability, no compilation)")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--out", "-o", type=click.Path(), default=None,
               help="run folder (default out/nesy/TASK-MODEL-sSEED)")
@@ -216,17 +217,19 @@ def _fix_data_path(tmp: Path, final: Path) -> None:
 @click.option("--inference", default="exact", show_default=True,
               help="exact (compiled circuit) | sample:S (Monte Carlo: S worlds "
                    "sampled per example from the ProbLog program, no compilation; for programs "
-                   "past the exact budget)")
+                   "past the exact budget) | topk:K (the K most probable proofs per node, a "
+                   "lower bound of the exact probability, no compilation)")
 @click.option("--seed", default=0, show_default=True, type=int, help="the sampler's seed")
 def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
     """Probabilities of the queries of a ProbLog PROGRAM (conditioned on its evidence): exact,
-    or estimated by sampling (--inference sample:S; printed with their standard errors).
+    or estimated by sampling (--inference sample:S; printed with their standard errors), or
+    from the K most probable proofs (--inference topk:K; a lower bound).
 
     The program is checked against the allow-list first (see the safety guide); networks are
     not available here, so neural predicates are refused: use `nesy train` for those.
     """
     from .circuit import CompiledProgram  # noqa: PLC0415
-    from .approx import SampledProgram, parse_inference  # noqa: PLC0415
+    from .approx import SampledProgram, build_program, parse_inference  # noqa: PLC0415
 
     method, n_samples = parse_inference(inference)
     if not Path(program).is_file():
@@ -235,6 +238,11 @@ def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
         prog = SampledProgram.from_program(Path(program), list(queries) or None, networks=[],
                                            budget=budget, samples=n_samples, seed=seed)
         margs, errs = prog.estimate([])
+    elif method == "topk":
+        prog = build_program(Path(program), list(queries) or None, inference=inference,
+                             networks=[], budget=budget)
+        margs = prog.label_marginals([])
+        errs = [None] * len(margs)
     else:
         prog = CompiledProgram.from_program(Path(program), list(queries) or None, networks=[],
                                             budget=budget, progress=not (quiet or as_json))
@@ -410,7 +418,8 @@ def probe_cmd(run, layers, split, fit_split, cv, tcav_runs, alpha, data, checkpo
               help="clip:PATH_OR_NAME: CLIP concepts as the supervision (see nesy train)")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--inference", default="exact", show_default=True,
-              help="exact | sample:S (every cell samples S worlds per example; see nesy train)")
+              help="exact | sample:S (every cell samples S worlds per example) | topk:K (the K "
+                   "most probable proofs; see nesy train)")
 @click.option("--executor", default="local", show_default=True, help="local | ray | inline")
 @click.option("--workers", "-j", default=None, type=int,
               help="parallel cells (default: the executor's)")

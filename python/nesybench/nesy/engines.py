@@ -2,9 +2,10 @@
 
 ``worlds`` enumerates the task's worlds (:class:`~nesybench.nesy.semantics.WorldEnumeration`);
 ``circuit`` compiles the task's ProbLog program
-(:class:`~nesybench.nesy.circuit.CompiledProgram`); an approximate ``inference``
-(``sample:S``) grounds the same program and samples it instead of compiling
-(:class:`~nesybench.nesy.approx.SampledProgram`). All implement
+(:class:`~nesybench.nesy.circuit.CompiledProgram`); an approximate ``inference`` grounds the
+same program and samples it (``sample:S``, :class:`~nesybench.nesy.approx.SampledProgram`) or
+keeps its K most probable proofs (``topk:K``, :class:`~nesybench.nesy.topk.TopKProgram`)
+instead of compiling. All implement
 :class:`~nesybench.nesy.semantics.LabelSemantics`; keeping the choice here lets the engines
 import only downwards (program → compile → circuit, semantics → circuit's base class).
 """
@@ -15,6 +16,7 @@ from .approx import SampledProgram, parse_inference
 from .budget import Budget
 from .circuit import CompiledProgram
 from .semantics import LabelSemantics, WorldEnumeration
+from .topk import TopKProgram
 
 SEMANTICS = ("worlds", "circuit")
 
@@ -23,17 +25,20 @@ def build_semantics(kind: str, task, *, budget=None, inference: str = "exact",
                     seed: int | None = None, **kw) -> LabelSemantics:
     """The label semantics ``kind`` of ``task``; ``budget`` (a
     :class:`~nesybench.nesy.budget.Budget` or its fields as a dict) bounds the circuit's
-    grounding and compilation; ``inference``: ``exact`` or ``sample:S`` (Monte Carlo over the
+    grounding and compilation; ``inference``: ``exact``, ``sample:S`` (Monte Carlo over the
     task's ProbLog program, whatever ``kind``: sampling needs the program, not the world
-    table); ``seed``: the sampler's seed (default: torch's global generator); ``kw`` go to
+    table) or ``topk:K`` (the K most probable proofs of the same program); ``seed``: the
+    sampler's seed (default: torch's global generator); ``kw`` go to
     :class:`WorldEnumeration`."""
-    method, samples = parse_inference(inference)
+    method, n = parse_inference(inference)
     if kind not in SEMANTICS:
         raise NesyError(f"unknown semantics {kind!r} ({', '.join(SEMANTICS)})", field="semantics")
     if isinstance(budget, dict):
         budget = Budget(**budget)
     if method == "sample":
-        return SampledProgram.from_task(task, samples=samples, seed=seed, budget=budget)
+        return SampledProgram.from_task(task, samples=n, seed=seed, budget=budget)
+    if method == "topk":
+        return TopKProgram.from_task(task, k=n, budget=budget)
     if kind == "worlds":
         return WorldEnumeration(task, **kw)
     if kind == "circuit":
