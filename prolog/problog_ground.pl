@@ -361,17 +361,21 @@ call_answers(S, M, G, Id) :-
         )
     ;   trie_insert(CT, G, pending),
         copy_term(G, G1),
-        findall(G1-N, body_node(S, M, G1, N), Pairs0),
-        (   member(A-_, Pairs0), \+ ground(A)
-        ->  format(string(Msg), "a probabilistic atom with variables (~q)", [A]),
+        term_variables(G1, Vs),         % answers told apart by their bindings only: sorting
+        findall(Vs-N, body_node(S, M, G1, N), Pairs0),   % small keys is what makes it cheap
+        (   member(Vs1-_, Pairs0), \+ ground(Vs1)
+        ->  format(string(Msg), "a probabilistic atom with variables (~q)", [G1]),
             throw(pg_unsupported(Msg))
         ;   true
         ),
         keysort(Pairs0, Pairs),
         group_pairs_by_key(Pairs, Groups),
         arg(8, S, Calls), Id is Calls + 1, nb_setarg(8, S, Id),
-        forall(member(A-Ns, Groups),
-               ( disj(S, Ns, N), N \== false -> assertz(M:'$ans'(Id, A, N)) ; true )),
+        forall(member(K-Ns, Groups),
+               (   disj(S, Ns, N), N \== false
+               ->  copy_term(G1-Vs, A-K), assertz(M:'$ans'(Id, A, N))
+               ;   true
+               )),
         trie_update(CT, G, done(Id))
     ).
 
@@ -427,16 +431,22 @@ probability(P, _) :-
 
 conj(S, Ls0, N) :-
     sort(Ls0, Ls),
+    \+ contradictory(Ls),               % a and not a: no proof (as ProbLog's formula)
     (   Ls == [] -> N = 0
     ;   Ls = [X] -> N = X
     ;   node(S, and(Ls), N)
     ).
+
+contradictory([X|Xs]) :-              % sorted: negative literals come first
+    X < 0,
+    (   Y is -X, memberchk(Y, Xs) -> true ; contradictory(Xs) ).
 
 disj(S, Ns0, N) :-
     exclude(==(false), Ns0, Ns1),
     (   memberchk(0, Ns1) -> N = 0
     ;   sort(Ns1, Ns),
         (   Ns == [] -> N = false
+        ;   contradictory(Ns) -> N = 0    % a or not a (as ProbLog's formula)
         ;   Ns = [X] -> N = X
         ;   node(S, or(Ns), N)
         )
@@ -495,6 +505,7 @@ term_text(T, Text) :- with_output_to(string(Text), write_term_pl(T)).
 write_term_pl(T) :- var(T), !, write('_').
 write_term_pl(T) :- number(T), !, write(T).
 write_term_pl(T) :- atom(T), !, writeq(T).
+write_term_pl([]) :- !, write('[]').
 write_term_pl(T) :- string(T), !, writeq(T).
 write_term_pl([H|T]) :- !, write('['), write_term_pl(H), write_tail(T).
 write_term_pl(T) :-

@@ -191,7 +191,8 @@ class SampledProgram(LearnableProbabilities, LabelSemantics):
         gp = ground(text_or_path, queries, networks=networks, concept_order=concept_order,
                     concept_decls=concept_decls, clock=clock)
         return cls(gp, samples=samples, seed=seed,
-                   stats={"ground_seconds": round(time.perf_counter() - t0, 4)})
+                   stats={"ground_seconds": round(time.perf_counter() - t0, 4),
+                          "grounder": gp.grounder})
 
     @classmethod
     def from_task(cls, task, **kw) -> "SampledProgram":

@@ -34,6 +34,8 @@ DEFAULT_MAX_STACK = 2_000_000
 DEFAULT_MAX_CIRCUIT = 10_000_000
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_MAX_MEMORY_MB = 4096
+#: the grounders (see :func:`nesybench.nesy.program.ground`)
+GROUNDERS = ("auto", "prolog", "problog")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class Budget:
     max_memory_mb      growth of the process's resident memory during the work, in MiB
                        (``--max-memory``; ProbLog's answer tables can grow without adding
                        nodes or stack, e.g. ``nat(X)`` over ``nat(s(N)) :- nat(N)``)
+    grounder           not a limit, but it travels with the limits to every ground-and-compile
+                       (``--grounder``): ``auto`` (SWI-Prolog, ProbLog's engine for what it
+                       does not handle), ``prolog`` or ``problog``
     """
 
     max_ground_nodes: int | None = DEFAULT_MAX_GROUND
@@ -54,8 +59,12 @@ class Budget:
     max_circuit_nodes: int | None = DEFAULT_MAX_CIRCUIT
     timeout: float | None = DEFAULT_TIMEOUT
     max_memory_mb: float | None = DEFAULT_MAX_MEMORY_MB
+    grounder: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.grounder not in GROUNDERS:
+            raise BudgetExceeded(f"unknown grounder {self.grounder!r} (choose from "
+                                 f"{', '.join(GROUNDERS)})", field="grounder")
         for name in ("max_ground_nodes", "max_stack", "max_circuit_nodes", "timeout",
                      "max_memory_mb"):
             v = getattr(self, name)
@@ -65,7 +74,7 @@ class Budget:
     def to_json(self) -> dict:
         return {"max_ground_nodes": self.max_ground_nodes, "max_stack": self.max_stack,
                 "max_circuit_nodes": self.max_circuit_nodes, "timeout": self.timeout,
-                "max_memory_mb": self.max_memory_mb}
+                "max_memory_mb": self.max_memory_mb, "grounder": self.grounder}
 
     def start(self) -> "Clock":
         return Clock(self)

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-ENGINE_VERSION = "nesy-engine-5"
+ENGINE_VERSION = "nesy-engine-6"
 
 
 def cache_dir() -> Path:

@@ -164,9 +164,10 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
 
         text, source = read_program(text_or_path)
         qs = [queries] if isinstance(queries, str) else list(queries or [])
+        budget = budget or Budget()
         key = _cache.cache_key(text, qs, sorted(networks) if networks is not None else None,
                                list(concept_order) if concept_order is not None else None,
-                               concept_decls, vtree)
+                               concept_decls, vtree, budget.grounder)
         if use_cache:
             hit = _cache.lookup(key)
             if hit is not None:
@@ -175,7 +176,7 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
                 return cls(meta, hit / "circuit.sdd", semiring=semiring)
         import time
         t0 = time.perf_counter()
-        clock = (budget or Budget()).start()
+        clock = budget.start()
         gp = ground(text if source is None else Path(source), qs, networks=networks,
                     concept_order=concept_order, concept_decls=concept_decls, clock=clock)
         t_ground = time.perf_counter() - t0
@@ -196,7 +197,8 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
             "varmap": {"var_count": comp.varmap.var_count,
                        "choice_vars": comp.varmap.choice_vars,
                        "label_vars": comp.varmap.label_vars},
-            "stats": {"ground_seconds": round(t_ground, 4),
+            "stats": {"ground_seconds": round(t_ground, 4), "grounder": gp.grounder,
+                      **({"grounder_note": gp.grounder_note} if gp.grounder_note else {}),
                       "compile_seconds": round(comp.seconds, 4), "sdd_size": comp.size,
                       "sdd_nodes": comp.sdd.count(), "peak_live_size": comp.peak_live,
                       "sdd_collections": comp.collections, "compile_strategy": comp.strategy,

@@ -74,14 +74,15 @@ def budget_options(f):
     import functools
 
     from .budget import (DEFAULT_MAX_CIRCUIT, DEFAULT_MAX_GROUND, DEFAULT_MAX_MEMORY_MB,
-                         DEFAULT_TIMEOUT)
+                         DEFAULT_TIMEOUT, GROUNDERS)
 
     @functools.wraps(f)
-    def run(*args, max_grounding_atoms, max_circuit_nodes, timeout, max_memory, **kw):
+    def run(*args, max_grounding_atoms, max_circuit_nodes, timeout, max_memory, grounder,
+            **kw):
         from .budget import Budget
         return f(*args, budget=Budget(max_ground_nodes=max_grounding_atoms,
                                       max_circuit_nodes=max_circuit_nodes, timeout=timeout,
-                                      max_memory_mb=max_memory), **kw)
+                                      max_memory_mb=max_memory, grounder=grounder), **kw)
     opts = [
         click.option("--max-grounding-atoms", type=click.IntRange(min=1),
                      default=DEFAULT_MAX_GROUND, show_default=True,
@@ -95,6 +96,11 @@ def budget_options(f):
         click.option("--max-memory", type=click.FloatRange(min=0, min_open=True),
                      default=DEFAULT_MAX_MEMORY_MB, show_default=True,
                      help="MiB the process may grow while grounding and compiling"),
+        click.option("--grounder", type=click.Choice(GROUNDERS), default="auto",
+                     show_default=True,
+                     help="auto: SWI-Prolog's tabled grounder, ProbLog's engine for a "
+                          "construct it does not handle; prolog: SWI-Prolog only; problog: "
+                          "ProbLog's engine"),
     ]
     for o in reversed(opts):
         run = o(run)

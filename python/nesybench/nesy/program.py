@@ -311,13 +311,9 @@ def _split_queries(clauses, text, source) -> tuple[list, list[str]]:
     return rest, found
 
 
-#: the grounders: ``auto`` (SWI-Prolog, with ProbLog's engine for a construct it does not
-#: handle), ``prolog`` (SWI-Prolog only) and ``problog`` (ProbLog's engine)
-GROUNDERS = ("auto", "prolog", "problog")
-
-
 def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
-           concept_decls=None, budget=None, clock=None, grounder: str = "auto") -> GroundProgram:
+           concept_decls=None, budget=None, clock=None, grounder: str | None = None
+           ) -> GroundProgram:
     """Ground ``program`` for the query shape ``queries`` (list of atoms over placeholders).
 
     ``queries`` may be omitted when the program states its own ``query/1`` facts (giving both
@@ -325,9 +321,10 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     condition every label (``GroundProgram.evidence``; the circuit computes ``P(q | e)``).
     ``budget`` (:class:`~nesybench.nesy.budget.Budget`, default limits) bounds the grounding.
 
-    ``grounder`` is one of :data:`GROUNDERS`: the default grounds in SWI-Prolog
+    ``grounder`` (default: the budget's, ``auto``): ``auto`` grounds in SWI-Prolog
     (:mod:`nesybench.nesy.swi_ground`) and uses ProbLog's engine only for a construct that
-    grounder does not handle (``GroundProgram.grounder`` says which one ran).
+    grounder does not handle (``GroundProgram.grounder`` says which one ran, and
+    ``grounder_note`` why); ``prolog`` never falls back; ``problog`` is ProbLog's engine.
 
     ``concept_order`` optionally lists ``(net, inputs_str)`` keys or input placeholder strings
     in the order the concept probabilities will be passed (default: order of appearance);
@@ -335,11 +332,8 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     labels do not depend on (they get a choice of their own, which does not change any label
     probability).
     Raises :class:`NesyError` if a query grounds to nothing."""
-    from .budget import Budget
+    from .budget import GROUNDERS, Budget
 
-    if grounder not in GROUNDERS:
-        raise NesyError(f"unknown grounder {grounder!r} (choose from {', '.join(GROUNDERS)})",
-                        field="grounder")
     text, source = read_program(text_or_path)
     parsed = parse(text, source, networks)
     clauses, own_queries = _split_queries(parsed, text, source)
@@ -354,6 +348,10 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     if not queries:
         raise NesyError("the query shape has no query atom", file=source, field="query")
     clock = clock or (budget or Budget()).start()
+    grounder = grounder or clock.budget.grounder
+    if grounder not in GROUNDERS:
+        raise NesyError(f"unknown grounder {grounder!r} (choose from {', '.join(GROUNDERS)})",
+                        field="grounder")
     qterms, qvars = [], []
     checker = ProgramChecker(text, source)
     checker.known = _defined(clauses)

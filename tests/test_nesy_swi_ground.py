@@ -1,0 +1,331 @@
+"""The SWI-Prolog grounder (prolog/problog_ground.pl) against ProbLog's: the same
+probabilities to 1e-12 on generated programs and DeepProbLog-style programs, the allow-list by
+construction, budgets, the fallback for what it does not handle, and determinism."""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nesybench.errors import NesyError
+from nesybench.nesy.budget import Budget, BudgetExceeded
+from nesybench.nesy.circuit import CompiledProgram
+from nesybench.nesy.program import ground
+from nesybench.nesy.sandbox import ENGINE_BUILTINS, engine_builtin_names
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_nesy_engine_allowlist import PATHS, _goal  # noqa: E402
+from test_nesy_sandbox import _random_program  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ADDITION = """nn(digit_net, [X], Y, [0,1,2,3,4,5,6,7,8,9]) :: digit(X, Y).
+number([], Acc, Acc).
+number([D|Ds], Acc, N) :- digit(D, V), Acc1 is 10 * Acc + V, number(Ds, Acc1, N).
+number(Ds, N) :- number(Ds, 0, N).
+multi_addition(X, Y, Z) :- number(X, A), number(Y, B), Z is A + B.
+"""
+
+POKER = """:- use_module(library(lists)).
+t(1/4)::house_rank(jack);t(1/4)::house_rank(queen);t(1/4)::house_rank(king);t(1/4)::house_rank(ace).
+nn(net1,[X],Z,[jack,queen,king,ace]):: rank(X,Z).
+hand(Cards,straight(low)) :- member(card(jack),Cards), member(card(queen),Cards),
+    member(card(king),Cards).
+hand(Cards,straight(high)) :- member(card(queen),Cards), member(card(king),Cards),
+    member(card(ace),Cards).
+hand([card(R), card(R), card(R)],threeofakind(R)).
+hand(Cards,pair(R)) :- select(card(R),Cards,Cards2), member(card(R),Cards2).
+hand(Cards,high(R)) :- member(card(R),Cards).
+hand_rank(high(jack),0). hand_rank(high(queen),1). hand_rank(high(king),2).
+hand_rank(high(ace),3). hand_rank(pair(jack),4). hand_rank(pair(queen),5).
+hand_rank(pair(king),6). hand_rank(pair(ace),7). hand_rank(threeofakind(jack),8).
+hand_rank(threeofakind(queen),9). hand_rank(threeofakind(king),10).
+hand_rank(threeofakind(ace),11). hand_rank(straight(low),12). hand_rank(straight(high),13).
+best_hand_rank(Cards,R) :- hand(Cards,H), hand_rank(H,R),
+    \\+(hand(Cards,H2),hand_rank(H2,R2),R2>R).
+outcome(R1,R2,win) :- R1 > R2.
+outcome(R1,R2,loss) :- R1 < R2.
+outcome(R,R,draw).
+cards([C0,C1,_,_],own,House,[card(R1), card(R2), House]) :- rank(C0,R1), rank(C1,R2).
+cards([_,_,C2,C3],opponent,House,[card(R1), card(R2), House]) :- rank(C2,R1), rank(C3,R2).
+game(Cards,House,Outcome) :- cards(Cards,own,House,C1), cards(Cards,opponent,House,C2),
+    best_hand_rank(C1,R1), best_hand_rank(C2,R2), outcome(R1,R2,Outcome).
+game(Cards,Outcome) :- house_rank(Rank), game(Cards,card(Rank),Outcome).
+"""
+
+HWF = """nn(net1,[X],Y,[0,1,2,3,4,5,6,7,8,9]) :: detect_number(X,Y).
+nn(net2,[X],Y,[+,-,*,/]) :: detect_operator(X,Y).
+detect_all([N],[N2]) :- detect_number(N,N2).
+detect_all([N,O|T],[N2,O2|T2]) :- detect_number(N,N2), detect_operator(O,O2), detect_all(T,T2).
+almost_equal(X,Y) :- ground(Y),abs(X-Y) < 0.0001.
+almost_equal(X,Y) :- var(Y), Y is float(X).
+expression(Images,Result) :- detect_all(Images,Symbols),parse(Symbols,Result).
+parse([N],R) :- almost_equal(N,R).
+parse([N1,+|T], R) :- parse(T,R2), almost_equal(N1+R2,R).
+parse([N1,-|T], R) :- parse([-1,*|T],R2), almost_equal(N1+R2,R).
+parse([N1,*,N2|T], R) :- N3 is N1*N2, parse([N3|T],R).
+parse([N1,/,N2|T], R) :- N2 \\== 0, N3 is N1/N2, parse([N3|T],R).
+"""
+
+QUICKSORT = """nn(swap_net, [X,Y],Z,[no_swap, swap]) :: swap(X,Y,Z).
+quicksort([X|Xs],Ys) :- partition(Xs,X,Left,Right), quicksort(Left,Ls), quicksort(Right,Rs),
+    append(Ls,[X|Rs],Ys).
+quicksort([],[]).
+partition([X|Xs],Y,[X|Ls],Rs) :- swap(X,Y,swap), partition(Xs,Y,Ls,Rs).
+partition([X|Xs],Y,Ls,[X|Rs]) :- swap(X,Y,no_swap), partition(Xs,Y,Ls,Rs).
+partition([],Y,[],[]).
+append([],Ys,Ys).
+append([X|Xs],Ys,[X|Zs]) :- append(Xs,Ys,Zs).
+forth_sort(L,L2) :- quicksort(L,L2).
+"""
+
+#: DeepProbLog-style programs as their authors write them, and a query shape for each
+PROGRAMS = {
+    "addition N=1": (ADDITION, "multi_addition([a],[b],Z)"),
+    "addition N=2": (ADDITION, "multi_addition([a1,a2],[b1,b2],Z)"),
+    "poker": (POKER, "game([c1,c2,c3,c4],O)"),
+    "hwf": (HWF, "expression([i0,i1,i2],R)"),
+    "quicksort": (QUICKSORT, "forth_sort([x0,x1,x2],L)"),
+}
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NESYBENCH_CACHE", str(tmp_path / "cache"))
+
+
+def _compiled(text, queries=None, grounder="prolog", **kw):
+    return CompiledProgram.from_program(text, queries, use_cache=False,
+                                        budget=Budget(grounder=grounder), **kw)
+
+
+def _marginals(prog, probs=None):
+    """Every label's distribution (a list per label) under concept probabilities ``probs``."""
+    out = prog.label_marginals(probs if probs is not None else [])
+    return [[float(x) for x in m[0].detach()] for m in out]
+
+
+def _random_concepts(prog, seed):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.softmax(torch.randn(1, k, generator=g, dtype=torch.float64), -1)
+            for k in prog.concept_domains]
+
+
+# -- exactness --------------------------------------------------------------------------------
+
+def test_random_programs_ground_alike_in_both_grounders():
+    """300 generated programs (facts, partial annotated disjunctions, negation, evidence):
+    the SWI-Prolog grounder runs on every one, and every label marginal equals the one of
+    ProbLog's grounder to 1e-12 (ProbLog leaves out evidence independent of the queries, so
+    the choices may differ)."""
+    rng = random.Random(2024)
+    compared = 0
+    for _ in range(300):
+        text = _random_program(rng)
+        try:
+            want = _compiled(text, grounder="problog")
+        except NesyError as exc:       # impossible evidence: named by both
+            assert "probability 0" in exc.message
+            with pytest.raises(NesyError, match="probability 0"):
+                _compiled(text)
+            continue
+        got = _compiled(text)
+        assert got.stats["grounder"] == "prolog"
+        # a label value neither grounder can prove may be left out by one (probability 0)
+        for dom_a, a, dom_b, b in zip(got.label_domains, _marginals(got), want.label_domains,
+                                      _marginals(want)):
+            pa, pb = dict(zip(dom_a, a)), dict(zip(dom_b, b))
+            for v in set(pa) | set(pb):
+                assert pa.get(v, 0.0) == pytest.approx(pb.get(v, 0.0), abs=1e-12), text
+        compared += 1
+    assert compared >= 200
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_deepproblog_programs_agree_with_problog_to_1e12(name):
+    text, query = PROGRAMS[name]
+    want = _compiled(text, [query], grounder="problog")
+    got = _compiled(text, [query])
+    assert got.stats["grounder"] == "prolog"
+    # values computed in floating point are exact doubles here; ProbLog keeps 15 digits
+    for a, b in zip(got.meta["labels"], want.meta["labels"]):
+        assert a["query"] == b["query"]
+        assert a["values"] == pytest.approx(b["values"], rel=1e-14) \
+            if all(isinstance(v, float) for v in a["values"]) else a["values"] == b["values"]
+    assert [c["key"] for c in got.meta["choices"] if c["net"]] == \
+        [c["key"] for c in want.meta["choices"] if c["net"]]
+    for seed in range(3):
+        probs = _random_concepts(got, seed)
+        for a, b in zip(_marginals(got, probs), _marginals(want, probs)):
+            assert a == pytest.approx(b, abs=1e-12)
+
+
+@pytest.mark.parametrize("digits", [1, 2])
+def test_ground_program_matches_problogs_node_for_node_on_textbook_addition(digits):
+    """The same literals and the same conjunctions (one per pair of operand values) as
+    ProbLog's ground program; ProbLog adds an OR node per atom that merely renames its
+    only proof, which hash-consing here leaves out."""
+    q = f"multi_addition([{','.join(f'a{i}' for i in range(digits))}],"\
+        f"[{','.join(f'b{i}' for i in range(digits))}],Z)"
+    a = ground(ADDITION, [q], grounder="prolog")
+    b = ground(ADDITION, [q], grounder="problog")
+    assert a.grounder == "prolog" and b.grounder == "problog"
+    count = lambda gp, k: sum(1 for n in gp.nodes[1:] if n[0] == k)  # noqa: E731
+    assert count(a, "lit") == count(b, "lit") == 20 * digits
+    assert count(a, "and") == count(b, "and")
+    assert count(a, "or") <= count(b, "or")
+    assert [lab.values for lab in a.labels] == [lab.values for lab in b.labels]
+
+
+def test_evidence_forms_condition_alike():
+    text = ("0.3::a. 0.6::b.\nc :- a, \\+ b.\nc :- b, a.\nd :- \\+ a.\n"
+            "evidence(c).\nevidence(b, false).\nevidence(\\+ d).\nquery(a).\nquery(b).\n")
+    got, want = _compiled(text), _compiled(text, grounder="problog")
+    for a, b in zip(_marginals(got), _marginals(want)):
+        assert a == pytest.approx(b, abs=1e-15)
+    assert _marginals(got)[0] == pytest.approx([0.0, 1.0])   # c and not b: a holds
+
+
+def test_label_values_keep_problogs_types():
+    text = "0.5::p(1). 0.5::p(x). 0.5::p(f(a, [b, c])). 0.5::p('A b'). 0.5::p([]).\n"
+    a = ground(text, ["p(V)"], grounder="prolog")
+    b = ground(text, ["p(V)"], grounder="problog")
+    assert a.labels[0].values == b.labels[0].values
+    assert sorted(c.key for c in a.choices) == sorted(c.key for c in b.choices)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.integers(-10**6, 10**6),
+                          st.from_regex(r"[a-z][a-zA-Z0-9_]{0,6}", fullmatch=True),
+                          st.from_regex(r"[A-Z][a-z ]{0,5}", fullmatch=True).map(
+                              lambda s: f"'{s}'")),
+                min_size=1, max_size=4, unique=True))
+def test_constants_cross_the_boundary_unchanged(consts):
+    """Numbers, atoms and quoted atoms written for Prolog and read back as ProbLog's."""
+    text = "".join(f"0.5::p({c}).\n" for c in consts)
+    a = ground(text, ["p(V)"], grounder="prolog")
+    b = ground(text, ["p(V)"], grounder="problog")
+    assert a.labels[0].values == b.labels[0].values
+    assert sorted(c.key for c in a.choices) == sorted(c.key for c in b.choices)
+
+
+# -- safety -----------------------------------------------------------------------------------
+
+def test_the_grounder_table_is_inside_the_allow_list():
+    from nesybench.logic import prolog
+    prolog.use("prolog/problog_ground.pl")
+    found = {f"{s['F']}/{s['A']}" for s in
+             prolog.solutions("problog_ground:builtin(F0, A), term_string(F0, F)")}
+    assert found and found <= ENGINE_BUILTINS
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_no_path_reaches_a_builtin_through_the_prolog_grounder(path, tmp_path):
+    """Every builtin of ProbLog's table outside the allow-list, on every call path, grounded
+    by the SWI-Prolog grounder alone: refused, and nothing runs."""
+    marker = tmp_path / "MARKER"
+    pay = tmp_path / "pay.py"
+    pay.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    pl = tmp_path / "pay.pl"
+    pl.write_text(f"ok.\n:- use_module('{pay}').\n")
+    accepted = []
+    for sig in sorted(engine_builtin_names() - ENGINE_BUILTINS):
+        text = PATHS[path].replace("{G}", _goal(sig, pay, pl))
+        if "query(" not in text:
+            text += "\nquery(a)."
+        try:
+            _compiled(text)
+            accepted.append(sig)
+        except NesyError:
+            pass
+    assert not marker.exists()
+    assert not accepted, accepted[:5]
+
+
+def test_a_goal_built_at_run_time_is_refused_by_name():
+    with pytest.raises(NesyError, match=r"program refused: shell/1 was called"):
+        _compiled("a :- X =.. [shell, 'touch x'], call(X).\nquery(a).")
+
+
+# -- budgets, fallback, determinism -------------------------------------------------------------
+
+def test_node_budget_is_checked_inside_prolog():
+    with pytest.raises(BudgetExceeded, match="--max-grounding-atoms 50"):
+        ground(ADDITION, ["multi_addition([a1,a2],[b1,b2],Z)"],
+               budget=Budget(max_ground_nodes=50, grounder="prolog"))
+
+
+def test_time_budget_stops_a_loop_inside_prolog():
+    text = "0.5::c.\nq :- between(1, inf, X), X < 0, c.\n"
+    with pytest.raises(BudgetExceeded, match="--timeout of 1 s"):
+        ground(text, ["q"], budget=Budget(timeout=1, grounder="prolog"))
+
+
+def test_memory_budget_stops_a_runaway_term():
+    text = "0.5::c.\nq :- length(L, 200000000), c.\n"
+    with pytest.raises(BudgetExceeded, match="--max-memory 64 MiB"):
+        ground(text, ["q"], budget=Budget(max_memory_mb=64, grounder="prolog"))
+
+
+CYCLIC = ("0.5::e(a,b). 0.5::e(b,a). 0.5::e(b,c).\n"
+          "p(X,Y) :- e(X,Y).\np(X,Y) :- e(X,Z), p(Z,Y).\n")
+
+
+def test_a_construct_it_does_not_handle_falls_back_to_problog_by_name():
+    gp = ground(CYCLIC, ["p(a,c)"])
+    assert gp.grounder == "problog" and "cyclic" in gp.grounder_note
+    with pytest.raises(NesyError, match="does not handle a cyclic program.*--grounder problog"):
+        ground(CYCLIC, ["p(a,c)"], grounder="prolog")
+    prog = _compiled(CYCLIC, ["p(a,c)"], grounder="auto")
+    # p(a,c): e(a,b) and e(b,c); the loop through e(b,a) adds no new proof
+    assert _marginals(prog)[0][1] == pytest.approx(0.25, abs=1e-15)
+
+
+def test_findall_over_a_probabilistic_goal_falls_back():
+    text = "0.5::c(1). 0.5::c(2).\nq(L) :- findall(X, c(X), L).\n"
+    gp = ground(text, ["q(L)"])
+    assert gp.grounder == "problog" and "findall/3 over a probabilistic goal" in \
+        gp.grounder_note
+
+
+def test_the_problog_grounder_is_still_available():
+    gp = ground(ADDITION, ["multi_addition([a],[b],Z)"], grounder="problog")
+    assert gp.grounder == "problog" and gp.grounder_note is None
+    with pytest.raises(NesyError, match="unknown grounder"):
+        ground(ADDITION, ["multi_addition([a],[b],Z)"], grounder="fast")
+
+
+def test_grounder_option_on_the_command_line(tmp_path, capsys):
+    from nesybench.cli import main
+    prog = tmp_path / "p.pl"
+    prog.write_text("0.3::a.\n0.6::b.\nc :- a, b.\nquery(c).\n")
+    import json
+    for g in ("auto", "prolog", "problog"):
+        assert main(["nesy", "infer", str(prog), "--grounder", g, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["results"][0]["p"] == pytest.approx(0.18, abs=1e-15)
+        assert out["stats"]["grounder"] == ("problog" if g == "problog" else "prolog")
+    assert main(["nesy", "infer", str(prog), "--grounder", "fast"]) == 2
+    assert "fast" in capsys.readouterr().err
+
+
+def test_same_program_same_ground_program_in_any_process():
+    a = ground(POKER, ["game([c1,c2,c3,c4],O)"], grounder="prolog")
+    b = ground(POKER, ["game([c1,c2,c3,c4],O)"], grounder="prolog")
+    assert a.nodes == b.nodes
+    code = ("import sys, json\nfrom nesybench.nesy.program import ground\n"
+            "sys.path.insert(0, sys.argv[1])\nfrom test_nesy_swi_ground import POKER\n"
+            "gp = ground(POKER, ['game([c1,c2,c3,c4],O)'], grounder='prolog')\n"
+            "print(json.dumps(gp.nodes))")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    import json
+    assert json.loads(out) == json.loads(json.dumps(a.nodes))
