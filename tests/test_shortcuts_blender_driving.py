@@ -209,3 +209,35 @@ def test_grid_on_an_objects_scene_is_refused(tmp_path, capsys, monkeypatch):
     assert main(["rs", "generate", str(p), "--out", str(tmp_path / "o"), "--samples", "4",
                  "-q"]) == 2
     assert "grid applies to scene: driving" in capsys.readouterr().err
+
+
+@needs_bpy
+def test_load_and_export_carry_the_scene_annotations(rendered, tmp_path):
+    import nesybench
+    out, _ = rendered
+    data = nesybench.load(out)
+    assert "scene" in [c.name for c in data.columns]
+    rows = data.rows("train")
+    assert len(rows) == 4
+    for row in rows:
+        ann = json.loads((out / "train" / row["file"].replace(".png", ".json")).read_text())
+        assert json.loads(row["scene"]) == ann
+    assert main(["export", str(out), "--format", "parquet", "--out", str(tmp_path / "x"),
+                 "-q"]) == 0
+    import pyarrow.parquet as pq
+    table = pq.read_table(next((tmp_path / "x").rglob("train*.parquet")))
+    got = [json.loads(s) for s in table.column("scene").to_pylist()]
+    assert got == [json.loads(r["scene"]) for r in rows]
+
+
+@needs_bpy
+def test_a_missing_scene_annotation_is_one_error(rendered, tmp_path):
+    import shutil
+
+    import nesybench
+    out, _ = rendered
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    (bad / "train" / "00001.json").unlink()
+    with pytest.raises(NesyError, match="no scene annotation train/00001.json"):
+        nesybench.load(bad, verify=False)

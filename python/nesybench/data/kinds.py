@@ -18,7 +18,9 @@ tabular    an IRT/SKI table: a built-in one, or a CSV or     x float32 [D], labe
 
 Label and concept encodings of the ``rs`` kind: an integer value is itself, any other value
 its index in the sorted list of values (``meta["encodings"]``); a concept is the index of its
-value in the variable's domain.
+value in the variable's domain. A data set rendered with ``render: blender`` (CLE4EVR, 3D
+driving scenes) has a ``scene`` column too: the JSON annotation beside each picture (objects,
+positions, 2D boxes, concept values), a string in the rows and in the exports.
 """
 from __future__ import annotations
 
@@ -268,6 +270,7 @@ def load_rs(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
                              "dtype": "int64" if ints else "string", "concept": True,
                              "domain": [int(v) for v in domain] if ints else [str(v) for v in domain]})
     rows_by_split = {}
+    scenes = man.get("render") == "blender"
     for split, (path, rows) in raw.items():
         out = []
         for line, r in rows:
@@ -284,6 +287,13 @@ def load_rs(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
                                     file=path, line=line, field=col["source"])
                 row[col["column"]] = v
             row["sha256"] = sums.get(rel) or folder.sha256(rel)
+            if scenes:
+                # render: blender writes the scene annotation beside each picture
+                ann = Path(rel).with_suffix(".json").as_posix()
+                if not folder.exists(ann, file=path, line=line, field="file"):
+                    raise NesyError(f"no scene annotation {ann} for the picture", file=path,
+                                    line=line)
+                row["scene"] = folder.read_text(ann, file=path, line=line, field="file")
             out.append(row)
         rows_by_split[split] = out
     for col in concept_cols:
@@ -294,6 +304,10 @@ def load_rs(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
     columns += [Column(c["column"], c["dtype"], f"concept {c['name']} (the ground-truth value)")
                 for c in concept_cols]
     columns.append(Column("sha256", "string", "SHA-256 of the PNG file (the manifest's checksum)"))
+    if scenes:
+        columns.append(Column("scene", "string", "the scene annotation (JSON): objects with "
+                              "their attributes, positions and 2D boxes in pixels, and the "
+                              "concept values (render: blender)"))
     task_text = folder.read_text("task.yaml") if folder.exists("task.yaml") else ""
     rules = {}
     if task_text:
@@ -322,8 +336,8 @@ def load_rs(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
             "encodings": {"labels": label_cols, "concepts": concept_cols}}
     card = {"title": f"Reasoning-shortcut task {man.get('task', name)}", "paper": "rsbench",
             "task": "image-classification",
-            "summary": "Pictures of concept worlds (digits, Kandinsky figures or driving "
-                       "scenes) labelled by a logic program over the concepts; the concepts "
+            "summary": "Pictures of concept worlds (digits, Kandinsky figures, driving "
+                       "scenes, or 3D scenes rendered with Blender) labelled by a logic program over the concepts; the concepts "
                        "are given for measuring concept quality and reasoning shortcuts.",
             "rules": rules, "rules_language": "text"}
     return BenchmarkData(kind="rs", name=name, root=folder.root, folder=folder, columns=columns,
