@@ -30,6 +30,7 @@ pg_ground/3.
 :- use_module(library(lists)).
 :- use_module(library(apply)).
 :- use_module(library(pairs)).
+:- use_module(library(ordsets)).
 :- use_module(safe_load, [with_time_limit/2]).
 
 %!  pg_ground(+Text:string, +Limits:list, -Result) is det.
@@ -64,7 +65,7 @@ declare(M) :-
 limited(Seconds, Limits, Goal) :-
     arg(1, Goal, M),
     setup_call_cleanup(true, timed(Seconds, stack_bounded(Limits, Goal)),
-                       retractall(M:'$ans'(_, _, _))).
+                       abolish_table_subgoals(problog_ground:d(M, _))).
 
 timed(none, Goal) :- !, once(Goal).
 timed(Seconds, Goal) :- with_time_limit(Seconds, Goal).
@@ -84,6 +85,9 @@ option_value(Limits, Name, Value) :-
     (   memberchk(Opt, Limits) -> Value = V ; Value = none ).
 
 error_result(pg_unsupported(What), [unsupported, What]) :- !.
+error_result(pg_deep, [unsupported, Msg]) :- !,
+    Msg = "a recursion deeper than 100,000 calls, also with every predicate tabled".
+error_result(pg_cyclic, [unsupported, "a cyclic program"]) :- !.
 error_result(pg_refused(F/A), [refused, Text]) :- !, format(string(Text), "~w/~w", [F, A]).
 error_result(pg_budget(Msg), [budget, Msg]) :- !.
 error_result(pg_error(Msg), [error, Text]) :- !, format(string(Text), "~w", [Msg]).
@@ -101,12 +105,30 @@ error_text(E, Msg) :-
 error_text(E, Msg) :- format(string(Msg), "~q", [E]).
 
 %   ground_text(+M, +Text, +Limits, -Result)
-ground_text(M, Text, Limits, [ok, Choices, Nodes, Labels, Evidence]) :-
+ground_text(M, Text, Limits, Result) :-
     setup_call_cleanup(open_string(Text, In), read_program(In, M, Qs, Es), close(In)),
     mark_probabilistic(M),
+    catch(ground_all(fast, M, Qs, Es, Limits, Result), Why,
+          ( memberchk(Why, [pg_cyclic, pg_deep]),
+            forget_ground(M),
+            (   Why == pg_deep          % a deterministic loop: table every predicate
+            ->  forall(( M:'$def'(F, A), \+ M:'$prob'(F, A) ), assertz(M:'$prob'(F, A)))
+            ;   true
+            ),
+            ground_all(cyclic, M, Qs, Es, Limits, Result) )).
+
+forget_ground(M) :-
+    retractall(M:'$node'(_, _)), retractall(M:'$choice'(_, _)),
+    retractall(M:'$cval'(_, _, _)), retractall(M:'$ans'(_, _, _)).
+
+%   ground_all(+Mode, +M, +Queries, +Evidence, +Limits, -Result): Mode `fast` proves each
+%   call once for all its answers and gives up on a cycle (pg_cyclic); `cyclic` proves each
+%   ground atom with its ancestors, a call to an ancestor being false (ProbLog's cycle
+%   breaking), after tabled evaluation has found the atoms that may be true
+ground_all(Mode, M, Qs, Es, Limits, [ok, Choices, Nodes, Labels, Evidence]) :-
     option_value(Limits, max_nodes, MaxNodes),
     trie_new(CallT), trie_new(NodeT), trie_new(ChoiceT),
-    S = st(CallT, NodeT, ChoiceT, 0, 0, MaxNodes, M, 0),
+    S = st(CallT, NodeT, ChoiceT, 0, 0, MaxNodes, M, 0, Mode),
     maplist(query_label(S), Qs, Labelss), append(Labelss, Labels),
     maplist(evidence_node(S), Es, Evidence),
     arg(4, S, NNodes), arg(5, S, NChoices),
@@ -233,7 +255,7 @@ solve(M, G, D) :- defined(M, G), !,
         throw(pg_unsupported(Msg))
     ;   D1 is D + 1,
         (   D1 > 100000
-        ->  throw(pg_unsupported("a deterministic recursion deeper than 100,000 calls"))
+        ->  throw(pg_deep)          % a loop (or left recursion) that needs tabling
         ;   true
         ),
         ext(G, _, B, _, E), M:E, solve(M, B, D1)
@@ -289,11 +311,10 @@ call_builtin(G) :- call(G).
 % -- phase 2: the ground program ---------------------------------------------------------
 
 %   state: st(CallTrie, NodeTrie, ChoiceTrie, NodeCount, ChoiceCount, MaxNodes, Module,
-%             CallCount)
+%             CallCount, Mode); in mode `cyclic` the CallTrie maps ground atoms to their node
 
 query_label(S, q(J, G, Vs), Labels) :-
-    arg(7, S, M),
-    findall(Vs-N, (prove(S, M, G, [], Ls), conj(S, Ls, N)), Pairs0),
+    findall(Vs-N, proof(S, G, N), Pairs0),
     (   member(Vs1-_, Pairs0), \+ ground(Vs1)
     ->  format(string(Msg), "query ~q has an answer that is not ground", [G]),
         throw(pg_unsupported(Msg))
@@ -307,10 +328,17 @@ query_label(S, q(J, G, Vs), Labels) :-
             Labels).
 
 evidence_node(S, e(K, A, V), [K, Text, N, V]) :-
-    arg(7, S, M),
-    findall(N0, (prove(S, M, A, [], Ls), conj(S, Ls, N0)), Ns),
+    findall(N0, proof(S, A, N0), Ns),
     disj(S, Ns, N),
     term_text(A, Text).
+
+%   proof(+S, ?Goal, -Node): one proof of Goal, as a node
+proof(S, G, N) :-
+    arg(7, S, M), arg(9, S, Mode),
+    (   Mode == fast
+    ->  prove(S, M, G, [], Ls), conj(S, Ls, N)
+    ;   prove_c(S, M, G, [], [], Ls, [], _), conj(S, Ls, N)
+    ).
 
 %   prove(+S, +M, +Goal, +Lits0, -Lits): one proof of Goal; Lits adds its literal nodes
 prove(_, _, G, _, _) :- var(G), !, throw(error(instantiation_error, _)).
@@ -357,7 +385,7 @@ call_answers(S, M, G, Id) :-
     (   trie_lookup(CT, G, V)
     ->  (   V = done(Id)
         ->  true
-        ;   throw(pg_unsupported("a cyclic program (a call depends on itself)"))
+        ;   throw(pg_cyclic)
         )
     ;   trie_insert(CT, G, pending),
         copy_term(G, G1),
@@ -429,6 +457,7 @@ probability(P, _) :-
     format(string(Msg), "probability ~q is not a number", [P]),
     throw(pg_error(Msg)).
 
+conj(_, Ls0, false) :- memberchk(false, Ls0), !.
 conj(S, Ls0, N) :-
     sort(Ls0, Ls),
     \+ contradictory(Ls),               % a and not a: no proof (as ProbLog's formula)
@@ -466,6 +495,111 @@ node(S, Key, Id) :-
         trie_insert(NT, Key, Id),
         arg(7, S, M),
         assertz(M:'$node'(Id, Key))
+    ).
+
+% -- cyclic programs ---------------------------------------------------------------------
+
+:- table d/2.
+
+%   d(+M, ?G): G, an atom of a probabilistic predicate, may be true (tabled, so that cycles
+%   and left recursion terminate; the table's order is never used)
+d(M, G) :-
+    ext(G, _, B, _, E),
+    M:E,
+    solve_possible(M, B).
+
+%   solve_possible(+M, +Goal): Goal succeeds when every probabilistic fact may be true
+solve_possible(_, G) :- var(G), !, throw(error(instantiation_error, _)).
+solve_possible(_, true) :- !.
+solve_possible(M, (A, B)) :- !, solve_possible(M, A), solve_possible(M, B).
+solve_possible(M, (C -> T ; E)) :- !,
+    (   solve_condition(M, C, 0) -> solve_possible(M, T) ; solve_possible(M, E) ).
+solve_possible(M, (A ; B)) :- !, ( solve_possible(M, A) ; solve_possible(M, B) ).
+solve_possible(M, (C -> T)) :- !, solve_condition(M, C, 0), !, solve_possible(M, T).
+solve_possible(M, \+ G) :- !, ( det_goal(M, G) -> \+ solve(M, G, 0) ; true ).
+solve_possible(M, not(G)) :- !, solve_possible(M, \+ G).
+solve_possible(M, G) :- meta(M, G, 0, G1), !, solve_possible(M, G1).
+solve_possible(M, G) :- det_goal(M, G), !, solve(M, G, 0).
+solve_possible(M, G) :- control(G, _), !, functor(G, F, A), deterministic(M, G, F/A).
+solve_possible(M, G) :- defined(M, G), !, d(M, G).
+solve_possible(_, G) :- functor(G, F, A), throw(pg_refused(F/A)).
+
+%   prove_c(+S, +M, +Goal, +Ancestors, +Lits0, -Lits, +Hits0, -Hits): as prove/5, with the
+%   ground atoms being proved above (Ancestors); Hits collects the ancestors this proof met
+prove_c(_, _, G, _, _, _, _, _) :- var(G), !, throw(error(instantiation_error, _)).
+prove_c(_, _, true, _, L, L, H, H) :- !.
+prove_c(S, M, (A, B), Anc, L0, L, H0, H) :- !,
+    prove_c(S, M, A, Anc, L0, L1, H0, H1), prove_c(S, M, B, Anc, L1, L, H1, H).
+prove_c(S, M, (C -> T ; E), Anc, L0, L, H0, H) :- !,
+    (   solve_condition(M, C, 0)
+    ->  prove_c(S, M, T, Anc, L0, L, H0, H)
+    ;   prove_c(S, M, E, Anc, L0, L, H0, H)
+    ).
+prove_c(S, M, (A ; B), Anc, L0, L, H0, H) :- !,
+    (   prove_c(S, M, A, Anc, L0, L, H0, H) ; prove_c(S, M, B, Anc, L0, L, H0, H) ).
+prove_c(S, M, (C -> T), Anc, L0, L, H0, H) :- !,
+    solve_condition(M, C, 0), !, prove_c(S, M, T, Anc, L0, L, H0, H).
+prove_c(S, M, \+ G, Anc, L0, L, H, H) :- !, prove_not_c(S, M, G, Anc, L0, L).
+prove_c(S, M, not(G), Anc, L0, L, H, H) :- !, prove_not_c(S, M, G, Anc, L0, L).
+prove_c(S, M, G, Anc, L0, L, H0, H) :- meta(M, G, 0, G1), !,
+    prove_c(S, M, G1, Anc, L0, L, H0, H).
+prove_c(_, M, G, _, L, L, H, H) :- det_goal(M, G), !, solve(M, G, 0).
+prove_c(_, M, G, _, _, _, _, _) :- control(G, _), !,
+    functor(G, F, A), deterministic(M, G, F/A).
+prove_c(S, M, G, Anc, L0, L, H0, H) :-
+    defined(M, G), !,
+    findall(G, d(M, G), Answers0),
+    sort(Answers0, Answers),            % the table's order is not the program's
+    member(G, Answers),
+    (   ground(G) -> true
+    ;   format(string(Msg), "a probabilistic atom with variables (~q)", [G]),
+        throw(pg_unsupported(Msg))
+    ),
+    atom_c(S, M, G, Anc, N, Hit),
+    ord_union(H0, Hit, H),
+    (   N == false
+    ->  L = [false|L0]      % no proof, but the ancestors it met must reach atom_c/6
+    ;   add_lit(N, L0, L)
+    ).
+prove_c(_, _, G, _, _, _, _, _) :- functor(G, F, A), throw(pg_refused(F/A)).
+
+prove_not_c(S, M, G, Anc, L0, L) :-
+    (   det_goal(M, G)
+    ->  \+ solve(M, G, 0), L = L0
+    ;   findall(N-H, (prove_c(S, M, G, Anc, [], Ls, [], H), conj(S, Ls, N)), Pairs),
+        (   member(_-[_|_], Pairs)
+        ->  throw(pg_unsupported("negation on a cycle"))
+        ;   true
+        ),
+        pairs_keys(Pairs, Ns),
+        disj(S, Ns, D),
+        (   D == false -> L = L0
+        ;   D == 0 -> fail
+        ;   Neg is -D, L = [Neg|L0]
+        )
+    ).
+
+%   atom_c(+S, +M, +A, +Ancestors, -Node, -Hits): the node of ground atom A where the atoms
+%   of Ancestors are being proved (a call to one of them is false: it would be a cycle);
+%   a node that met no ancestor is the same in every context and is kept
+atom_c(_, _, A, Anc, false, [A]) :- memberchk(A, Anc), !.
+atom_c(S, _, A, _, N, []) :- arg(1, S, AT), trie_lookup(AT, A, N), !.
+atom_c(S, M, A, Anc, N, Hits) :-
+    findall(Nb-Hb, body_c(S, M, A, [A|Anc], Nb, Hb), Pairs),
+    pairs_keys(Pairs, Ns), pairs_values(Pairs, Hss),
+    foldl(ord_union, Hss, [], Hits0),
+    ord_del_element(Hits0, A, Hits),
+    disj(S, Ns, N),
+    (   Hits == [] -> arg(1, S, AT), trie_insert(AT, A, N) ; true ).
+
+body_c(S, M, A, Anc, N, Hits) :-
+    ext(A, Id, B, K, E),
+    M:E,
+    prove_c(S, M, B, Anc, [], Ls, [], Hits),
+    (   memberchk(false, Ls)
+    ->  N = false
+    ;   head_literal(K, S, Id, A, Ls, Ls1),
+        conj(S, Ls1, N)
     ).
 
 % -- output ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from nesybench.nesy.sandbox import ENGINE_BUILTINS, engine_builtin_names
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_nesy_engine_allowlist import PATHS, _goal  # noqa: E402
+from test_nesy_acyclic import _program as _layered_program  # noqa: E402
 from test_nesy_sandbox import _random_program  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,6 +147,45 @@ def test_random_programs_ground_alike_in_both_grounders():
                 assert pa.get(v, 0.0) == pytest.approx(pb.get(v, 0.0), abs=1e-12), text
         compared += 1
     assert compared >= 200
+
+
+def _agree(text, got, want):
+    """The same probability for every label value (a value neither grounder can prove may
+    be left out by one: probability 0)."""
+    for dom_a, a, dom_b, b in zip(got.label_domains, _marginals(got), want.label_domains,
+                                  _marginals(want)):
+        pa, pb = dict(zip(dom_a, a)), dict(zip(dom_b, b))
+        for v in set(pa) | set(pb):
+            assert pa.get(v, 0.0) == pytest.approx(pb.get(v, 0.0), abs=1e-12), text
+
+
+def test_cyclic_programs_break_cycles_as_problog():
+    """Programs whose rules call higher rules (cycles through positive literals): the
+    SWI-Prolog grounder proves each atom with its ancestors (a call to one is false, as
+    ProbLog's cycle breaking), and every marginal equals ProbLog's to 1e-12."""
+    rng = random.Random(11)
+    cyclic = 0
+    for _ in range(120):
+        text = _layered_program(rng, True)
+        try:
+            want = _compiled(text, grounder="problog")
+        except NesyError:
+            with pytest.raises(NesyError, match="probability 0"):
+                _compiled(text)
+            continue
+        got = _compiled(text)
+        assert got.stats["grounder"] == "prolog"
+        _agree(text, got, want)
+        cyclic += has_cycle(text)
+    assert cyclic >= 30
+
+
+def has_cycle(text: str) -> bool:
+    from problog.formula import LogicFormula
+    from problog.program import PrologString
+
+    from nesybench.nesy.acyclic import has_cycle as formula_has_cycle
+    return formula_has_cycle(LogicFormula.create_from(PrologString(text)))
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -278,14 +318,39 @@ CYCLIC = ("0.5::e(a,b). 0.5::e(b,a). 0.5::e(b,c).\n"
           "p(X,Y) :- e(X,Y).\np(X,Y) :- e(X,Z), p(Z,Y).\n")
 
 
-def test_a_construct_it_does_not_handle_falls_back_to_problog_by_name():
-    gp = ground(CYCLIC, ["p(a,c)"])
-    assert gp.grounder == "problog" and "cyclic" in gp.grounder_note
-    with pytest.raises(NesyError, match="does not handle a cyclic program.*--grounder problog"):
-        ground(CYCLIC, ["p(a,c)"], grounder="prolog")
-    prog = _compiled(CYCLIC, ["p(a,c)"], grounder="auto")
-    # p(a,c): e(a,b) and e(b,c); the loop through e(b,a) adds no new proof
+def test_a_cycle_through_a_recursive_rule():
+    """p(X, Y) over a graph with the loop a -> b -> a: every reachable pair, with the loop
+    adding no proof (p(a, c) needs e(a, b) and e(b, c))."""
+    gp = ground(CYCLIC, ["p(X,Y)"], grounder="prolog")
+    want = ground(CYCLIC, ["p(X,Y)"], grounder="problog")
+    assert gp.labels[0].values == want.labels[0].values
+    assert ("b", "b") in gp.labels[0].values
+    prog = _compiled(CYCLIC, ["p(a,c)"])
     assert _marginals(prog)[0][1] == pytest.approx(0.25, abs=1e-15)
+    prog = _compiled(CYCLIC, ["p(b,b)"])
+    assert _marginals(prog)[0][1] == pytest.approx(0.25, abs=1e-15)
+
+
+def test_left_recursion_in_a_deterministic_predicate_is_tabled():
+    text = ("edge(a, b). edge(b, c). edge(c, a).\n"
+            "path(X, Y) :- path(X, Z), edge(Z, Y).\npath(X, Y) :- edge(X, Y).\n"
+            "0.4::ok(a). 0.7::ok(c).\nq(X) :- path(a, X), ok(X).\n")
+    got = _compiled(text, ["q(X)"])
+    want = _compiled(text, ["q(X)"], grounder="problog")
+    assert got.stats["grounder"] == "prolog"
+    _agree(text, got, want)
+    assert dict(zip(got.label_domains[0], _marginals(got)[0])) == \
+        pytest.approx({"a": 0.4, "c": 0.7}, abs=1e-15)
+
+
+def test_a_negation_on_a_cycle_falls_back_to_problog_by_name():
+    text = "0.5::a.\np :- a, \+ q.\nq :- a, \+ p.\n"
+    with pytest.raises(NesyError, match="does not handle negation on a cycle.*--grounder "
+                                        "problog"):
+        ground(text, ["p"], grounder="prolog")
+    gp = ground(text, ["p"], grounder="problog") if False else None  # noqa: F841
+    with pytest.raises(NesyError):     # ProbLog refuses it too (a negative cycle)
+        ground(text, ["p"])
 
 
 def test_findall_over_a_probabilistic_goal_falls_back():

@@ -75,6 +75,9 @@ def _copy(source: LogicFormula, target: LogicDAG, root: int, memo: dict,
         nid, expanded = stack.pop()
         if nid in memo and not expanded:
             continue
+        if nid == 0:                        # a child that evidence has made true
+            memo[0] = target.TRUE
+            continue
         if not is_evidence:
             ev = source.get_evidence_value(nid)
             if not source.is_probabilistic(ev):      # fixed by evidence: a constant

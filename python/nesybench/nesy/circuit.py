@@ -34,9 +34,10 @@ from .semantics import LabelSemantics, index_labels
 SEMIRINGS = ("log", "real")
 #: appended to a compilation budget error: the way past the exact limit
 APPROX_HINT = ("; exact inference does not fit this budget: raise the limit, or use approximate "
-               "inference (--inference sample:S on nesy train/infer; from Python "
+               "inference (--inference sample:S or topk:K on nesy train/infer; from Python "
                "nesybench.nesy.approx.SampledProgram.from_program(..., samples=S)), which "
-               "samples S worlds per example instead of compiling")
+               "samples S worlds, or keeps the K most probable proofs, per example instead of "
+               "compiling")
 
 
 def _jsonable(v):
