@@ -241,3 +241,27 @@ def test_a_missing_scene_annotation_is_one_error(rendered, tmp_path):
     (bad / "train" / "00001.json").unlink()
     with pytest.raises(NesyError, match="no scene annotation train/00001.json"):
         nesybench.load(bad, verify=False)
+
+
+@needs_bpy
+def test_rs_browse_shows_pictures_labels_and_boxes(rendered, tmp_path, capsys):
+    from nesybench.shortcuts.browse import LONG, browser_data
+    out, _ = rendered
+    page = tmp_path / "page"
+    assert main(["rs", "browse", str(out), "--out", str(page)]) == 0
+    assert capsys.readouterr().out.strip() == f"browser page: {page.resolve() / 'index.html'}"
+    js = (page / "data.js").read_text()
+    data = json.loads(js[js.index("=") + 1:].rstrip().rstrip(";"))
+    assert data == browser_data(out, page)
+    assert data["render"] == "blender" and data["labels"] == ["forward", "stop", "left", "right"]
+    assert len(data["samples"]) == 5
+    for s in data["samples"]:
+        assert (page / s["image"]).resolve().is_file()
+        ann = json.loads((page / s["image"]).resolve().with_suffix(".json").read_text())
+        want = [o["concept"] for o in ann["objects"] if o["bbox"] and o["kind"] not in LONG]
+        assert [b[4] for b in s["boxes"]] == want and s["size"] == [64.0, 64.0]
+        assert s["concepts"] == [ann["concepts"][c] for c in data["concepts"]]
+    assert "<script src=\"data.js\"></script>" in (page / "index.html").read_text()
+    # an existing folder is not replaced without --overwrite
+    assert main(["rs", "browse", str(out), "--out", str(page)]) == 2
+    assert main(["rs", "browse", str(out), "--out", str(page), "--overwrite"]) == 0

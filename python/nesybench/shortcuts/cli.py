@@ -40,7 +40,8 @@ def _write_result(out: str, d: dict, *, overwrite: bool, inputs: list) -> None:
 
 @click.group(context_settings=CTX)
 def group():
-    """Reasoning shortcuts (rsbench): generate, count, severity, metrics, import-bddoia."""
+    """Reasoning shortcuts (rsbench): generate, count, severity, metrics, import-bddoia,
+    browse."""
 
 
 @group.command(context_settings=CTX)
@@ -124,6 +125,23 @@ def import_bddoia(src, out, overwrite, as_json):
         _fail(exc)
     _emit(res, as_json, f"wrote {res['out']}: " + ", ".join(
         f"{k} {v}" for k, v in res["counts"].items()))
+
+
+@group.command("browse", context_settings=CTX)
+@click.argument("dataset", type=click.Path(file_okay=False))
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
+              help="folder for the HTML browser (default: DATASET/browse, replaced if present)")
+@click.option("--overwrite", is_flag=True, help="replace an existing --out folder")
+def browse(dataset, out, overwrite):
+    """Write a static HTML browser of a generated RS data set (open index.html): pictures
+    with their labels and concepts, filters by split and label, and the annotated objects'
+    boxes of a render: blender data set."""
+    from .browse import write_browser  # noqa: PLC0415
+    try:
+        path = write_browser(dataset, out, overwrite=overwrite)
+    except NesyError as exc:
+        _fail(exc)
+    click.echo(f"browser page: {path}")
 
 
 @group.command(context_settings=CTX)
