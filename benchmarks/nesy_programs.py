@@ -6,17 +6,27 @@ with an accumulator; N = 1, 2, 3 digits per operand), and, with ``--reference PA
 DeepProbLog checkout, every ``.pl`` model in its ``examples`` folder that our allow-list
 accepts, each with the query shape given in :data:`EXAMPLE_QUERIES`.
 
-Both sides get the same program text; for ProbLog each neural predicate becomes a uniform
+Ours grounds in SWI-Prolog (``--grounder auto``, the default; ``--grounders prolog,problog``
+adds rows grounded by ProbLog's engine inside nesybench, for comparison). Both sides get the
+same program text; for ProbLog each neural predicate becomes a uniform
 numeric annotated disjunction over its values (ProbLog cannot read ``nn/4``), and the query
 atom is the same. ProbLog is timed in this process as its Python API is used
 (``LogicFormula.create_from`` for grounding, ``SDD.create_from`` for compilation), after one
 warm-up run of the same program, as ours is; its command (``python -m problog -k sdd``, start-up
 and printing included) is a separate column and never enters a ratio. Ours: grounding and
 compilation reported apart, no circuit cache. Rounds interleave the two; medians with min–max
-spread; the ratio is ProbLog's median ground+compile over ours.
+spread; the ratios are ProbLog's median ground+compile over ours, and ProbLog's grounding
+over ours.
+
+``--large 3,4`` then grounds and compiles the textbook addition at those N once each, in a
+child process under ``--large-timeout`` seconds (default 600) and ``--large-memory`` MiB
+(default 8192), and prints grounding and compilation seconds, SDD size and the child's peak
+resident memory, or the limit it reached; ``--problog-large`` does the same for ProbLog's
+pipeline (``LogicFormula.create_from`` + ``SDD.create_from``), killed at the same limits.
 
     python benchmarks/nesy_programs.py [--rounds 5] [--max-digits 2] [--reference PATH] \\
-        [--strategies auto,minimise] [--no-command]
+        [--strategies auto,minimise] [--grounders prolog] [--no-command] [--large 3,4] \\
+        [--problog-large]
 """
 from __future__ import annotations
 
@@ -98,16 +108,84 @@ def time_problog_command(text: str) -> float:
     return dt
 
 
-def time_ours(text: str, query: str, strategy: str = "auto") -> tuple[float, float, str]:
+def time_ours(text: str, query: str, strategy: str = "auto", grounder: str = "auto"
+              ) -> tuple[float, float, str]:
     """Ground and compile seconds, and ``"SDD size strategy"`` of the circuit."""
     from nesybench.nesy.compile import compile_program
     from nesybench.nesy.program import ground
     t0 = time.perf_counter()
-    gp = ground(text, [query])
+    gp = ground(text, [query], grounder=grounder)
     t1 = time.perf_counter()
     comp = compile_program(gp, strategy=strategy)
     t2 = time.perf_counter()
     return t1 - t0, t2 - t1, f"{comp.sdd.size():,} {comp.strategy}"
+
+
+def addition_query(n: int) -> str:
+    a = ", ".join(f"a{i}" for i in range(n))
+    b = ", ".join(f"b{i}" for i in range(n))
+    return f"multi_addition([{a}], [{b}], Z)"
+
+
+def run_large_child(n: int, which: str) -> None:
+    """In the child: ground and compile textbook addition at ``n`` digits once (``which``:
+    ``ours`` or ``problog``) and print one JSON line of seconds and sizes."""
+    import json
+    if which == "ours":
+        from nesybench.nesy.budget import Budget
+        from nesybench.nesy.compile import compile_program
+        from nesybench.nesy.program import ground
+        budget = Budget(max_ground_nodes=None, max_circuit_nodes=None, timeout=None,
+                        max_memory_mb=None)
+        t0 = time.perf_counter()
+        gp = ground(ADDITION, [addition_query(n)], budget=budget)
+        t1 = time.perf_counter()
+        print(json.dumps({"ground": t1 - t0, "nodes": len(gp.nodes)}), flush=True)
+        comp = compile_program(gp, budget=budget)
+        t2 = time.perf_counter()
+        print(json.dumps({"ground": t1 - t0, "compile": t2 - t1, "sdd": comp.sdd.size(),
+                          "strategy": comp.strategy}), flush=True)
+    else:
+        tg, tc = time_problog(problog_text(ADDITION, addition_query(n)))
+        print(json.dumps({"ground": tg, "compile": tc}), flush=True)
+
+
+def run_large(n: int, which: str, timeout: float, memory_mb: float) -> str:
+    """One line: the child's result, or the limit it reached, and its peak memory."""
+    import json
+    import resource
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import nesy_programs as b; "
+            "b.run_large_child(int(sys.argv[2]), sys.argv[3])")
+
+    def limit() -> None:
+        cap = int(memory_mb * 2**20)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).parent), str(n),
+                             which], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=limit)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        status = None if proc.returncode == 0 else \
+            (err.strip().splitlines() or ["failed"])[-1][:120]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        status = f"killed at the {timeout:g} s limit"
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    peak_txt = f"peak {peak / 1024:,.0f} MiB" if peak > before else "peak ≤ earlier child"
+    lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    last = lines[-1] if lines else {}
+    parts = [f"{k} {last[k]:.2f} s" for k in ("ground", "compile") if k in last]
+    if "sdd" in last:
+        parts.append(f"SDD size {last['sdd']:,} ({last['strategy']})")
+    if "nodes" in last:
+        parts.append(f"{last['nodes']:,} ground nodes")
+    return (f"textbook addition N={n} ({which}): " + ", ".join(parts) +
+            (f"; {status}" if status else "") + f"; wall {wall:.1f} s, {peak_txt}")
 
 
 def fmt(xs: list[float]) -> str:
@@ -124,16 +202,27 @@ def main(argv=None) -> int:
                          "choice) and/or minimise (vtree minimisation from the start)")
     ap.add_argument("--no-command", action="store_true",
                     help="skip the column timing the whole `problog -k sdd` command")
+    ap.add_argument("--grounders", default="",
+                    help="extra rows grounded by these grounders of nesybench "
+                         "(comma-separated: prolog, problog); the default row is auto")
+    ap.add_argument("--large", default="",
+                    help="digits N (comma-separated) of textbook addition to run once each in "
+                         "a child process, e.g. 3,4")
+    ap.add_argument("--large-timeout", type=float, default=600.0)
+    ap.add_argument("--large-memory", type=float, default=8192.0)
+    ap.add_argument("--problog-large", action="store_true",
+                    help="also run ProbLog's pipeline on the --large programs")
     args = ap.parse_args(argv)
     strategies = args.strategies.split(",")
     if any(st not in ("auto", "minimise") for st in strategies):
         ap.error("--strategies takes auto and/or minimise")
 
+    grounders = ["auto", *[g for g in args.grounders.split(",") if g]]
+    if any(g not in ("auto", "prolog", "problog") for g in grounders):
+        ap.error("--grounders takes prolog and/or problog")
     cases = []
     for n in range(1, args.max_digits + 1):
-        a = ", ".join(f"a{i}" for i in range(n))
-        b = ", ".join(f"b{i}" for i in range(n))
-        cases.append((f"textbook addition N={n}", ADDITION, f"multi_addition([{a}], [{b}], Z)"))
+        cases.append((f"textbook addition N={n}", ADDITION, addition_query(n)))
     if args.reference:
         root = args.reference / "src" / "deepproblog" / "examples"
         for rel, query in EXAMPLE_QUERIES.items():
@@ -145,7 +234,7 @@ def main(argv=None) -> int:
         print(f"problog -k sdd command start-up (empty program): {fmt(empty)}")
     print(f"{'program':34s} {'ours ground':>26s} {'ours compile':>26s} "
           f"{'problog ground':>26s} {'problog compile':>26s}  ratio (ground+compile)  "
-          f"{'problog command':>26s}  SDD size, strategy")
+          f"ratio (ground)  {'problog command':>26s}  SDD size, strategy")
     for name, text, query in cases:
         ptext = problog_text(text, query)
         try:                                        # warm-up: imports, caches, allocators
@@ -158,10 +247,10 @@ def main(argv=None) -> int:
         except Exception as exc:                    # noqa: BLE001
             print(f"{name}: problog failed: {str(exc).splitlines()[0]}")
             continue
-        for strategy in strategies:
+        for strategy, grounder in [(st, g) for g in grounders for st in strategies]:
             g, c, pg, pc, cmd, sdd = [], [], [], [], [], ""
             for _ in range(args.rounds):           # interleaved rounds
-                tg, tc, sdd = time_ours(text, query, strategy)
+                tg, tc, sdd = time_ours(text, query, strategy, grounder)
                 g.append(tg)
                 c.append(tc)
                 rg, rc = time_problog(ptext)
@@ -171,9 +260,18 @@ def main(argv=None) -> int:
                     cmd.append(time_problog_command(ptext))
             ours = statistics.median([a + b for a, b in zip(g, c)])
             ref = statistics.median([a + b for a, b in zip(pg, pc)])
-            label = name if len(strategies) == 1 else f"{name} ({strategy})"
+            label = name
+            if len(strategies) > 1:
+                label += f" ({strategy})"
+            if grounder != "auto":
+                label += f" [{grounder}]"
             print(f"{label:34s} {fmt(g)} {fmt(c)} {fmt(pg)} {fmt(pc)}  {ref / ours:8.2f}x"
-                  f"{'':14s} {fmt(cmd) if cmd else '-':>26s}  {sdd}")
+                  f"{'':14s} {statistics.median(pg) / statistics.median(g):8.2f}x  "
+                  f"{fmt(cmd) if cmd else '-':>26s}  {sdd}")
+    for n in [int(x) for x in args.large.split(",") if x]:
+        print(run_large(n, "ours", args.large_timeout, args.large_memory), flush=True)
+        if args.problog_large:
+            print(run_large(n, "problog", args.large_timeout, args.large_memory), flush=True)
     return 0
 
 

@@ -98,8 +98,11 @@ def variable_order(gp: GroundProgram, blocks: list | None = None
 
     seen = set()
     blocks.clear()
+    first = positional_order(gp)
     for lab in gp.labels:
         start = len(order)
+        for ci in first if lab is gp.labels[0] else ():
+            place_choice(ci)
         stack = [abs(n) for n in lab.nodes if n]
         # iterative DFS, children in order
         while stack:
@@ -121,6 +124,40 @@ def variable_order(gp: GroundProgram, blocks: list | None = None
     if len(order) > start:
         blocks.append(order[start:])
     return choice_vars, label_vars, order  # type: ignore[return-value]
+
+
+def positional_order(gp: GroundProgram) -> list[int]:
+    """Neural choices ordered by where their input sits in the query shape's lists, when the
+    shape has two or more lists of inputs and every neural choice reads one input from them:
+    the same position of each list side by side (``a_0, b_0, a_1, b_1, ...`` for
+    ``add([a_0, a_1, ...], [b_0, b_1, ...], Z)``). An arithmetic label over numbers read
+    digit by digit then has a small interface between a prefix of positions and the rest (a
+    carry), as the carry encoding has by construction; the depth-first order puts all of one
+    number first, and a prefix then fixes a whole operand. Empty otherwise."""
+    from problog.logic import Term, term2list
+    from problog.program import PrologString
+    where: dict[str, tuple[int, int]] = {}
+    lists = 0
+    for lab in gp.labels:
+        try:
+            (q,) = list(PrologString(lab.query.strip().rstrip(".") + "."))
+        except Exception:       # noqa: BLE001 - any shape we cannot read: no reordering
+            return []
+        for arg in getattr(q, "args", ()):
+            if not (isinstance(arg, Term) and arg.functor == "." and arg.arity == 2):
+                continue
+            try:
+                items = term2list(arg, deep=False)
+            except Exception:   # noqa: BLE001 - a partial list
+                continue
+            lists += 1
+            for i, x in enumerate(items):
+                where.setdefault(str(x), (i, lists))
+    neural = [i for i, c in enumerate(gp.choices) if c.neural]
+    if lists < 2 or not neural or any(len(gp.choices[i].inputs) != 1 or
+                                      gp.choices[i].inputs[0] not in where for i in neural):
+        return []
+    return sorted(neural, key=lambda i: where[gp.choices[i].inputs[0]])
 
 
 def _balanced(vars_, out, nid):
@@ -193,6 +230,76 @@ def block_vtree(blocks: list, *, left: bool = False):
         os.unlink(name)
 
 
+#: most terms the DNF route (:func:`label_dnfs`) expands a label's values into
+DNF_LIMIT = 4_000_000
+
+
+def label_dnfs(gp: GroundProgram, limit: int = DNF_LIMIT) -> dict | None:
+    """The DNF of every label value node of ``gp``: ``{node: [term, ...]}``, a term a tuple of
+    ``(choice, value)`` literals sorted by choice, inconsistent terms (two values of one
+    choice) left out. ``None`` when a value node is not a negation-free AND/OR of choice
+    literals, or when the terms would pass ``limit``.
+
+    Ground programs of arithmetic over categorical results (the textbook sum of two N-digit
+    numbers: one conjunction per pair of operand values, 10^(2N) in all) are such DNFs; they
+    are compiled by :func:`_dnf_sdd` as decision diagrams over the choices in vtree order,
+    whose sub-diagrams are shared (the rest of a sum depends on the digits so far only
+    through their sum), instead of one SDD operation per conjunction."""
+    memo: dict[int, list] = {0: [()]}
+    total = 0
+    roots = [abs(n) for lab in gp.labels for n in lab.nodes if n]
+    if any(n is not None and n < 0 for lab in gp.labels for n in lab.nodes):
+        return None
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            n, done = stack.pop()
+            if n in memo:
+                continue
+            node = gp.nodes[n]
+            if node[0] == "lit":
+                memo[n] = [((node[1], node[2]),)]
+                continue
+            kids = node[1]
+            if any(k is not None and k < 0 for k in kids):
+                return None
+            if not done:
+                stack.append((n, True))
+                stack.extend((k, False) for k in kids if k and k not in memo)
+                continue
+            if node[0] == "or":
+                out = [t for k in kids if k is not None for t in memo[k]]
+            else:
+                out = [()]
+                for k in kids:
+                    if k is None:
+                        out = []
+                        break
+                    kid = memo[k]
+                    if len(out) * len(kid) > limit:
+                        return None
+                    out = [m for a in out for b in kid if (m := _merge(a, b)) is not None]
+            total += len(out)
+            if total > limit:
+                return None
+            memo[n] = out
+    return {n: memo[n] for n in roots}
+
+
+def _merge(a: tuple, b: tuple) -> tuple | None:
+    """The conjunction of two terms (sorted literal tuples), ``None`` if inconsistent."""
+    if not a:
+        return b
+    if not b:
+        return a
+    d = dict(a)
+    for c, v in b:
+        w = d.setdefault(c, v)
+        if w != v:
+            return None
+    return tuple(sorted(d.items()))
+
+
 def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
                     clock=None, progress: bool = False, strategy: str = "auto") -> Compiled:
     """Compile ``gp`` into an SDD with PySDD: first bottom-up ``apply`` with minimisation off
@@ -236,6 +343,9 @@ FAST_LIMIT = 2_000_000
 class _Restart(Exception):
     """The fast strategy grew past its live-size limit: compile again with minimisation."""
 
+
+#: AND/OR nodes with more kids than this are joined as a balanced tree by the fast strategy
+WIDE = 8
 
 #: the fast strategy (which never minimises) collects garbage when the dead SDD nodes are
 #: more than GC_DEAD_NODES and more than GC_DEAD_RATIO times the live ones
@@ -321,6 +431,55 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, bar, minimize: bool = Fal
 
     cache: dict[int, object] = {0: true}
     peak = [0]
+
+    def dnf_route() -> None:
+        """Build the label value nodes that are DNFs as decision diagrams over the choices
+        in vtree order (see :func:`label_dnfs`), into ``cache``."""
+        dnfs = label_dnfs(gp)
+        if not dnfs:
+            return
+        rank = {}
+        for ci, xs in enumerate(choice_vars):
+            rank[ci] = min(order.index(abs(x)) for x in xs)
+        choices_by_rank = sorted(rank, key=rank.get)
+        pos = {ci: i for i, ci in enumerate(choices_by_rank)}
+        memo: dict = {(): false}
+
+        def diagram(terms: tuple):
+            """SDD of the disjunction of ``terms`` (literals as (position, value), sorted)."""
+            hit = memo.get(terms)
+            if hit is not None:
+                return hit
+            if terms[0] == ():
+                memo[terms] = true
+                return true
+            first = terms[0][0][0]          # sorted: the smallest position comes first
+            groups: dict = {}
+            free = []
+            for t in terms:
+                if t[0][0] == first:
+                    groups.setdefault(t[0][1], []).append(t[1:])
+                else:
+                    free.append(t)
+            ci = choices_by_rank[first]
+            acc = diagram(tuple(free)) if free else false
+            for v, rest in groups.items():
+                sub = diagram(tuple(sorted(set(rest))))
+                acc = mgr.disjoin(acc, mgr.conjoin(lit(ci, v), sub))
+                tick()
+            memo[terms] = keep(acc)
+            return acc
+
+        for n, terms in dnfs.items():
+            if n in cache:
+                continue
+            key = tuple(sorted({tuple((pos[c], v) for c, v in sorted(
+                t, key=lambda cv: pos[cv[0]])) for t in terms}))
+            cache[n] = keep(diagram(key)) if key else false
+            bar.update()
+
+    if not minimize:
+        dnf_route()
     bar.reset()
     bar.set_description("compiling" + (" (minimising)" if minimize else ""))
 
@@ -342,7 +501,7 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, bar, minimize: bool = Fal
                 stack.extend((abs(k), False) for k in kids if k and abs(k) not in cache)
                 continue
             is_and = node[0] == "and"
-            acc = true if is_and else false
+            parts = []
             for k in kids:
                 if k is None:
                     s = false
@@ -352,8 +511,24 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, bar, minimize: bool = Fal
                     s = cache[abs(k)]
                     if k < 0:
                         s = mgr.negate(s)
-                acc = mgr.conjoin(acc, s) if is_and else mgr.disjoin(acc, s)
-                tick()
+                parts.append(s)
+            op = mgr.conjoin if is_and else mgr.disjoin
+            if minimize or len(parts) <= WIDE:
+                acc = true if is_and else false
+                for s in parts:
+                    acc = op(acc, s)
+                    tick()
+            else:
+                # a wide node as a balanced tree: a chain costs one operation on the
+                # growing result per kid (the textbook sum's values have up to 1,000)
+                while len(parts) > 1:
+                    nxt = [op(a, b) for a, b in zip(parts[::2], parts[1::2])]
+                    if len(parts) % 2:
+                        nxt.append(parts[-1])
+                    for _ in range(len(parts) // 2):
+                        tick()
+                    parts = nxt
+                acc = parts[0] if parts else (true if is_and else false)
             cache[n] = keep(acc)
             bar.update()
         return cache[root]
