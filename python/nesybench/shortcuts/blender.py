@@ -157,7 +157,7 @@ def _objects_of(task, world) -> list[dict]:
                             f"shape(i), size(i), material(i) or obj(i)), not {v.name}",
                             file=task.source)
         name, i = t
-        d = objs.setdefault(i, {})
+        d = objs.setdefault(i, {"object": i})
         if name == "obj":
             col, _, shape = str(x).partition("_")
             d["color"], d["shape"] = col, shape
@@ -166,7 +166,21 @@ def _objects_of(task, world) -> list[dict]:
         else:
             raise NesyError(f"render: blender has no object attribute {name!r} (color, shape, "
                             f"size, material, obj)", file=task.source)
-    return [objs[i] for i in sorted(objs, key=str)]
+    # an object with an attribute `none` is absent (support {objects: [min, max]})
+    return [objs[i] for i in sorted(objs, key=str)
+            if not any(str(x) == "none" for k, x in objs[i].items() if k != "object")]
+
+
+def drawable(task, world) -> bool:
+    """Whether every object of ``world`` is whole or absent (``none`` in all its attributes);
+    always for tasks without ``none`` values or without per-object concepts."""
+    if not any(str(x) == "none" for x in world):
+        return True
+    from .task import present_objects  # noqa: PLC0415
+    try:
+        return present_objects(task, world) is not None
+    except NesyError:
+        return True
 
 
 def check_vocabulary(task, opts: dict | None = None) -> None:
@@ -179,6 +193,8 @@ def check_vocabulary(task, opts: dict | None = None) -> None:
     for v in task.variables:
         name = v.term[0] if isinstance(v.term, tuple) else v.name
         for x in v.domain:
+            if str(x) == "none":          # an absent object
+                continue
             pairs = ([("color", str(x).partition("_")[0]), ("shape", str(x).partition("_")[2])]
                      if name == "obj" else [(name, str(x))])
             for attr, val in pairs:
@@ -259,8 +275,8 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
         # a task without a colour (shape) concept gets a random one per object: a nuisance
         col = b.get("color") or sorted(COLOURS)[int(rng.integers(len(COLOURS)))]
         shape = b.get("shape") or SHAPES[int(rng.integers(len(SHAPES)))]
-        objs.append({"color": col, "shape": shape, "material": mat, "size": size,
-                     "radius": SIZES[size]})
+        objs.append({"object": b["object"], "color": col, "shape": shape, "material": mat,
+                     "size": size, "radius": SIZES[size]})
     # positions are drawn apart for the largest object, then given to the objects from left to
     # right in the picture: object 1 is the leftmost, so color(1), shape(1), ... name what a
     # model can see (a concept per object index is learnable and its accuracy meaningful)
@@ -277,6 +293,9 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
             spots.append((round(x, 6), round(y, 6), round(float(rng.uniform(0, 360)), 6)))
         if len(spots) < len(objs):
             continue
+        if not objs:                      # every object absent: an empty scene
+            placed = []
+            break
         px = project([[x, y, 0.0] for x, y, _ in spots], opts["resolution"])[:, 0]
         spots = [spots[i] for i in sorted(range(len(spots)), key=lambda i: (px[i], i))]
         placed = [{**o, "x": x, "y": y, "rotation": r} for o, (x, y, r) in zip(objs, spots)]

@@ -198,6 +198,8 @@ class Task:
             while len(got) < n:
                 got[tuple(rng.choice(v.domain) for v in self.variables)] = True
             return sorted(got, key=_key)
+        if isinstance(spec, dict) and "objects" in spec:
+            return objects_support(self, spec["objects"])
         if isinstance(spec, dict) and "prop_in_dist" in spec:
             p = float(spec["prop_in_dist"])
             if not 0 < p <= 1:
@@ -219,6 +221,65 @@ class Task:
 
 def _key(w):
     return tuple((0, x) if isinstance(x, int) else (1, str(x)) for x in w)
+
+
+#: the value that marks an absent object (``support: {objects: [min, max]}``)
+ABSENT = "none"
+
+
+def object_slots(task) -> dict:
+    """``{object index: [variable positions]}`` of the variables ``attr(i)`` (a concept with
+    ``count``: CLE4EVR's ``color(i)``, ``shape(i)``, ``obj(i)``, ...)."""
+    slots: dict = {}
+    for k, v in enumerate(task.variables):
+        if not (isinstance(v.term, tuple) and len(v.term) == 2):
+            raise NesyError(f"support {{objects: ...}} needs per-object concepts attr(i); "
+                            f"{v.name} is not one", file=task.source, field="support.objects")
+        slots.setdefault(v.term[1], []).append(k)
+    return slots
+
+
+def present_objects(task, world, slots=None) -> int | None:
+    """How many objects of ``world`` are present (no attribute ``none``); None when an object
+    is neither present nor absent (some attributes ``none``, others not)."""
+    slots = object_slots(task) if slots is None else slots
+    n = 0
+    for ks in slots.values():
+        absent = [str(world[k]) == ABSENT for k in ks]
+        if all(absent):
+            continue
+        if any(absent):
+            return None
+        n += 1
+    return n
+
+
+def objects_support(task, rng_objects) -> list[tuple]:
+    """``support: {objects: [min, max]}``: every world whose objects are each present (no
+    attribute ``none``) or absent (every attribute ``none``), with ``min``..``max`` present
+    (rsbench's range of objects per image). Worlds with other numbers of objects are OOD."""
+    lo, hi = rng_objects
+    slots = object_slots(task)
+    if hi > len(slots):
+        raise NesyError(f"support.objects max {hi} exceeds the task's {len(slots)} objects",
+                        file=task.source, field="support.objects")
+    if lo < len(slots) and not all(ABSENT in [str(x) for x in task.variables[k].domain]
+                                   for ks in slots.values() for k in ks):
+        raise NesyError(f"support.objects below {len(slots)} objects needs the value "
+                        f"{ABSENT!r} in every per-object domain (it marks an absent object)",
+                        file=task.source, field="support.objects")
+    if task.n_worlds > 2_000_000:
+        raise NesyError(f"support {{objects: ...}} filters all {task.n_worlds} worlds; at most "
+                        "2,000,000", file=task.source, field="support.objects")
+    out = []
+    for w in task.all_worlds():
+        n = present_objects(task, w, slots)
+        if n is not None and lo <= n <= hi:
+            out.append(w)
+    if not out:
+        raise NesyError("support {objects: ...} holds no world", file=task.source,
+                        field="support.objects")
+    return sorted(out, key=_key)
 
 
 def _coerce(x, domain):
@@ -441,11 +502,18 @@ def _validate_support(spec, bad) -> None:
                           f"support[{i}]")
         return
     if isinstance(spec, dict):
-        kinds = [k for k in ("file", "sample", "prop_in_dist") if k in spec]
-        extra = sorted(str(k) for k in spec if k not in ("file", "sample", "prop_in_dist", "seed"))
+        kinds = [k for k in ("file", "sample", "prop_in_dist", "objects") if k in spec]
+        extra = sorted(str(k) for k in spec
+                       if k not in ("file", "sample", "prop_in_dist", "objects", "seed"))
         if len(kinds) != 1 or extra:
-            raise bad("support is 'all', a list of worlds, {file: F}, {sample: N, seed: S} or "
-                      "{prop_in_dist: P, seed: S}", "support")
+            raise bad("support is 'all', a list of worlds, {file: F}, {sample: N, seed: S}, "
+                      "{prop_in_dist: P, seed: S} or {objects: [min, max]}", "support")
+        if "objects" in spec:
+            o = spec["objects"]
+            if not (isinstance(o, list) and len(o) == 2 and all(
+                    isinstance(x, int) and not isinstance(x, bool) for x in o)
+                    and 0 <= o[0] <= o[1] <= 10_000):
+                raise bad("objects must be [min, max] with 0 <= min <= max", "support.objects")
         if "seed" in spec and (not isinstance(spec["seed"], int) or isinstance(spec["seed"], bool)):
             raise bad("seed must be an integer", "support.seed")
         if "file" in spec and (not isinstance(spec["file"], str) or not spec["file"]):
