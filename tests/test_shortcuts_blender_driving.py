@@ -265,3 +265,24 @@ def test_rs_browse_shows_pictures_labels_and_boxes(rendered, tmp_path, capsys):
     # an existing folder is not replaced without --overwrite
     assert main(["rs", "browse", str(out), "--out", str(page)]) == 2
     assert main(["rs", "browse", str(out), "--out", str(page), "--overwrite"]) == 0
+
+
+def test_scene_descriptions_do_not_depend_on_the_hash_seed():
+    import os
+    import subprocess
+    import sys
+    code = ("import hashlib\n"
+            "from nesybench.shortcuts import blender as B\n"
+            "from nesybench.shortcuts.task import load_task\n"
+            "h = hashlib.sha256()\n"
+            "for name in ('driving_3d', 'cle4evr_range'):\n"
+            f"    t = load_task({str(ROOT)!r} + f'/curricula/rs/{{name}}.yaml')\n"
+            "    o = B.options(t)\n"
+            "    for i, w in enumerate(t.support(seed=0)[:12]):\n"
+            "        d = B.describe(t, w, o, seed=0, split='train', index=i)\n"
+            "        h.update(B.description_hash(d).encode())\n"
+            "print(h.hexdigest())\n")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": s}).stdout
+            for s in ("1", "2")}
+    assert len(outs) == 1 and len(outs.pop().strip()) == 64
