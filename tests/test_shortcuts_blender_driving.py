@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "curricula" / "rs" / "driving_3d.yaml"
 AMBULANCE = ROOT / "curricula" / "rs" / "driving_ambulance_3d.yaml"
 SMALL = {"resolution": [64, 64], "samples": 2}
-SIZES = {"train": 4, "val": 0, "test": 0, "ood": 1}
+SIZES = {"train": 4, "val": 1, "test": 0, "ood": 1}
 needs_bpy = pytest.mark.skipif(not B.bpy_available(),
                                reason=f"bpy is not installed ({B.INSTALL_HINT})")
 
@@ -53,8 +53,8 @@ def rendered(tmp_path_factory):
 @needs_bpy
 def test_labels_are_the_knowledge_on_the_annotated_scene(rendered):
     out, res = rendered
-    assert res.counts == {"train": 4, "val": 0, "test": 0, "ood": 1}
-    assert res.blender == {"rendered": 5, "resumed": 0, "bpy_version": B.BPY_VERSION}
+    assert res.counts == {"train": 4, "val": 1, "test": 0, "ood": 1}
+    assert res.blender == {"rendered": 6, "resumed": 0, "bpy_version": B.BPY_VERSION}
     man = json.loads((out / "manifest.json").read_text())
     assert man["blender"]["scene"] == "driving"
     assert man["blender"]["grid"] == {"rows": 5, "lane_width": 3.5, "cell_length": 5.0}
@@ -106,7 +106,7 @@ def test_an_interrupted_run_resumes(rendered, tmp_path, monkeypatch):
     assert len(list(B.partial_dir(part).glob("*/*.json"))) == 3
     monkeypatch.setattr(B, "_INTERRUPT_AFTER", None)
     res = generate(load_task(TASK), part, seed=3, samples=SIZES, render_options=SMALL)
-    assert res.blender["resumed"] == 3 and res.blender["rendered"] == 2
+    assert res.blender["resumed"] == 3 and res.blender["rendered"] == 3
     assert _annotations(part) == _annotations(out)
     assert not B.partial_dir(part).exists()
 
@@ -254,7 +254,7 @@ def test_rs_browse_shows_pictures_labels_and_boxes(rendered, tmp_path, capsys):
     data = json.loads(js[js.index("=") + 1:].rstrip().rstrip(";"))
     assert data == browser_data(out, page)
     assert data["render"] == "blender" and data["labels"] == ["forward", "stop", "left", "right"]
-    assert len(data["samples"]) == 5
+    assert len(data["samples"]) == 6
     for s in data["samples"]:
         assert (page / s["image"]).resolve().is_file()
         ann = json.loads((page / s["image"]).resolve().with_suffix(".json").read_text())
@@ -286,3 +286,24 @@ def test_scene_descriptions_do_not_depend_on_the_hash_seed():
                            check=True, env={**os.environ, "PYTHONHASHSEED": s}).stdout
             for s in ("1", "2")}
     assert len(outs) == 1 and len(outs.pop().strip()) == 64
+
+
+@needs_bpy
+def test_nesy_train_reads_the_rendered_road_scenes(rendered, tmp_path):
+    """DPL on the rendered pictures: the run reads every split, and the detector checks the
+    learned maps against the task's 300 support worlds."""
+    out, _ = rendered
+    run = tmp_path / "run"
+    assert main(["nesy", "train", str(TASK), "--data", str(out), "--model", "dpl", "--epochs",
+                 "1", "--out", str(run), "-q"]) == 0
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["n_train"] == 4
+    rep = m["results"]["val"]["shortcut"]
+    assert rep["support_size"] == 300 and rep["verdict"] in ("identity", "shortcut",
+                                                            "not_optimal")
+    task = load_task(TASK)
+    with open(run / "predictions_ood.csv", newline="") as fh:
+        pred = list(csv.DictReader(fh))
+    want = _rows(out, "ood")
+    assert [[r[f"concept:{v.name}"] for v in task.variables] for r in pred] == \
+        [[r[f"concept:{v.name}"] for v in task.variables] for r in want]
