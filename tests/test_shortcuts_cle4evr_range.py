@@ -141,3 +141,20 @@ def test_a_support_world_with_half_an_object_is_refused(tmp_path, capsys, monkey
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "some attributes none" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_entangled_objects_can_be_absent_too():
+    task = load_task({"name": "e", "knowledge": "kb/shortcuts/cle4evr.lp", "maps": "shared",
+                      "concepts": [{"name": "obj", "count": 3,
+                                    "domain": ["red_cube", "blue_cube", "none"]}],
+                      "support": {"objects": [2, 3]}})
+    sup = task.support()
+    assert len(sup) == comb(3, 2) * 2 ** 2 + 2 ** 3 == 20
+    labels = dict(zip(sup, task.labels_of(sup)))
+    assert labels[("red_cube", "none", "red_cube")] == (1,)
+    assert labels[("red_cube", "none", "blue_cube")] == (0,)
+    opts = B.options(task, {"resolution": [64, 64]})
+    objs = B.describe(task, ("blue_cube", "none", "red_cube"), opts, seed=0, split="train",
+                      index=0)["objects"]
+    assert [(o["object"], o["color"], o["shape"]) for o in objs] == \
+        [(1, "blue", "cube"), (3, "red", "cube")]
