@@ -63,7 +63,7 @@ def cli():
             import-reference, ilp-export, ilp-eval, ilp-run, train, table, plot)
     rudas   RuDaS rule-learning datasets (generate, suite, learn, evaluate, chase, table,
             experiment)
-    rs      reasoning shortcuts (generate, count, severity, metrics, import-bddoia)
+    rs      reasoning shortcuts (generate, count, severity, metrics, import-bddoia, browse)
     nesy    neuro-symbolic learning: ProbLog inference, DPL, fuzzy, CBM, NN, CLIP concepts on
             the RS tasks (infer, train, eval, probe, sweep, report)
     ski     knowledge-injection robustness: KBANN/KINS/KILL under degradation (run, table, plot)
