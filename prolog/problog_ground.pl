@@ -37,7 +37,8 @@ pg_ground/3.
 %
 %   Ground the program in Text: `c(Head, Id, Body, Kind)` clauses (Kind is `det`, `fact(P)`
 %   or `ad(Index, P, Vars)`), `q(J, Goal, Vars)` queries and `e(K, Atom, Value)` evidence.
-%   Limits holds `max_nodes(N)`, `seconds(S)` and `stack_bytes(B)` (`none` for no limit).
+%   Limits holds `max_nodes(N)`, `max_depth(D)` (recursion of deterministic predicates),
+%   `seconds(S)` and `stack_bytes(B)` (`none` for no limit).
 %
 %   Result is `[ok, Choices, Nodes, Labels, Evidence]`:
 %     - Choices: `[Kind, Key, Values]` per choice (Kind `fact`, `ad` or `nn`; for `nn` the
@@ -58,7 +59,7 @@ pg_ground(Text, Limits, Result) :-
 
 declare(M) :-
     dynamic([M:'$def'/2, M:'$prob'/2, M:'$node'/2, M:'$choice'/2, M:'$cval'/3,
-             M:'$ans'/3]).
+             M:'$ans'/3, M:'$max_depth'/1]).
 
 %   limited(+Seconds, +Limits, :Goal): once(Goal) under the time limit and the stack limit of
 %   Limits; the tables of this grounding are dropped afterwards, whatever happens
@@ -89,6 +90,7 @@ error_result(pg_deep, [unsupported, Msg]) :- !,
     Msg = "a recursion deeper than 100,000 calls, also with every predicate tabled".
 error_result(pg_cyclic, [unsupported, "a cyclic program"]) :- !.
 error_result(pg_refused(F/A), [refused, Text]) :- !, format(string(Text), "~w/~w", [F, A]).
+error_result(pg_budget(stack(N)), [budget, Msg]) :- !, format(string(Msg), "stack(~d)", [N]).
 error_result(pg_budget(Msg), [budget, Msg]) :- !.
 error_result(pg_error(Msg), [error, Text]) :- !, format(string(Text), "~w", [Msg]).
 error_result(time_limit_exceeded, [budget, time]) :- !.
@@ -106,16 +108,30 @@ error_text(E, Msg) :- format(string(Msg), "~q", [E]).
 
 %   ground_text(+M, +Text, +Limits, -Result)
 ground_text(M, Text, Limits, Result) :-
+    option_value(Limits, max_depth, MaxDepth),
+    assertz(M:'$max_depth'(MaxDepth)),
     setup_call_cleanup(open_string(Text, In), read_program(In, M, Qs, Es), close(In)),
     mark_probabilistic(M),
+    compile_bodies(M),
     catch(ground_all(fast, M, Qs, Es, Limits, Result), Why,
-          ( memberchk(Why, [pg_cyclic, pg_deep]),
-            forget_ground(M),
-            (   Why == pg_deep          % a deterministic loop: table every predicate
-            ->  forall(( M:'$def'(F, A), \+ M:'$prob'(F, A) ), assertz(M:'$prob'(F, A)))
-            ;   true
-            ),
-            ground_all(cyclic, M, Qs, Es, Limits, Result) )).
+          (   memberchk(Why, [pg_cyclic, pg_deep])
+          ->  forget_ground(M),
+              (   Why == pg_deep        % a deterministic loop: table every predicate
+              ->  retag_all_probabilistic(M, Text)
+              ;   true
+              ),
+              ground_all(cyclic, M, Qs, Es, Limits, Result)
+          ;   throw(Why)
+          )).
+
+%   retag_all_probabilistic(+M, +Text): the program read again, every predicate marked
+%   probabilistic (so that every call goes through the tables)
+retag_all_probabilistic(M, Text) :-
+    forall(M:'$def'(F, A), ( functor(H, F, A), ext(H, _, _, _, E), retractall(M:E) )),
+    retractall(M:'$def'(_, _)),
+    setup_call_cleanup(open_string(Text, In), read_program(In, M, _, _), close(In)),
+    forall(( M:'$def'(F, A), \+ M:'$prob'(F, A) ), assertz(M:'$prob'(F, A))),
+    compile_bodies(M).
 
 forget_ground(M) :-
     retractall(M:'$node'(_, _)), retractall(M:'$choice'(_, _)),
@@ -214,8 +230,41 @@ probabilistic(M, G) :-
     compound_name_arguments_(G, F, As), length(As, A),
     M:'$prob'(F, A).
 
+%   compile_bodies(+M): each body goal known at load time tagged with how it runs:
+%   '$b'(G) an allowed builtin, '$d'(G) a deterministic predicate of the program, '$p'(G) a
+%   probabilistic one (so that proving does not look it up again per call); goals built at
+%   run time keep the general path. A tag is only a shortcut: '$b' checks the builtin table
+%   again before calling, and '$d'/'$p' resolve against the program's clauses (data).
+compile_bodies(M) :-
+    forall(M:'$def'(F, A), compile_predicate(M, F, A)).
+
+compile_predicate(M, F, A) :-
+    functor(H, F, A),
+    ext(H, Id, B, K, E),
+    findall(c(H, Id, B, K), M:E, Cs),
+    retractall(M:E),
+    forall(member(c(H1, Id1, B1, K1), Cs),
+           ( tag_goal(M, B1, B2), ext(H1, Id1, B2, K1, E1), assertz(M:E1) )).
+
+tag_goal(_, G, G) :- var(G), !.
+tag_goal(M, (A, B), (A1, B1)) :- !, tag_goal(M, A, A1), tag_goal(M, B, B1).
+tag_goal(M, (A ; B), (A1 ; B1)) :- !, tag_goal(M, A, A1), tag_goal(M, B, B1).
+tag_goal(M, (A -> B), (A1 -> B1)) :- !, tag_goal(M, A, A1), tag_goal(M, B, B1).
+tag_goal(M, \+ A, \+ A1) :- !, tag_goal(M, A, A1).
+tag_goal(M, not(A), not(A1)) :- !, tag_goal(M, A, A1).
+tag_goal(M, once(A), once(A1)) :- !, tag_goal(M, A, A1).
+tag_goal(M, findall(T, A, L), findall(T, A1, L)) :- !, tag_goal(M, A, A1).
+tag_goal(M, forall(A, B), forall(A1, B1)) :- !, tag_goal(M, A, A1), tag_goal(M, B, B1).
+tag_goal(_, G, '$b'(G)) :- builtin(G), !.
+tag_goal(M, G, W) :- callable(G), defined(M, G), !,
+    (   probabilistic(M, G) -> W = '$p'(G) ; W = '$d'(G) ).
+tag_goal(_, G, G).
+
 %   det_goal(+M, +G): G reaches no probabilistic clause (known now, before running it)
 det_goal(_, G) :- var(G), !, fail.
+det_goal(_, '$b'(_)) :- !.
+det_goal(_, '$d'(_)) :- !.
+det_goal(_, '$p'(_)) :- !, fail.
 det_goal(M, G) :- control(G, Subs), !, forall(member(S, Subs), det_goal(M, S)).
 det_goal(M, G) :- compound(G), compound_name_arguments(G, call, [G0|Extra]), !,
     nonvar(G0), add_args(G0, Extra, G1), det_goal(M, G1).
@@ -233,6 +282,9 @@ add_args(G0, Extra, G) :-
 %   by resolution in clause order, so findall/3 and if-then-else see answers in Prolog's
 %   order; Depth bounds the recursion
 solve(_, G, _) :- var(G), !, throw(error(instantiation_error, _)).
+solve(_, '$b'(G), _) :- !, tagged_builtin(G).
+solve(M, '$d'(G), D) :- !, solve_defined(M, G, D).
+solve(_, '$p'(G), _) :- !, probabilistic_here(G).
 solve(_, true, _) :- !.
 solve(M, (A, B), D) :- !, solve(M, A, D), solve(M, B, D).
 solve(M, (C -> T ; E), D) :- !,
@@ -249,18 +301,29 @@ solve(M, forall(C, A), D) :- !,
     deterministic(M, (C, A), forall/2), \+ ( solve(M, C, D), \+ solve(M, A, D) ).
 solve(_, G, _) :- builtin(G), !, call_builtin(G).
 solve(M, G, D) :- defined(M, G), !,
-    (   probabilistic(M, G)
-    ->  format(string(Msg), "~q, a probabilistic goal where a deterministic one is needed",
-               [G]),
-        throw(pg_unsupported(Msg))
-    ;   D1 is D + 1,
-        (   D1 > 100000
-        ->  throw(pg_deep)          % a loop (or left recursion) that needs tabling
-        ;   true
-        ),
-        ext(G, _, B, _, E), M:E, solve(M, B, D1)
-    ).
+    (   probabilistic(M, G) -> probabilistic_here(G) ; solve_defined(M, G, D) ).
 solve(_, G, _) :- functor(G, F, A), throw(pg_refused(F/A)).
+
+tagged_builtin(G) :-
+    (   builtin(G) -> call_builtin(G) ; throw(pg_refused('$b'/1)) ).
+
+probabilistic_here(G) :-
+    format(string(Msg), "~q, a probabilistic goal where a deterministic one is needed", [G]),
+    throw(pg_unsupported(Msg)).
+
+solve_defined(M, G, D) :-
+    D1 is D + 1,
+    (   D1 /\ 4095 =:= 0 -> check_depth(M, D1) ; true ),
+    ext(G, _, B, _, E),
+    M:E,
+    solve(M, B, D1).
+
+%   check_depth(+M, +Depth): the recursion budget (`max_depth`), then 100,000 calls: a loop
+%   (or left recursion) that needs tabling
+check_depth(M, D) :-
+    M:'$max_depth'(Max),
+    (   integer(Max), D > Max -> throw(pg_budget(stack(Max))) ; true ),
+    (   D > 100000 -> throw(pg_deep) ; true ).
 
 solve_not(M, G, D) :-
     deterministic(M, G, (\+)/1),
@@ -342,6 +405,9 @@ proof(S, G, N) :-
 
 %   prove(+S, +M, +Goal, +Lits0, -Lits): one proof of Goal; Lits adds its literal nodes
 prove(_, _, G, _, _) :- var(G), !, throw(error(instantiation_error, _)).
+prove(_, _, '$b'(G), L, L) :- !, tagged_builtin(G).
+prove(_, M, '$d'(G), L, L) :- !, solve_defined(M, G, 0).
+prove(S, M, '$p'(G), L0, L) :- !, prove_probabilistic(S, M, G, L0, L).
 prove(_, _, true, L, L) :- !.
 prove(S, M, (A, B), L0, L) :- !, prove(S, M, A, L0, L1), prove(S, M, B, L1, L).
 prove(S, M, (C -> T ; E), L0, L) :- !,
@@ -356,10 +422,13 @@ prove(_, M, G, _, _) :- control(G, _), !,
     functor(G, F, A), deterministic(M, G, F/A).
 prove(S, M, G, L0, L) :-
     defined(M, G), !,
+    prove_probabilistic(S, M, G, L0, L).
+prove(_, _, G, _, _) :- functor(G, F, A), throw(pg_refused(F/A)).
+
+prove_probabilistic(S, M, G, L0, L) :-
     call_answers(S, M, G, Id),
     M:'$ans'(Id, G, N),
     add_lit(N, L0, L).
-prove(_, _, G, _, _) :- functor(G, F, A), throw(pg_refused(F/A)).
 
 prove_not(S, M, G, L0, L) :-
     (   det_goal(M, G)
@@ -510,6 +579,9 @@ d(M, G) :-
 
 %   solve_possible(+M, +Goal): Goal succeeds when every probabilistic fact may be true
 solve_possible(_, G) :- var(G), !, throw(error(instantiation_error, _)).
+solve_possible(_, '$b'(G)) :- !, tagged_builtin(G).
+solve_possible(M, '$d'(G)) :- !, solve_defined(M, G, 0).
+solve_possible(M, '$p'(G)) :- !, d(M, G).
 solve_possible(_, true) :- !.
 solve_possible(M, (A, B)) :- !, solve_possible(M, A), solve_possible(M, B).
 solve_possible(M, (C -> T ; E)) :- !,
@@ -527,6 +599,9 @@ solve_possible(_, G) :- functor(G, F, A), throw(pg_refused(F/A)).
 %   prove_c(+S, +M, +Goal, +Ancestors, +Lits0, -Lits, +Hits0, -Hits): as prove/5, with the
 %   ground atoms being proved above (Ancestors); Hits collects the ancestors this proof met
 prove_c(_, _, G, _, _, _, _, _) :- var(G), !, throw(error(instantiation_error, _)).
+prove_c(_, _, '$b'(G), _, L, L, H, H) :- !, tagged_builtin(G).
+prove_c(_, M, '$d'(G), _, L, L, H, H) :- !, solve_defined(M, G, 0).
+prove_c(S, M, '$p'(G), Anc, L0, L, H0, H) :- !, prove_c_probabilistic(S, M, G, Anc, L0, L, H0, H).
 prove_c(_, _, true, _, L, L, H, H) :- !.
 prove_c(S, M, (A, B), Anc, L0, L, H0, H) :- !,
     prove_c(S, M, A, Anc, L0, L1, H0, H1), prove_c(S, M, B, Anc, L1, L, H1, H).
@@ -548,6 +623,10 @@ prove_c(_, M, G, _, _, _, _, _) :- control(G, _), !,
     functor(G, F, A), deterministic(M, G, F/A).
 prove_c(S, M, G, Anc, L0, L, H0, H) :-
     defined(M, G), !,
+    prove_c_probabilistic(S, M, G, Anc, L0, L, H0, H).
+prove_c(_, _, G, _, _, _, _, _) :- functor(G, F, A), throw(pg_refused(F/A)).
+
+prove_c_probabilistic(S, M, G, Anc, L0, L, H0, H) :-
     findall(G, d(M, G), Answers0),
     sort(Answers0, Answers),            % the table's order is not the program's
     member(G, Answers),
@@ -561,7 +640,6 @@ prove_c(S, M, G, Anc, L0, L, H0, H) :-
     ->  L = [false|L0]      % no proof, but the ancestors it met must reach atom_c/6
     ;   add_lit(N, L0, L)
     ).
-prove_c(_, _, G, _, _, _, _, _) :- functor(G, F, A), throw(pg_refused(F/A)).
 
 prove_not_c(S, M, G, Anc, L0, L) :-
     (   det_goal(M, G)

@@ -34,7 +34,7 @@ def _rows(n, seed):
 @pytest.mark.parametrize("strategy", ["apply", "minimise"])
 def test_textbook_addition_wide_label_matches_enumeration(strategy, monkeypatch):
     if strategy == "minimise":      # a live-size limit the fast strategy passes: restart
-        monkeypatch.setattr(compile_mod, "FAST_LIMIT", 2_000)
+        monkeypatch.setattr(compile_mod, "FAST_LIMIT", 100)
     query = "multi_addition([a0, a1], [b0, b1], Z)"
     prog = CompiledProgram.from_program(TEXTBOOK, query, use_cache=False)
     assert prog.stats["compile_strategy"] == strategy
@@ -149,7 +149,7 @@ def test_compile_progress_counts_every_ground_node_and_label_value(strategy, mon
     monkeypatch.setattr(tqdm, "tqdm", _RecordingBar)
     _RecordingBar.made = []
     if strategy == "minimise":
-        monkeypatch.setattr(compile_mod, "FAST_LIMIT", 2_000)
+        monkeypatch.setattr(compile_mod, "FAST_LIMIT", 100)
     gp = ground(TEXTBOOK, ["multi_addition([a0, a1], [b0, b1], Z)"])
     comp = compile_program(gp, progress=True)
     assert comp.strategy == strategy

@@ -405,7 +405,7 @@ def test_dnf_route_compiles_the_same_function(name, monkeypatch):
     from nesybench.nesy import compile as comp
     text, query = PROGRAMS[name]
     via_dnf = _compiled(text, [query])
-    monkeypatch.setattr(comp, "label_dnfs", lambda gp, limit=0: None)
+    monkeypatch.setattr(comp, "label_dnfs", lambda gp, limit=0, position=None: None)
     node_by_node = _compiled(text, [query])
     for seed in range(3):
         probs = _random_concepts(via_dnf, seed)
@@ -421,7 +421,8 @@ def test_label_dnfs_expand_and_or_and_drop_inconsistent_terms():
     nodes = [None, ("lit", 0, 0), ("lit", 0, 1), ("lit", 1, 0), ("or", [1, 2]),
              ("and", [4, 3]), ("and", [1, 2]), ("or", [5, 6])]
     gp = GroundProgram(choices=ch, nodes=nodes, labels=[Label("q", [0, 1], [None, 7])])
-    assert sorted(label_dnfs(gp)[7]) == [((0, 0), (1, 0)), ((0, 1), (1, 0))]
+    dnfs, m = label_dnfs(gp)
+    assert m == 4 and sorted(dnfs[7]) == [(0, 4), (1, 4)]     # c0=0 or c0=1, with c1=0
     nodes.append(("or", [-1, 3]))
     gp.labels = [Label("q", [1], [8])]
     assert label_dnfs(gp) is None          # a negation: node by node instead

@@ -234,22 +234,27 @@ def block_vtree(blocks: list, *, left: bool = False):
 DNF_LIMIT = 4_000_000
 
 
-def label_dnfs(gp: GroundProgram, limit: int = DNF_LIMIT) -> dict | None:
-    """The DNF of every label value node of ``gp``: ``{node: [term, ...]}``, a term a tuple of
-    ``(choice, value)`` literals sorted by choice, inconsistent terms (two values of one
-    choice) left out. ``None`` when a value node is not a negation-free AND/OR of choice
-    literals, or when the terms would pass ``limit``.
+def label_dnfs(gp: GroundProgram, limit: int = DNF_LIMIT, position: dict | None = None,
+               ) -> tuple[dict, int] | None:
+    """The DNF of every label value node of ``gp``, as ``({node: [term, ...]}, M)``: a term is
+    a sorted tuple of literal codes ``position[choice] * M + value`` (``position``: the
+    choices' order, default their index), inconsistent terms (two values of one choice) left
+    out. ``None`` when a value node is not a negation-free AND/OR of choice literals, or when
+    the terms would pass ``limit``.
 
     Ground programs of arithmetic over categorical results (the textbook sum of two N-digit
     numbers: one conjunction per pair of operand values, 10^(2N) in all) are such DNFs; they
-    are compiled by :func:`_dnf_sdd` as decision diagrams over the choices in vtree order,
-    whose sub-diagrams are shared (the rest of a sum depends on the digits so far only
-    through their sum), instead of one SDD operation per conjunction."""
-    memo: dict[int, list] = {0: [()]}
-    total = 0
+    are compiled as decision diagrams over the choices in vtree order, whose sub-diagrams are
+    shared (the rest of a sum depends on the digits so far only through their sum), instead of
+    one SDD operation per conjunction."""
     roots = [abs(n) for lab in gp.labels for n in lab.nodes if n]
     if any(n is not None and n < 0 for lab in gp.labels for n in lab.nodes):
         return None
+    m = max((len(c.values) for c in gp.choices), default=1) + 1
+    position = position or {ci: ci for ci in range(len(gp.choices))}
+    memo: dict[int, list] = {0: [()]}
+    codes: dict[int, int] = {}                  # one int object per literal code
+    total = 0
     for root in roots:
         stack = [(root, False)]
         while stack:
@@ -258,7 +263,8 @@ def label_dnfs(gp: GroundProgram, limit: int = DNF_LIMIT) -> dict | None:
                 continue
             node = gp.nodes[n]
             if node[0] == "lit":
-                memo[n] = [((node[1], node[2]),)]
+                code = position[node[1]] * m + node[2]
+                memo[n] = [(codes.setdefault(code, code),)]
                 continue
             kids = node[1]
             if any(k is not None and k < 0 for k in kids):
@@ -278,26 +284,25 @@ def label_dnfs(gp: GroundProgram, limit: int = DNF_LIMIT) -> dict | None:
                     kid = memo[k]
                     if len(out) * len(kid) > limit:
                         return None
-                    out = [m for a in out for b in kid if (m := _merge(a, b)) is not None]
+                    out = [t for a in out for b in kid if (t := _merge(a, b, m)) is not None]
             total += len(out)
             if total > limit:
                 return None
             memo[n] = out
-    return {n: memo[n] for n in roots}
+    return {n: memo[n] for n in roots}, m
 
 
-def _merge(a: tuple, b: tuple) -> tuple | None:
-    """The conjunction of two terms (sorted literal tuples), ``None`` if inconsistent."""
+def _merge(a: tuple, b: tuple, m: int) -> tuple | None:
+    """The conjunction of two terms (sorted literal codes), ``None`` if inconsistent."""
     if not a:
         return b
     if not b:
         return a
-    d = dict(a)
-    for c, v in b:
-        w = d.setdefault(c, v)
-        if w != v:
+    t = tuple(sorted(set(a + b)))
+    for x, y in zip(t, t[1:]):
+        if x // m == y // m:                   # two values of one choice
             return None
-    return tuple(sorted(d.items()))
+    return t
 
 
 def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
@@ -435,33 +440,32 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, bar, minimize: bool = Fal
     def dnf_route() -> None:
         """Build the label value nodes that are DNFs as decision diagrams over the choices
         in vtree order (see :func:`label_dnfs`), into ``cache``."""
-        dnfs = label_dnfs(gp)
-        if not dnfs:
+        where = {v: i for i, v in enumerate(order)}
+        rank = {ci: min(where[abs(x)] for x in xs) for ci, xs in enumerate(choice_vars)}
+        by_rank = sorted(rank, key=rank.get)
+        found = label_dnfs(gp, position={ci: i for i, ci in enumerate(by_rank)})
+        if not found:
             return
-        rank = {}
-        for ci, xs in enumerate(choice_vars):
-            rank[ci] = min(order.index(abs(x)) for x in xs)
-        choices_by_rank = sorted(rank, key=rank.get)
-        pos = {ci: i for i, ci in enumerate(choices_by_rank)}
+        dnfs, m = found
         memo: dict = {(): false}
 
         def diagram(terms: tuple):
-            """SDD of the disjunction of ``terms`` (literals as (position, value), sorted)."""
+            """SDD of the disjunction of ``terms`` (sorted tuples of literal codes)."""
             hit = memo.get(terms)
             if hit is not None:
                 return hit
             if terms[0] == ():
                 memo[terms] = true
                 return true
-            first = terms[0][0][0]          # sorted: the smallest position comes first
+            first = terms[0][0] // m         # sorted: the first choice in vtree order
             groups: dict = {}
             free = []
             for t in terms:
-                if t[0][0] == first:
-                    groups.setdefault(t[0][1], []).append(t[1:])
+                if t[0] // m == first:
+                    groups.setdefault(t[0] % m, []).append(t[1:])
                 else:
                     free.append(t)
-            ci = choices_by_rank[first]
+            ci = by_rank[first]
             acc = diagram(tuple(free)) if free else false
             for v, rest in groups.items():
                 sub = diagram(tuple(sorted(set(rest))))
@@ -470,18 +474,17 @@ def _compile_sdd(gp: GroundProgram, vtree: str, clock, bar, minimize: bool = Fal
             memo[terms] = keep(acc)
             return acc
 
-        for n, terms in dnfs.items():
-            if n in cache:
-                continue
-            key = tuple(sorted({tuple((pos[c], v) for c, v in sorted(
-                t, key=lambda cv: pos[cv[0]])) for t in terms}))
-            cache[n] = keep(diagram(key)) if key else false
-            bar.update()
+        for n in list(dnfs):
+            terms = dnfs.pop(n)
+            if n not in cache:
+                key = tuple(sorted(set(terms)))
+                cache[n] = keep(diagram(key)) if key else false
+                bar.update()
 
-    if not minimize:
-        dnf_route()
     bar.reset()
     bar.set_description("compiling" + (" (minimising)" if minimize else ""))
+    if not minimize:
+        dnf_route()
 
     def build(root: int):
         """SDD of node ``root`` (iterative post-order, memoised)."""

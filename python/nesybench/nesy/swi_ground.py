@@ -203,6 +203,8 @@ def ground_swi(clauses, queries, evidence, *, nn_values, clock, source=None):
     limits = []
     if budget.max_ground_nodes is not None:
         limits.append(f"max_nodes({int(budget.max_ground_nodes)})")
+    if budget.max_stack is not None:
+        limits.append(f"max_depth({int(budget.max_stack)})")
     if clock.deadline is not None:
         limits.append(f"seconds({max(clock.deadline - time.perf_counter(), 0.001):.3f})")
     if budget.max_memory_mb is not None:
@@ -222,6 +224,8 @@ def ground_swi(clauses, queries, evidence, *, nn_values, clock, source=None):
             raise BudgetExceeded(f"grounding stopped at the --timeout of {budget.timeout:g} s")
         if what.startswith("nodes("):
             clock.check_ground(int(budget.max_ground_nodes) + 1)
+        if what.startswith("stack("):
+            clock.check_stack(int(budget.max_stack) + 1)
         raise BudgetExceeded(f"grounding stopped at --max-memory {budget.max_memory_mb:g} MiB "
                              f"({what} after {clock.elapsed():.1f} s)")
     if kind != "ok":
@@ -260,11 +264,15 @@ def ground_swi(clauses, queries, evidence, *, nn_values, clock, source=None):
                                   probs=probs, learnable=all(learn)))
             value_pos.append({i: k for k, (i, _, _) in enumerate(values)})
     nodes: list = [None]
-    for n in raw_nodes:
-        if n[0] == 0:
+    raw_nodes.reverse()
+    while raw_nodes:           # consumed as converted: one copy of a large table at a time
+        n = raw_nodes.pop()
+        kind = n[0]
+        if kind == 0:
             nodes.append(("lit", n[1], value_pos[n[1]][n[2]]))
         else:
-            nodes.append(("and" if n[0] == 1 else "or", list(n[1:])))
+            del n[0]
+            nodes.append(("and" if kind == 1 else "or", n))
     labels = []
     for j, vals, nid in raw_labels:
         if nid == "false":
