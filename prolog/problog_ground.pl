@@ -59,14 +59,14 @@ pg_ground(Text, Limits, Result) :-
 
 declare(M) :-
     dynamic([M:'$def'/2, M:'$prob'/2, M:'$node'/2, M:'$choice'/2, M:'$cval'/3,
-             M:'$ans'/3, M:'$max_depth'/1]).
+             M:'$ans'/3, M:'$max_depth'/1, M:'$det_calls'/1, M:'$rss_limit'/1]).
 
 %   limited(+Seconds, +Limits, :Goal): once(Goal) under the time limit and the stack limit of
 %   Limits; the tables of this grounding are dropped afterwards, whatever happens
 limited(Seconds, Limits, Goal) :-
     arg(1, Goal, M),
     setup_call_cleanup(true, timed(Seconds, stack_bounded(Limits, Goal)),
-                       abolish_table_subgoals(problog_ground:d(M, _))).
+                       ( abolish_table_subgoals(problog_ground:d(M, _)), flag(M, _, 0) )).
 
 timed(none, Goal) :- !, once(Goal).
 timed(Seconds, Goal) :- with_time_limit(Seconds, Goal).
@@ -74,12 +74,17 @@ timed(Seconds, Goal) :- with_time_limit(Seconds, Goal).
 stack_bounded(Limits, Goal) :-
     option_value(Limits, stack_bytes, Bytes),
     current_prolog_flag(stack_limit, Old),
+    current_prolog_flag(table_space, OldTables),
     (   integer(Bytes)
-    ->  statistics(stack, Used), Limit is min(Old, Used + Bytes)
-    ;   Limit = Old
+    ->  statistics(stack, Used), Limit is min(Old, Used + Bytes),
+        Tables is min(OldTables, Bytes)     % tabled answers (nat(X) has no end)
+    ;   Limit = Old, Tables = OldTables
     ),
-    setup_call_cleanup(set_prolog_flag(stack_limit, Limit), once(Goal),
-                       set_prolog_flag(stack_limit, Old)).
+    setup_call_cleanup(( set_prolog_flag(stack_limit, Limit),
+                         set_prolog_flag(table_space, Tables) ),
+                       once(Goal),
+                       ( set_prolog_flag(stack_limit, Old),
+                         set_prolog_flag(table_space, OldTables) )).
 
 option_value(Limits, Name, Value) :-
     Opt =.. [Name, V],
@@ -110,6 +115,11 @@ error_text(E, Msg) :- format(string(Msg), "~q", [E]).
 ground_text(M, Text, Limits, Result) :-
     option_value(Limits, max_depth, MaxDepth),
     assertz(M:'$max_depth'(MaxDepth)),
+    option_value(Limits, stack_bytes, Bytes),
+    (   integer(Bytes), resident_bytes(R0) -> RssLimit is R0 + Bytes ; RssLimit = none ),
+    assertz(M:'$rss_limit'(RssLimit)),
+    trie_new(DetCalls),
+    assertz(M:'$det_calls'(DetCalls)),
     setup_call_cleanup(open_string(Text, In), read_program(In, M, Qs, Es), close(In)),
     mark_probabilistic(M),
     compile_bodies(M),
@@ -134,6 +144,7 @@ retag_all_probabilistic(M, Text) :-
     compile_bodies(M).
 
 forget_ground(M) :-
+    retractall(M:'$det_calls'(_)), trie_new(T), assertz(M:'$det_calls'(T)),
     retractall(M:'$node'(_, _)), retractall(M:'$choice'(_, _)),
     retractall(M:'$cval'(_, _, _)), retractall(M:'$ans'(_, _, _)).
 
@@ -170,14 +181,18 @@ store(q(J, G, Vs), _, [q(J, G, Vs)|Qs], Qs, Es, Es) :- !.
 store(e(K, A, V), _, Qs, Qs, [e(K, A, V)|Es], Es) :- !.
 store(T, _, _, _, _, _) :- throw(pg_error(bad_input(T))).
 
-%   ext(?Head, ?Id, ?Body, ?Kind, ?Ext): the stored fact of a clause: the head's functor
-%   prefixed (so that no name can clash with a predicate of the temporary module) and three
-%   arguments appended, so that SWI-Prolog's indexing works on the head's own arguments.
+%   ext(+Head, ?Id, ?Body, ?Kind, -Ext): the stored fact of a clause, `'u F'(Head, Id, Body,
+%   Kind)` for a head of name F: the name prefixed (no name can clash with a predicate of the
+%   temporary module), the head whole as the first argument, so that SWI-Prolog's deep
+%   indexing works on the head's own arguments
+ext(Head, Id, Body, Kind, 'u'(Head, Id, Body, Kind)) :- var(Head), !.
 ext(Head, Id, Body, Kind, E) :-
-    compound_name_arguments_(Head, F, As),
+    (   compound(Head) -> compound_name_arity(Head, F, _)
+    ;   atom(Head) -> F = Head
+    ;   throw(pg_error(not_callable(Head)))
+    ),
     atom_concat('u ', F, F1),
-    append(As, [Id, Body, Kind], As1),
-    compound_name_arguments(E, F1, As1).
+    compound_name_arguments(E, F1, [Head, Id, Body, Kind]).
 
 compound_name_arguments_(Head, F, As) :-
     (   compound(Head) -> compound_name_arguments(Head, F, As)
@@ -186,7 +201,10 @@ compound_name_arguments_(Head, F, As) :-
     ).
 
 defined(M, G) :-
-    compound_name_arguments_(G, F, As), length(As, A),
+    (   compound(G) -> compound_name_arity(G, F, A)
+    ;   atom(G) -> F = G, A = 0
+    ;   throw(pg_error(not_callable(G)))
+    ),
     M:'$def'(F, A).
 
 %   mark_probabilistic(+M): '$prob'(F, A) for each predicate that has a probabilistic clause
@@ -227,7 +245,9 @@ propagate(Frontier, Edges, Known, Prob) :-
     ).
 
 probabilistic(M, G) :-
-    compound_name_arguments_(G, F, As), length(As, A),
+    (   compound(G) -> compound_name_arity(G, F, A)
+    ;   atom(G) -> F = G, A = 0
+    ),
     M:'$prob'(F, A).
 
 %   compile_bodies(+M): each body goal known at load time tagged with how it runs:
@@ -311,15 +331,47 @@ probabilistic_here(G) :-
     format(string(Msg), "~q, a probabilistic goal where a deterministic one is needed", [G]),
     throw(pg_unsupported(Msg)).
 
+%   solve_defined(+M, ?G, +D): the answers of G, a call of a deterministic predicate, in
+%   clause order; memoised per call variant (as ProbLog tables every call: Poker's hands are
+%   looked up again under every negation), a call reaching its own variant is a loop
 solve_defined(M, G, D) :-
-    D1 is D + 1,
-    (   D1 /\ 4095 =:= 0 -> check_depth(M, D1) ; true ),
-    ext(G, _, B, _, E),
-    M:E,
-    solve(M, B, D1).
+    M:'$det_calls'(T),
+    (   trie_lookup(T, G, V)
+    ->  (   V = done(Answers) -> member(G, Answers) ; throw(pg_deep) )
+    ;   D1 is D + 1,
+        (   D1 /\ 4095 =:= 0 -> check_depth(M, D1) ; true ),
+        trie_insert(T, G, pending),
+        copy_term(G, G1),
+        findall(G1, ( ext(G1, _, B, _, E), M:E, every_so_often(M), solve(M, B, D1) ),
+                Answers),
+        trie_update(T, G, done(Answers)),
+        member(G, Answers)
+    ).
 
-%   check_depth(+M, +Depth): the recursion budget (`max_depth`), then 100,000 calls: a loop
-%   (or left recursion) that needs tabling
+%   every_so_often(+M): each 4,096th call checks the memory budget: the process's resident
+%   size (tables and answer lists grow outside the stacks, as for nat(X) over
+%   nat(s(N)) :- nat(N))
+every_so_often(M) :-
+    flag(M, C, C + 1),
+    (   C /\ 4095 =:= 0 -> check_memory(M) ; true ).
+
+check_memory(M) :-
+    M:'$rss_limit'(Limit),
+    (   integer(Limit), resident_bytes(R), R > Limit
+    ->  throw(error(resource_error(memory), _))
+    ;   true
+    ).
+
+%   resident_bytes(-Bytes): resident memory of this process (Linux /proc; fails elsewhere)
+resident_bytes(Bytes) :-
+    catch(setup_call_cleanup(open('/proc/self/statm', read, In),
+                             read_line_to_string(In, Line), close(In)), _, fail),
+    split_string(Line, " ", "", [_, Pages|_]),
+    number_string(P, Pages),
+    Bytes is P * 4096.
+
+%   check_depth(+M, +Depth): the recursion budget (`max_depth`), then 100,000 nested calls
+%   (an unbounded recursion through ever new calls)
 check_depth(M, D) :-
     M:'$max_depth'(Max),
     (   integer(Max), D > Max -> throw(pg_budget(stack(Max))) ; true ),
@@ -563,7 +615,8 @@ node(S, Key, Id) :-
         ),
         trie_insert(NT, Key, Id),
         arg(7, S, M),
-        assertz(M:'$node'(Id, Key))
+        assertz(M:'$node'(Id, Key)),
+        (   Id /\ 4095 =:= 0 -> check_memory(M) ; true )
     ).
 
 % -- cyclic programs ---------------------------------------------------------------------
@@ -575,6 +628,7 @@ node(S, Key, Id) :-
 d(M, G) :-
     ext(G, _, B, _, E),
     M:E,
+    every_so_often(M),
     solve_possible(M, B).
 
 %   solve_possible(+M, +Goal): Goal succeeds when every probabilistic fact may be true
