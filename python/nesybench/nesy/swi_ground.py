@@ -226,6 +226,9 @@ def ground_swi(clauses, queries, evidence, *, nn_values, clock, source=None):
             clock.check_ground(int(budget.max_ground_nodes) + 1)
         if what.startswith("stack("):
             clock.check_stack(int(budget.max_stack) + 1)
+        if budget.max_memory_mb is None:      # Prolog's own stack limit, no budget of ours
+            raise BudgetExceeded(f"grounding ran out of SWI-Prolog's {what} after "
+                                 f"{clock.elapsed():.1f} s")
         raise BudgetExceeded(f"grounding stopped at --max-memory {budget.max_memory_mb:g} MiB "
                              f"({what} after {clock.elapsed():.1f} s)")
     if kind != "ok":
