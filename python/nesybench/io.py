@@ -565,3 +565,23 @@ def progress_delay() -> float:
     except ValueError:
         v = 1.0
     return max(0.0, v) if v == v else 1.0
+
+
+def write_static_browser(dataset_dir, out_dir, *, overwrite: bool, build_data, variable: str,
+                         html: str) -> Path:
+    """Write a static browser page of ``dataset_dir``: ``index.html`` (``html``) and
+    ``data.js`` setting ``window.<variable>`` to ``build_data(dataset_dir, out)``, into
+    ``out_dir`` (default ``dataset_dir/browse``, replaced when a previous browser is there; an
+    explicit ``out_dir`` only with ``overwrite``), atomically; returns the page's path."""
+    root = Path(dataset_dir)
+    out = (Path(out_dir) if out_dir is not None else root / "browse").resolve()
+    data = build_data(root, out)
+    # "</" would end the script element early if the data held "</script>"
+    js = (f"window.{variable} = "
+          + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+          + ";\n")
+    with atomic_output_dir(out, overwrite=overwrite or out_dir is None, inputs=[root]) as tmp:
+        (tmp / "data.js").write_text(js, encoding="utf-8")
+        (tmp / "index.html").write_text(html, encoding="utf-8")
+    return out / "index.html"
+

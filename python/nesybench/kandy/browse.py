@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from ..errors import NesyError
-from ..io import atomic_output_dir
+from ..io import write_static_browser
 from .show import SPLITS, read_dataset, task_info
 from .symbols import from_json
 
@@ -80,18 +80,9 @@ def write_browser(dataset_dir, out_dir=None, *, overwrite: bool = False) -> Path
     The default folder is replaced when a previous browser is there; an explicit ``out_dir``
     only with ``overwrite`` (and never when it is not empty and not a nesybench output, or
     when it is or contains the dataset: see :func:`nesybench.io.atomic_output_dir`)."""
-    root = Path(dataset_dir)
-    out = Path(out_dir) if out_dir is not None else root / "browse"
-    out_final = out.resolve()
-    data = browser_data(root, out_final)
-    js = ("window.KANDY_BROWSER_DATA = "
-          + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
-          + ";\n")
-    with atomic_output_dir(out_final, overwrite=overwrite or out_dir is None,
-                           inputs=[root]) as tmp:
-        (tmp / "data.js").write_text(js, encoding="utf-8")
-        (tmp / "index.html").write_text(_HTML, encoding="utf-8")
-    return out_final / "index.html"
+    return write_static_browser(dataset_dir, out_dir, overwrite=overwrite,
+                                build_data=browser_data,
+                                variable="KANDY_BROWSER_DATA", html=_HTML)
 
 
 _HTML = r"""<!DOCTYPE html>

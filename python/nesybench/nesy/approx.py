@@ -60,7 +60,7 @@ import torch
 
 from ..errors import NesyError
 from .learnable import LearnableProbabilities
-from .semantics import LabelSemantics, index_labels
+from .semantics import LabelSemantics, index_labels, take_ground_interface
 
 #: the inference methods a user can pick (``exact``, ``sample:S`` or ``topk:K``)
 INFERENCE = ("exact", "sample", "topk")
@@ -136,17 +136,7 @@ class SampledProgram(LearnableProbabilities, LabelSemantics):
         self.seed = seed
         self._gen: torch.Generator | None = None
         choices = gp.choices
-        neural = [i for i, c in enumerate(choices) if c.net is not None]
-        if neural != list(range(len(neural))):
-            raise NesyError("internal: neural choices must come first in the ground program")
-        self.n_neural = len(neural)
-        self.concept_domains = [len(choices[i].values) for i in neural]
-        self.concept_names = [choices[i].key for i in neural]
-        self.concept_nets = [choices[i].net for i in neural]
-        self.concept_values = [list(choices[i].values) for i in neural]
-        self.label_domains = [list(lab.values) for lab in gp.labels]
-        self.label_queries = [lab.query for lab in gp.labels]
-        self.evidence = [atom for atom, _, _ in gp.evidence]
+        take_ground_interface(self, gp)
         self.stats = dict(stats or {})
         self.stats.update({"inference": f"sample:{self.samples}",
                            "ground_nodes": len(gp.nodes) - 1})

@@ -318,3 +318,24 @@ def index_labels(values, label_domains) -> torch.Tensor:
         raise NesyError(f"label value {exc.args[0]} is impossible under the program "
                         f"(domains: {label_domains})") from None
     return torch.tensor(idx, dtype=torch.long)
+
+
+def take_ground_interface(obj, gp) -> None:
+    """Set on ``obj`` what a model reads of a semantics built on a ground program ``gp``
+    (sampling, top-k proofs): ``n_neural``, ``concept_domains``/``names``/``nets``/``values``,
+    ``label_domains``, ``label_queries`` and ``evidence``. The neural choices come first in
+    every ground program; anything else is an internal error."""
+    from ..errors import NesyError
+    choices = gp.choices
+    neural = [i for i, c in enumerate(choices) if c.net is not None]
+    if neural != list(range(len(neural))):
+        raise NesyError("internal: neural choices must come first in the ground program")
+    obj.n_neural = len(neural)
+    obj.concept_domains = [len(choices[i].values) for i in neural]
+    obj.concept_names = [choices[i].key for i in neural]
+    obj.concept_nets = [choices[i].net for i in neural]
+    obj.concept_values = [list(choices[i].values) for i in neural]
+    obj.label_domains = [list(lab.values) for lab in gp.labels]
+    obj.label_queries = [lab.query for lab in gp.labels]
+    obj.evidence = [atom for atom, _, _ in gp.evidence]
+

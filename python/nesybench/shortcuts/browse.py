@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from ..errors import NesyError
-from ..io import atomic_output_dir
+from ..io import write_static_browser
 
 
 #: driving-scene elements without a box on the page
@@ -78,18 +78,9 @@ def write_browser(dataset_dir, out_dir=None, *, overwrite: bool = False) -> Path
     """Write the browser of ``dataset_dir`` into ``out_dir`` (default ``dataset_dir/browse``,
     replaced when a previous browser is there; an explicit ``out_dir`` only with
     ``overwrite``), atomically, and return the path of its ``index.html``."""
-    root = Path(dataset_dir)
-    out = Path(out_dir) if out_dir is not None else root / "browse"
-    out_final = out.resolve()
-    data = browser_data(root, out_final)
-    js = ("window.RS_BROWSER_DATA = "
-          + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
-          + ";\n")
-    with atomic_output_dir(out_final, overwrite=overwrite or out_dir is None,
-                           inputs=[root]) as tmp:
-        (tmp / "data.js").write_text(js, encoding="utf-8")
-        (tmp / "index.html").write_text(_HTML, encoding="utf-8")
-    return out_final / "index.html"
+    return write_static_browser(dataset_dir, out_dir, overwrite=overwrite,
+                                build_data=browser_data,
+                                variable="RS_BROWSER_DATA", html=_HTML)
 
 
 _HTML = r"""<!DOCTYPE html>
