@@ -203,6 +203,7 @@ def test_programs_as_users_write_them_agree_with_problog_to_1e12(name):
                 assert pa[v] == pytest.approx(pb[v], abs=1e-12)
 
 
+@pytest.mark.parametrize("digits", [1, 2])
 def test_ground_program_matches_problogs_node_for_node_on_textbook_addition(digits):
     """The same literals and the same conjunctions (one per pair of operand values) as
     ProbLog's ground program; ProbLog adds an OR node per atom that merely renames its

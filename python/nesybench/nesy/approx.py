@@ -60,7 +60,8 @@ import torch
 
 from ..errors import NesyError
 from .learnable import LearnableProbabilities
-from .semantics import LabelSemantics, index_labels, take_ground_interface
+from .semantics import (LabelSemantics, choice_distributions, index_labels,
+                        take_ground_interface)
 
 #: the inference methods a user can pick (``exact``, ``sample:S`` or ``topk:K``)
 INFERENCE = ("exact", "sample", "topk")
@@ -278,27 +279,7 @@ class SampledProgram(LearnableProbabilities, LabelSemantics):
 
     def _distributions(self, concept_probs, log_input: bool):
         """Per choice, (B, k) probabilities (or (1, k) for fixed ones), in choice order."""
-        if len(concept_probs) != len(self.concept_domains):
-            raise NesyError(f"expected {len(self.concept_domains)} concept tensors "
-                            f"({', '.join(self.concept_names)}), got {len(concept_probs)}")
-        out = []
-        for i, (p, k) in enumerate(zip(concept_probs, self.concept_domains)):
-            if p.dim() != 2 or p.shape[1] != k:
-                raise NesyError(f"concept {self.concept_names[i]} has {k} values; got a tensor "
-                                f"of shape {tuple(p.shape)} (expected (B, {k}))")
-            out.append(torch.exp(p) if log_input else p)
-        dtype = out[0].dtype if out else torch.float64
-        device = out[0].device if out else self.fixed_probs.device
-        facts, ads = self.fact_probabilities(), self.ad_probabilities()
-        for kind, ix in self.kinds:
-            if kind == "fixed":
-                out.append(self.fixed_probs[ix].to(device, dtype)[None])
-            elif kind == "fact":
-                p = facts[ix].to(device, dtype)
-                out.append(torch.stack([p, 1 - p])[None])
-            else:
-                out.append(ads[ix].to(device, dtype)[None])
-        return out
+        return choice_distributions(self, concept_probs, log_input)
 
     def _sample(self, dists, B: int, S: int):
         """``(worlds (B, S, n_choices) long, log p(world) (B, S) differentiable)``."""

@@ -365,11 +365,15 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
         qvars.append(_free_vars(qt))
     raw, used, note = None, "problog", None
     if grounder != "problog":
-        from .swi_ground import ProgramFault, Unsupported, ground_swi, split_evidence
+        from .swi_ground import ProgramFault, Refused, Unsupported, ground_swi, split_evidence
         rest, evidence = split_evidence(clauses)
         try:
-            raw = ground_swi(rest, list(zip(qterms, qvars)), evidence,
-                             nn_values=parsed.nn_values, clock=clock, source=source)
+            try:
+                raw = _from_swi(ground_swi(rest, list(zip(qterms, qvars)), evidence,
+                                           clock=clock, source=source),
+                                parsed.nn_values, source)
+            except Refused as exc:
+                raise ProgramFault(refusal(str(exc), source).message, file=source) from None
             used = "prolog"
         except ProgramFault as exc:
             if grounder == "prolog":
@@ -387,6 +391,76 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     gp.text_hash = hashlib.sha256(text.encode()).hexdigest()
     gp.grounder, gp.grounder_note = used, note
     return gp
+
+
+def _from_swi(raw, nn_values, source):
+    """``(choices, nodes, labels, evidence)`` of the SWI-Prolog grounder's lists (see
+    :func:`nesybench.nesy.swi_ground.ground_swi`), as :func:`_ground_problog` returns them:
+    :class:`Choice` objects in the grounder's order, the node table (literals over those
+    choices), label answers ``(j, value, node)`` and evidence ``(atom text, node, observed)``
+    (node ``None``: false)."""
+    from .swi_ground import check_probability, learnable_value
+    raw_choices, raw_nodes, raw_labels, raw_evidence = raw
+
+    choices: list = []
+    value_pos: list[dict] = []
+    for ckind, key, values in raw_choices:
+        if ckind == "nn":
+            net, inputs, decl = key
+            vals = [_plain(x) for x in nn_values[int(decl)]]
+            choices.append(Choice(key=f"{net}({', '.join(inputs)})", values=vals, net=str(net),
+                                  inputs=tuple(str(x) for x in inputs)))
+            value_pos.append({i: i for i in range(len(vals))})
+        elif ckind == "fact":
+            (_, _, d), = values
+            learn = isinstance(d, tuple)
+            p = learnable_value(d[1], source) if learn else float(d)
+            p = 0.5 if p is None else p
+            check_probability(p, source)
+            choices.append(Choice(key=str(key), values=[1, 0], probs=[p, 1.0 - p], fact=True,
+                                  learnable=learn))
+            value_pos.append({0: 0})
+        else:
+            learn = [isinstance(d, tuple) for _, _, d in values]
+            if any(learn) and not all(learn):
+                raise NesyError(f"annotated disjunction {[h for _, h, _ in values]}: either "
+                                "every head is learnable t(_) or none is", file=source)
+            probs = []
+            for _, _, d in values:
+                p = learnable_value(d[1], source) if isinstance(d, tuple) else float(d)
+                check_probability(p if p is not None else 0.0, source)
+                probs.append(p)
+            choices.append(Choice(key=f"ad{len(choices)}", values=[h for _, h, _ in values],
+                                  probs=probs, learnable=all(learn)))
+            value_pos.append({i: k for k, (i, _, _) in enumerate(values)})
+    nodes: list = [None]
+    raw_nodes.reverse()
+    while raw_nodes:           # consumed as converted: one copy of a large table at a time
+        n = raw_nodes.pop()
+        kind = n[0]
+        if kind == 0:
+            nodes.append(("lit", n[1], value_pos[n[1]][n[2]]))
+        else:
+            del n[0]
+            nodes.append(("and" if kind == 1 else "or", n))
+    labels = []
+    for j, vals, nid in raw_labels:
+        if nid == "false":
+            continue
+        vals = [_plain(v) for v in vals]
+        val = (vals[0] if len(vals) == 1 else tuple(vals)) if vals else 1
+        labels.append((int(j), val, int(nid)))
+    ev = [(str(text_), None if nid == "false" else int(nid), bool(v))
+          for _, text_, nid, v in raw_evidence]
+    return choices, nodes, labels, ev
+
+
+def _plain(v):
+    """A value from Prolog (or ProbLog's value list) as :func:`_py` gives it: numbers as
+    numbers, atoms without quotes."""
+    if isinstance(v, (int, float, str)):
+        return v
+    return _py(v)
 
 
 def refusal(sig: str, source, **where) -> NesyError:

@@ -339,3 +339,29 @@ def take_ground_interface(obj, gp) -> None:
     obj.label_queries = [lab.query for lab in gp.labels]
     obj.evidence = [atom for atom, _, _ in gp.evidence]
 
+
+def choice_distributions(prog, concept_probs, log_input: bool):
+    """Per choice of a semantics built on a ground program (``prog``: sampling, top-k
+    proofs), (B, k) probabilities (or (1, k) for fixed ones), in choice order."""
+    from ..errors import NesyError
+    if len(concept_probs) != len(prog.concept_domains):
+        raise NesyError(f"expected {len(prog.concept_domains)} concept tensors "
+                        f"({', '.join(prog.concept_names)}), got {len(concept_probs)}")
+    out = []
+    for i, (p, k) in enumerate(zip(concept_probs, prog.concept_domains)):
+        if p.dim() != 2 or p.shape[1] != k:
+            raise NesyError(f"concept {prog.concept_names[i]} has {k} values; got a tensor "
+                            f"of shape {tuple(p.shape)} (expected (B, {k}))")
+        out.append(torch.exp(p) if log_input else p)
+    dtype = out[0].dtype if out else torch.float64
+    device = out[0].device if out else prog.fixed_probs.device
+    facts, ads = prog.fact_probabilities(), prog.ad_probabilities()
+    for kind, ix in prog.kinds:
+        if kind == "fixed":
+            out.append(prog.fixed_probs[ix].to(device, dtype)[None])
+        elif kind == "fact":
+            p = facts[ix].to(device, dtype)
+            out.append(torch.stack([p, 1 - p])[None])
+        else:
+            out.append(ads[ix].to(device, dtype)[None])
+    return out

@@ -29,6 +29,11 @@ class Unsupported(Exception):
     which)."""
 
 
+class Refused(Exception):
+    """The program called ``name/arity`` (the message), which it does not define and the
+    builtin table does not have."""
+
+
 class ProgramFault(NesyError):
     """The program fails while grounding (a refused call, a builtin's error): the grounder has
     no source positions, so the default grounder asks ProbLog's engine for the located
@@ -180,21 +185,18 @@ def split_evidence(clauses) -> tuple[list, list]:
     return rest, found
 
 
-def ground_swi(clauses, queries, evidence, *, nn_values, clock, source=None):
+def ground_swi(clauses, queries, evidence, *, clock, source=None):
     """Run the SWI-Prolog grounder on ``clauses`` for ``queries`` (``(atom, free vars)``) and
     ``evidence`` (``(atom, observed)``).
 
-    Returns ``(choices, nodes, labels, evidence)``: :class:`~nesybench.nesy.program.Choice`
-    objects in the grounder's order, the node table of a
-    :class:`~nesybench.nesy.program.GroundProgram` (literals over those choices), label
-    answers ``(j, value, node)`` and evidence ``(atom text, node, observed)`` (node ``None``:
-    false). Raises :class:`Unsupported`, or :class:`NesyError` for a refusal, a budget or an
-    error of the program."""
+    Returns the grounder's ``[choices, nodes, labels, evidence]`` lists (see ``pg_ground/3``;
+    :func:`nesybench.nesy.program.ground` turns them into a ground program). Raises
+    :class:`Unsupported`, :class:`Refused` (a call outside the program and the builtins),
+    :class:`ProgramFault` (an error of the program) or a budget's error."""
     import time
 
     from ..logic import prolog
     from .budget import BudgetExceeded
-    from .program import Choice
     try:
         text = program_text(clauses, queries, evidence)
     except RecursionError:
@@ -216,8 +218,7 @@ def ground_swi(clauses, queries, evidence, *, nn_values, clock, source=None):
     if kind == "unsupported":
         raise Unsupported(str(r[1]))
     if kind == "refused":
-        from .program import refusal
-        raise ProgramFault(refusal(str(r[1]), source).message, file=source)
+        raise Refused(str(r[1]))
     if kind == "budget":
         what = str(r[1])
         if what == "time":
@@ -233,77 +234,16 @@ def ground_swi(clauses, queries, evidence, *, nn_values, clock, source=None):
                              f"({what} after {clock.elapsed():.1f} s)")
     if kind != "ok":
         raise ProgramFault(f"grounding failed: {r[1]}", file=source)
-    _, raw_choices, raw_nodes, raw_labels, raw_evidence = r
-
-    choices: list = []
-    value_pos: list[dict] = []
-    for ckind, key, values in raw_choices:
-        if ckind == "nn":
-            net, inputs, decl = key
-            vals = [_plain(x) for x in nn_values[int(decl)]]
-            choices.append(Choice(key=f"{net}({', '.join(inputs)})", values=vals, net=str(net),
-                                  inputs=tuple(str(x) for x in inputs)))
-            value_pos.append({i: i for i in range(len(vals))})
-        elif ckind == "fact":
-            (_, _, d), = values
-            learn = isinstance(d, tuple)
-            p = _learnable_value(d[1], source) if learn else float(d)
-            p = 0.5 if p is None else p
-            _check_probability(p, source)
-            choices.append(Choice(key=str(key), values=[1, 0], probs=[p, 1.0 - p], fact=True,
-                                  learnable=learn))
-            value_pos.append({0: 0})
-        else:
-            learn = [isinstance(d, tuple) for _, _, d in values]
-            if any(learn) and not all(learn):
-                raise NesyError(f"annotated disjunction {[h for _, h, _ in values]}: either "
-                                "every head is learnable t(_) or none is", file=source)
-            probs = []
-            for _, _, d in values:
-                p = _learnable_value(d[1], source) if isinstance(d, tuple) else float(d)
-                _check_probability(p if p is not None else 0.0, source)
-                probs.append(p)
-            choices.append(Choice(key=f"ad{len(choices)}", values=[h for _, h, _ in values],
-                                  probs=probs, learnable=all(learn)))
-            value_pos.append({i: k for k, (i, _, _) in enumerate(values)})
-    nodes: list = [None]
-    raw_nodes.reverse()
-    while raw_nodes:           # consumed as converted: one copy of a large table at a time
-        n = raw_nodes.pop()
-        kind = n[0]
-        if kind == 0:
-            nodes.append(("lit", n[1], value_pos[n[1]][n[2]]))
-        else:
-            del n[0]
-            nodes.append(("and" if kind == 1 else "or", n))
-    labels = []
-    for j, vals, nid in raw_labels:
-        if nid == "false":
-            continue
-        vals = [_plain(v) for v in vals]
-        val = (vals[0] if len(vals) == 1 else tuple(vals)) if vals else 1
-        labels.append((int(j), val, int(nid)))
-    ev = [(str(text_), None if nid == "false" else int(nid), bool(v))
-          for _, text_, nid, v in raw_evidence]
-    return choices, nodes, labels, ev
+    return r[1:]
 
 
-def _plain(v):
-    """A value from Prolog (or ProbLog's value list) as :func:`nesybench.nesy.program._py`
-    gives it: numbers as numbers, atoms without quotes."""
-    if isinstance(v, (int, float, str)):
-        return v
-    from .program import _py
-    return _py(v)
-
-
-def _learnable_value(v, source) -> float | None:
+def learnable_value(v, source) -> float | None:
     """The initial value of a learnable ``t(P)`` (``None`` for ``t(_)``)."""
     if v == "none" or v is None:
         return None
     return float(v)
 
 
-def _check_probability(p: float, source) -> None:
+def check_probability(p: float, source) -> None:
     if not 0 <= p <= 1:
         raise NesyError(f"probability {p} is outside [0, 1]", file=source)

@@ -64,7 +64,8 @@ import torch
 
 from ..errors import NesyError
 from .learnable import LearnableProbabilities
-from .semantics import LabelSemantics, index_labels, take_ground_interface
+from .semantics import (LabelSemantics, choice_distributions, index_labels,
+                        take_ground_interface)
 
 #: proofs kept per node when ``topk`` is given without a number
 DEFAULT_K = 10
@@ -251,8 +252,7 @@ class TopKProgram(LearnableProbabilities, LabelSemantics):
     # -- probabilities -----------------------------------------------------------------------
     def _table(self, concept_probs, log_input: bool) -> torch.Tensor:
         """Every choice's distribution, ``(B, n_choices, width)`` (zero-padded)."""
-        from .approx import SampledProgram
-        dists = SampledProgram._distributions(self, concept_probs, log_input)
+        dists = choice_distributions(self, concept_probs, log_input)
         B = max([p.shape[0] for p in dists[:self.n_neural]], default=1)
         if not dists:
             return torch.zeros(B, 0, self.width, dtype=torch.float64,

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import NesyError
 from ..io import derive_seed
+from .camera import CAMERA, _camera_basis, _srgb_to_linear, project  # noqa: F401
 
 #: how to install the module (bpy 5.0.1 declares numpy<2: installed without dependencies it
 #: runs with the numpy nesybench already has)
@@ -62,9 +63,7 @@ OPTION_KEYS = {"preset", "resolution", "samples", "engine", "materials", "sizes"
 #: (driving when every concept is a miniBOIA concept name)
 SCENES = ("auto", "objects", "driving")
 
-# fixed scene: camera (CLEVR's), the area where objects stand
-CAMERA = {"location": [7.4, -6.9, 5.0], "target": [0.0, 0.0, 0.0], "lens": 45.0,
-          "sensor_width": 36.0}
+# fixed scene: the camera (CLEVR's, in camera.py), the area where objects stand
 AREA = 2.6          # objects stand on [-AREA, AREA]^2
 GAP = 0.15          # least gap between two objects' footprints
 
@@ -203,31 +202,6 @@ def check_vocabulary(task, opts: dict | None = None) -> None:
                                     f"(known: {', '.join(vocab[attr])})", file=task.source)
 
 
-def _camera_basis(cam=None):
-    cam = cam or CAMERA
-    c = np.array(cam["location"], float)
-    f = np.array(cam["target"], float) - c
-    f /= np.linalg.norm(f)
-    r = np.cross(f, [0.0, 0.0, 1.0])
-    r /= np.linalg.norm(r)
-    return c, f, r, np.cross(r, f)
-
-
-def project(points, resolution, camera: dict | None = None) -> np.ndarray:
-    """Pixel coordinates ``[n, 2]`` (x right, y down) and depth of world points under the
-    camera (default: CLE4EVR's fixed one; Blender's sensor fit AUTO)."""
-    w, h = resolution
-    cam = camera or CAMERA
-    c, f, r, u = _camera_basis(cam)
-    d = np.asarray(points, float) - c
-    z = d @ f
-    s = cam["lens"] / cam["sensor_width"]
-    sx, sy = (s, s * w / h) if w >= h else (s * h / w, s)
-    nx = (d @ r) / z * sx + 0.5
-    ny = (d @ u) / z * sy + 0.5
-    return np.stack([nx * w, (1 - ny) * h, z], axis=1)
-
-
 def _half_extent(shape: str, radius: float) -> float:
     return radius / math.sqrt(2) if shape == "cube" else radius
 
@@ -317,11 +291,6 @@ def description_hash(desc: dict) -> str:
 
 
 # -- rendering (worker processes) ---------------------------------------------------------------
-def _srgb_to_linear(c: float) -> float:
-    c /= 255.0
-    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-
 def _material(bpy, name: str, rgb, kind: str):
     mat = bpy.data.materials.new(name)
     mat.use_nodes = True

@@ -155,7 +155,7 @@ def box_corners(o: dict) -> np.ndarray:
 
 
 def visible_fractions(objs, resolution, cam) -> list[float] | None:
-    from .blender import project  # noqa: PLC0415
+    from .camera import project  # noqa: PLC0415
     w, h = resolution
     boxes, depth = [], []
     for o in objs:
@@ -261,7 +261,7 @@ class _Kit:
         self.parts: dict = {}
 
     def mat(self, rgb, *, rough=0.6, metal=0.0, glow=0.0):
-        from .blender import _srgb_to_linear  # noqa: PLC0415
+        from .camera import _srgb_to_linear  # noqa: PLC0415
         key = (tuple(rgb), rough, metal, glow)
         if key not in self.mats:
             m = self.bpy.data.materials.new(f"m{len(self.mats)}")
