@@ -61,7 +61,7 @@ import torch
 from ..errors import NesyError
 from .learnable import LearnableProbabilities
 from .semantics import (LabelSemantics, choice_distributions, index_labels,
-                        take_ground_interface)
+                        take_fixed_choices, take_ground_interface)
 
 #: the inference methods a user can pick (``exact``, ``sample:S`` or ``topk:K``)
 INFERENCE = ("exact", "sample", "topk")
@@ -136,32 +136,11 @@ class SampledProgram(LearnableProbabilities, LabelSemantics):
         self.samples = int(samples)
         self.seed = seed
         self._gen: torch.Generator | None = None
-        choices = gp.choices
         take_ground_interface(self, gp)
         self.stats = dict(stats or {})
         self.stats.update({"inference": f"sample:{self.samples}",
                            "ground_nodes": len(gp.nodes) - 1})
-        # non-neural choices: fixed distributions, learnable facts, learnable disjunctions
-        self.kinds: list[tuple] = []        # per non-neural choice: ("fixed", row) | ...
-        fixed_rows, self.learnable_facts, fact_init = [], [], []
-        self.learnable_ads, ad_init = [], []
-        kmax = max([len(c.values) for c in choices[self.n_neural:]], default=1)
-        for c in choices[self.n_neural:]:
-            if c.learnable and c.fact:
-                self.kinds.append(("fact", len(fact_init)))
-                fact_init.append(c.probs[0])
-                self.learnable_facts.append(c.key)
-            elif c.learnable:
-                self.kinds.append(("ad", len(ad_init)))
-                ad_init.append(list(c.probs))
-                self.learnable_ads.append([str(v) for v in c.values])
-            else:
-                row = list(c.probs) + [0.0] * (kmax - len(c.probs))
-                self.kinds.append(("fixed", len(fixed_rows)))
-                fixed_rows.append(row)
-        self.register_buffer("fixed_probs", torch.tensor(fixed_rows, dtype=torch.float64)
-                             .reshape(len(fixed_rows), kmax), persistent=False)
-        self._init_learnable(fact_init, ad_init)
+        take_fixed_choices(self, gp)   # fixed distributions, learnable facts and disjunctions
         self._plan(gp)
 
     # -- construction ----------------------------------------------------------------------

@@ -365,3 +365,31 @@ def choice_distributions(prog, concept_probs, log_input: bool):
         else:
             out.append(ads[ix].to(device, dtype)[None])
     return out
+
+
+def take_fixed_choices(obj, gp) -> None:
+    """Register on ``obj`` (a module with :class:`~nesybench.nesy.learnable.LearnableProbabilities`)
+    the non-neural choices of ``gp``: ``obj.kinds`` per choice (``("fixed", row)``,
+    ``("fact", i)`` or ``("ad", i)``), the buffer ``fixed_probs`` (rows zero-padded to the
+    widest choice) and the learnable facts and disjunctions with their initial values."""
+    choices = gp.choices[obj.n_neural:]
+    obj.kinds = []
+    fixed_rows, obj.learnable_facts, fact_init = [], [], []
+    obj.learnable_ads, ad_init = [], []
+    kmax = max([len(c.values) for c in choices], default=1)
+    for c in choices:
+        if c.learnable and c.fact:
+            obj.kinds.append(("fact", len(fact_init)))
+            fact_init.append(c.probs[0])
+            obj.learnable_facts.append(c.key)
+        elif c.learnable:
+            obj.kinds.append(("ad", len(ad_init)))
+            ad_init.append(list(c.probs))
+            obj.learnable_ads.append([str(v) for v in c.values])
+        else:
+            obj.kinds.append(("fixed", len(fixed_rows)))
+            fixed_rows.append(list(c.probs) + [0.0] * (kmax - len(c.probs)))
+    obj.register_buffer("fixed_probs", torch.tensor(fixed_rows, dtype=torch.float64)
+                        .reshape(len(fixed_rows), kmax), persistent=False)
+    obj._init_learnable(fact_init, ad_init)
+

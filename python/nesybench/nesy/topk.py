@@ -65,7 +65,7 @@ import torch
 from ..errors import NesyError
 from .learnable import LearnableProbabilities
 from .semantics import (LabelSemantics, choice_distributions, index_labels,
-                        take_ground_interface)
+                        take_fixed_choices, take_ground_interface)
 
 #: proofs kept per node when ``topk`` is given without a number
 DEFAULT_K = 10
@@ -95,25 +95,7 @@ class TopKProgram(LearnableProbabilities, LabelSemantics):
         take_ground_interface(self, gp)
         self.stats = dict(stats or {})
         self.stats.update({"inference": f"topk:{self.k}", "ground_nodes": len(gp.nodes) - 1})
-        self.kinds: list[tuple] = []
-        fixed_rows, self.learnable_facts, fact_init = [], [], []
-        self.learnable_ads, ad_init = [], []
-        kmax = max([len(c.values) for c in choices[self.n_neural:]], default=1)
-        for c in choices[self.n_neural:]:
-            if c.learnable and c.fact:
-                self.kinds.append(("fact", len(fact_init)))
-                fact_init.append(c.probs[0])
-                self.learnable_facts.append(c.key)
-            elif c.learnable:
-                self.kinds.append(("ad", len(ad_init)))
-                ad_init.append(list(c.probs))
-                self.learnable_ads.append([str(v) for v in c.values])
-            else:
-                self.kinds.append(("fixed", len(fixed_rows)))
-                fixed_rows.append(list(c.probs) + [0.0] * (kmax - len(c.probs)))
-        self.register_buffer("fixed_probs", torch.tensor(fixed_rows, dtype=torch.float64)
-                             .reshape(len(fixed_rows), kmax), persistent=False)
-        self._init_learnable(fact_init, ad_init)
+        take_fixed_choices(self, gp)
         # the DAG, as plain Python lists for the per-example pass
         self.domain_sizes = [len(c.values) for c in choices]
         self.choice_keys = [c.key for c in choices]
