@@ -6,8 +6,8 @@ alone) and a Keras MLP with the uneducated predictor's hidden widths are trained
 member by ``benchmarks/ski_psyki_worker.py`` in a separate environment that has ``psyki``
 (PSyKI needs Python 3.9 and TensorFlow 2.14; it is never imported by nesybench):
 
-    python3.9 -m venv /tmp/psyki-env && /tmp/psyki-env/bin/pip install psyki
-    .venv/bin/python benchmarks/ski_psyki.py --reference-python /tmp/psyki-env/bin/python \\
+    python3.9 -m venv psyki-env && psyki-env/bin/pip install psyki
+    .venv/bin/python benchmarks/ski_psyki.py --reference-python psyki-env/bin/python \\
         --reps 30 --epochs 100            # the paper's configuration (hours on a CPU)
 
 R = ρ(PSyKI KBANN) / ρ(Keras MLP) per degradation, printed beside nesybench's and the
