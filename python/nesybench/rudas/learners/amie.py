@@ -8,22 +8,39 @@ rule, one new variable) and **adding a closing atom** (two variables of the rule
 rule length + 1). Instantiated atoms (constants) are not added: RuDaS-v0 rules have none.
 
 * **Support** of ``B ⇒ r(x,y)``: the distinct pairs (x,y) with r(x,y) in the training facts
-  for which B holds; **head coverage** = support / |r|. A rule (and every refinement of it)
-  is pruned when its head coverage is below ``min_hc`` (0.01, the paper's default); the last
-  atom of a rule of maximal length is only a closing one (AMIE+'s pruning).
-* **Minimum support** (AMIE+'s ``-mins``): a rule (and every refinement of it: support only
-  decreases) is pruned when its support is below ``min_support`` (default 1); **minimum
-  initial support** (``-minis``): a head relation with fewer than ``min_initial_support``
-  facts (default 1) is not mined. The RuDaS paper ran AMIE+ with ``-mins 3 -minis 3 -minpca
-  0.25``: the ``rudas-v0`` learner profile (:data:`..LEARNER_PROFILES`, the default of
-  ``rudas learn`` and of ``rudas experiment``) sets those values.
+  for which B holds; **head coverage** = support / |r|.
+* **Pruning** (AMIE+'s ``-pm``, ``prune_metric``): a rule, and with it every refinement
+  (support only decreases), is dropped when its *pruning metric* is below its threshold:
+  under ``headcoverage`` (the default, as AMIE+'s) the head coverage below ``min_hc`` (AMIE+'s
+  ``-minhc``, 0.01); under ``support`` the support below ``min_support`` (``-mins``, default
+  1). As in AMIE+, ``min_support`` prunes nothing under ``headcoverage`` and ``min_hc``
+  nothing under ``support``: the RuDaS paper's command ``-mins 3 -minis 3 -minpca 0.25``
+  (Cornelio and Thost, appendix), which gives no ``-pm``, pruned by head coverage 0.01, and
+  the ``rudas-v0`` learner profile (:data:`..LEARNER_PROFILES`, the default of ``rudas
+  learn`` and of ``rudas experiment``), which sets those three values, does the same. Under
+  ``support`` a ``min_initial_support`` left unset is ``min_support`` (AMIE+'s ``-pm
+  support`` without ``-minis``). (AMIE's code changed in mid-2020, after the RuDaS paper:
+  since then ``-mins`` without ``-minhc`` switches to support pruning.) The last atom of a
+  rule of maximal length is only a closing one (AMIE+'s pruning).
+* **Minimum initial support** (``-minis``): a head relation with fewer than
+  ``min_initial_support`` facts (default 1) is not mined, whatever the pruning metric.
+* AMIE's own constants are ``-mins 100 -minis 100 -minhc 0.01 -minpca 0.1``; the defaults
+  here keep 0.01 and 0.1 but use 1 and 1 for the two supports, since a RuDaS dataset has
+  few facts per relation (AMIE's ``-minis 100`` would leave most relations unmined).
 * Output: **closed** rules (every variable occurs twice or more) with a connected body and
   **PCA confidence** ≥ ``min_pca`` (AMIE+'s ``-minpca``; default 0.1, AMIE+'s; ``min_conf``
-  is an older name of the same option): support / #{(x,y) : B(x,y) and ∃y' r(x,y')}
-  (partial completeness: a subject with some r-fact has all of them). The standard
-  confidence (support / #{(x,y) : B(x,y)}) is reported in the rule's comment. The written
-  confidence is the PCA confidence. A rule is output only when its PCA confidence is higher
-  than that of each of its closed parents (AMIE+'s skyline; ``skyline=0`` turns it off).
+  is an older name of the same option). Partial completeness is assumed on the head
+  relation's *more functional* argument, as AMIE does (the PCA is stated for relations with
+  fun(r) ≥ ifun(r), an inverse-functional relation being read as its inverse; AMIE's code
+  picks the head's counting variable that way): with fun(r) = #distinct subjects / |r| and
+  ifun(r) = #distinct objects / |r| on the training facts, r is *functional* when fun(r) ≥
+  ifun(r). Then PCA = support / #{(x,y) : B(x,y) and ∃y' r(x,y')} (a subject with some
+  r-fact has all of them), else support / #{(x,y) : B(x,y) and ∃x' r(x',y)} (an object with
+  some r-fact has all of them); the rule's comment says which. ``count_on=subject`` always
+  counts on the subject (AMIE's ``-caos``). The standard confidence (support / #{(x,y) :
+  B(x,y)}) is reported in the rule's comment. The written confidence is the PCA confidence.
+  A rule is output only when its PCA confidence is higher than that of each of its closed
+  parents (AMIE+'s skyline; ``skyline=0`` turns it off).
 * No body atom equals the head atom, and no atom occurs twice.
 """
 from __future__ import annotations
@@ -33,10 +50,16 @@ from . import Dataset, Learner, bar, Rule
 
 
 class Amie(Learner):
-    OPTIONS = {"min_hc": "minimal head coverage (default 0.01)",
-               "min_support": "minimal support, AMIE+'s -mins (default 1)",
+    OPTIONS = {"min_hc": "minimal head coverage, AMIE+'s -minhc (default 0.01); prunes under "
+                         "prune_metric=headcoverage",
+               "min_support": "minimal support, AMIE+'s -mins (default 1); prunes under "
+                              "prune_metric=support only",
+               "prune_metric": "headcoverage (default) or support, AMIE+'s -pm",
+               "count_on": "functional (default: the head's more functional argument, "
+                           "AMIE's) or subject (always, AMIE's -caos): the PCA confidence's "
+                           "completeness assumption",
                "min_initial_support": "minimal facts of a head relation, AMIE+'s -minis "
-                                      "(default 1)",
+                                      "(default 1; min_support under prune_metric=support)",
                "min_pca": "minimal PCA confidence, AMIE+'s -minpca (default 0.1)",
                "min_conf": "older name of min_pca",
                "max_length": "atoms per rule, head included (default 3)",
@@ -49,7 +72,15 @@ class Amie(Learner):
                             field="option")
         self.min_conf = self.opt("min_pca", self.opt("min_conf", 0.1, float), float)
         self.min_support = self.opt("min_support", 1, int)
-        self.min_initial = self.opt("min_initial_support", 1, int)
+        self.prune_metric = self.opt("prune_metric", "headcoverage", str)
+        self.count_on = self.opt("count_on", "functional", str)
+        for name, v, known in (("prune_metric", self.prune_metric, ("headcoverage", "support")),
+                               ("count_on", self.count_on, ("functional", "subject"))):
+            if v not in known:
+                raise NesyError(f"option {name} must be {' or '.join(known)}, got {v!r}",
+                                field="option")
+        default_initial = self.min_support if self.prune_metric == "support" else 1
+        self.min_initial = self.opt("min_initial_support", default_initial, int)
         for name, v in (("min_support", self.min_support),
                         ("min_initial_support", self.min_initial)):
             if v < 0:
@@ -109,6 +140,20 @@ class Amie(Learner):
     def body_pairs(self, body: tuple) -> set:
         return {(e["X"], e["Y"]) for e in self.solutions(body, {})}
 
+    def counts_on_subject(self, head: str) -> bool:
+        """Whether the PCA confidence of rules for ``head`` assumes completeness per subject:
+        ``head`` is functional, fun(r) = #subjects / |r| ≥ ifun(r) = #objects / |r| on the
+        training facts (AMIE's counting variable), or ``count_on=subject``."""
+        if self.count_on == "subject":
+            return True
+        return len(self.by_s[head]) >= len(self.by_o[head])
+
+    def pruned(self, support: int, n_head: int) -> bool:
+        """AMIE+'s pruning of a rule and its refinements by the pruning metric (``-pm``)."""
+        if self.prune_metric == "support":
+            return support < self.min_support
+        return support / n_head < self.min_hc
+
     # -- refinement ------------------------------------------------------------------
 
     @staticmethod
@@ -164,7 +209,8 @@ class Amie(Learner):
             return []
         queue, seen, out = [()], {()}, []
         conf_of: dict = {}          # canonical closed body -> PCA confidence
-        subjects = self.by_s[head]
+        on_subject = self.counts_on_subject(head)
+        known = self.by_s[head] if on_subject else self.by_o[head]   # the complete argument
         while queue:
             nxt = []
             for body in queue:
@@ -178,13 +224,13 @@ class Amie(Learner):
                         continue
                     seen.add(key)
                     supp = self.support(head, ref)
-                    if supp / n_head < self.min_hc or supp < self.min_support:
+                    if self.pruned(supp, n_head):
                         continue
                     nxt.append(ref)
                     if self.closed(ref):
                         pairs = self.body_pairs(ref)
                         std = supp / len(pairs) if pairs else 0.0
-                        pca_den = sum(1 for x, _ in pairs if x in subjects)
+                        pca_den = sum(1 for x, y in pairs if (x if on_subject else y) in known)
                         pca = supp / pca_den if pca_den else 0.0
                         conf_of[key] = pca
                         parents = [conf_of[self.canonical(ref[:i] + ref[i + 1:])]
@@ -198,6 +244,7 @@ class Amie(Learner):
                                         round(pca, 4),
                                         f"amie: support {supp}, head coverage "
                                         f"{supp / n_head:.4f}, std confidence {std:.4f}, "
-                                        f"PCA confidence {pca:.4f}"))
+                                        f"PCA confidence {pca:.4f} (counted on the "
+                                        f"{'subject' if on_subject else 'object'})"))
             queue = nxt
         return out
