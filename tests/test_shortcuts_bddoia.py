@@ -99,7 +99,7 @@ def test_refusals(copy, tmp_path):
     target.symlink_to(outside)
     res = run_cli(["rs", "import-bddoia", bad, "--out", out])
     check_outcome(res)
-    assert res.rc == 2 and "inside the data folder" in res.err and not out.exists()
+    assert res.rc == 2 and "outside the data-set folder" in res.err and not out.exists()
     # an index with numpy arrays in its frames is read (rsbench's pickles may hold them)
     ok = make_bddoia(tmp_path / "np", sizes=(("train", 2), ("val", 1)))
     idx = pickle.loads((ok / "train_BDD_OIA.pkl").read_bytes())

@@ -16,20 +16,36 @@ readers, ``kandy import-reference``, the training loaders) reads through a
   :data:`MAX_CSV_FIELD` per CSV field;
 * the **SHA-256** a manifest lists for a file is checked when the file is read (once per file
   per process; ``verify=False`` skips it): a file that does not match is an error;
+* a regular file with more than one **hard link** is refused (it may be a file outside the
+  folder linked in; ``allow_hardlinks=True``, ``nesybench --allow-hardlinks``, reads a
+  deduplicated store of one's own);
+* **JSON** objects name each key once (:func:`parse_json`; a repeated key would silently
+  override the first, e.g. an appended ``"checksums": {}``);
+* **archives** (zip: ``.pt``, ``.npz``; gzip) are checked before anything is decompressed:
+  the sizes their entries declare, and the ratio to the archive's size
+  (:func:`check_zip`, :func:`gunzip`);
 * every problem is one :class:`~nesybench.errors.NesyError` naming the file (and line or
   field), never an ``OSError``, a PIL error or a ``ValueError``.
+
+This module is the door of :mod:`nesybench`: tests/test_door.py fails on any other module that
+opens, parses or lists a path itself (outside a short list of call sites, each with its
+reason). Files nesybench ships are found by name through :func:`nesybench.paths.shipped`.
 
 :class:`Schema`-like helpers (:func:`need`, :func:`need_int` ...) check manifest fields so
 that a malformed field is one error naming the file and the field.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
 import hashlib
 import io
 import json
 import os
 import stat
+import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from .errors import NesyError
@@ -47,8 +63,30 @@ MAX_FACT_ARITY = 64
 #: integers read from a data set are int64
 INT64 = (-(1 << 63), (1 << 63) - 1)
 
+#: the largest ratio of an archive's declared uncompressed size to its compressed size
+MAX_ARCHIVE_RATIO = 100
+#: archives whose declared contents stay under this many bytes are not held to the ratio
+ARCHIVE_RATIO_FLOOR = 1 << 20
+#: the most entries of one zip archive
+MAX_ARCHIVE_ENTRIES = 10_000
+
 #: (device, inode, size, mtime) -> the SHA-256 already checked in this process
 _VERIFIED: dict[tuple, str] = {}
+
+#: whether hard-linked files may be read from an input folder (``nesybench --allow-hardlinks``)
+_ALLOW_HARDLINKS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "nesybench_allow_hardlinks", default=False)
+
+
+@contextlib.contextmanager
+def hardlinks_allowed(allow: bool = True):
+    """Within the block, :class:`DataFolder` reads hard-linked files unless told otherwise
+    (what ``nesybench --allow-hardlinks`` sets for one command)."""
+    token = _ALLOW_HARDLINKS.set(bool(allow))
+    try:
+        yield
+    finally:
+        _ALLOW_HARDLINKS.reset(token)
 
 
 # -- paths ------------------------------------------------------------------------------------
@@ -102,10 +140,21 @@ def _regular_stat(path: str, label: str) -> os.stat_result:
     return st
 
 
-def _read_regular(path: str, label: str, max_bytes: int) -> tuple[bytes, os.stat_result]:
+def _refuse_hardlink(st: os.stat_result, label: str) -> None:
+    if st.st_nlink > 1:
+        raise NesyError(f"the file has {st.st_nlink} hard links; a file of an input folder "
+                        "may not be linked to a file elsewhere (nesybench --allow-hardlinks, "
+                        "or allow_hardlinks=True, reads a deduplicated store of your own)",
+                        file=label)
+
+
+def _read_regular(path: str, label: str, max_bytes: int, *,
+                  hardlinks: bool = True) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file ``path`` (no FIFO, device, socket; at most
-    ``max_bytes``)."""
+    ``max_bytes``; with ``hardlinks=False`` a file of more than one hard link is refused)."""
     st = _regular_stat(path, label)
+    if not hardlinks:
+        _refuse_hardlink(st, label)
     if st.st_size > max_bytes:
         raise NesyError(f"file is {st.st_size:,} bytes, over the limit of {max_bytes:,}",
                         file=label)
@@ -119,6 +168,8 @@ def _read_regular(path: str, label: str, max_bytes: int) -> tuple[bytes, os.stat
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NesyError("not a regular file; only regular files are read", file=label)
+        if not hardlinks:
+            _refuse_hardlink(st, label)
         if st.st_size > max_bytes:
             raise NesyError(f"file is {st.st_size:,} bytes, over the limit of {max_bytes:,}",
                             file=label)
@@ -151,6 +202,12 @@ def read_input_text(path, *, max_bytes: int = MAX_TEXT_BYTES) -> str:
         raise NesyError(f"not UTF-8 text (byte {exc.start})", file=str(path)) from None
 
 
+def read_user_file(path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of one file a user names (the same rules as :func:`read_input`): the single
+    door for reading a user's file that is not part of a data-set folder."""
+    return read_input(path, max_bytes=max_bytes)
+
+
 def check_input_file(path) -> Path:
     """``path`` checked as an input file without reading it: it exists and is a regular file
     (no FIFO or device, which would hang or never end)."""
@@ -163,11 +220,16 @@ class DataFolder:
     """A data-set folder read under the rules of this module.
 
     ``checksums`` maps relative paths to the SHA-256 the folder's manifest lists (checked
-    when the file is read, unless ``verify`` is False).
+    when the file is read, unless ``verify`` is False). A file with more than one hard link is
+    refused unless ``allow_hardlinks`` (default: what ``nesybench --allow-hardlinks`` set,
+    else False).
     """
 
-    def __init__(self, root, *, checksums: dict | None = None, verify: bool = True):
+    def __init__(self, root, *, checksums: dict | None = None, verify: bool = True,
+                 allow_hardlinks: bool | None = None):
         self.root = Path(root)
+        self.allow_hardlinks = (_ALLOW_HARDLINKS.get() if allow_hardlinks is None
+                                else bool(allow_hardlinks))
         try:
             self.real = os.path.realpath(self.root)
         except (OSError, ValueError) as exc:
@@ -202,7 +264,9 @@ class DataFolder:
         real = self.locate(rel, **where)
         if not os.path.lexists(real):
             return False
-        _regular_stat(str(real), self.label(relative(rel)))
+        st = _regular_stat(str(real), self.label(relative(rel)))
+        if not self.allow_hardlinks:
+            _refuse_hardlink(st, self.label(relative(rel)))
         return True
 
     def check(self, rel, *, file: str | None = None, field: str | None = None,
@@ -212,7 +276,9 @@ class DataFolder:
         rel = relative(rel, file=file, field=field, line=line)
         real = self.locate(rel, file=file, field=field, line=line)
         try:
-            _regular_stat(str(real), self.label(rel))
+            st = _regular_stat(str(real), self.label(rel))
+            if not self.allow_hardlinks:
+                _refuse_hardlink(st, self.label(rel))
         except NesyError as exc:
             if file is not None:
                 raise NesyError(f"{rel}: {exc.message}", file=file, field=field,
@@ -224,7 +290,8 @@ class DataFolder:
         """The bytes of the regular file ``rel``, its SHA-256 checked when listed."""
         rel = relative(rel, **where)
         real = self.locate(rel, **where)
-        data, st = _read_regular(str(real), self.label(rel), max_bytes)
+        data, st = _read_regular(str(real), self.label(rel), max_bytes,
+                                 hardlinks=self.allow_hardlinks)
         want = self.checksums.get(rel)
         if want is not None and self.verify:
             key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -247,12 +314,7 @@ class DataFolder:
                             file=self.label(relative(rel))) from None
 
     def read_json(self, rel, **where):
-        text = self.read_text(rel, **where)
-        try:
-            return json.loads(text, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as exc:
-            raise NesyError(f"not JSON: {str(exc)[:200]}",
-                            file=self.label(relative(rel))) from None
+        return parse_json(self.read_text(rel, **where), self.label(relative(rel)))
 
     def sha256(self, rel, **where) -> str:
         """The SHA-256 of ``rel``: the manifest's (checked) when listed, else computed."""
@@ -292,6 +354,111 @@ class DataFolder:
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object that names a key twice."""
+
+    def __init__(self, key):
+        super().__init__(f"duplicate key {_show(key)} in one object (each key once: a "
+                         "repeated key would silently replace the first)")
+        self.key = key
+
+
+def _unique_keys(pairs: list) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise DuplicateKeyError(k)
+        out[k] = v
+    return out
+
+
+def json_loads(text):
+    """``json.loads`` for text from outside: a key named twice in one object, ``NaN`` and
+    ``Infinity`` raise ``ValueError`` (:class:`DuplicateKeyError` for the first)."""
+    return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+
+
+def parse_json(text, label: str | None = None, *, field: str | None = None,
+               line: int | None = None):
+    """:func:`json_loads` with every problem one :class:`NesyError` naming ``label`` (the
+    file), e.g. ``DS/manifest.json: duplicate key 'checksums' in one object ...``."""
+    try:
+        return json_loads(text)
+    except DuplicateKeyError as exc:
+        raise NesyError(str(exc), file=label, field=field, line=line) from None
+    except (ValueError, RecursionError) as exc:
+        raise NesyError(f"not JSON: {str(exc)[:200]}", file=label, field=field,
+                        line=line) from None
+
+
+# -- archives ---------------------------------------------------------------------------------
+def check_zip(data: bytes, label: str, *, max_bytes: int = MAX_FILE_BYTES,
+              max_ratio: int = MAX_ARCHIVE_RATIO) -> list[zipfile.ZipInfo]:
+    """The entries of the zip archive ``data`` (a ``.pt`` checkpoint, an ``.npz``), checked
+    from its directory **before anything is decompressed**: at most
+    :data:`MAX_ARCHIVE_ENTRIES` entries, declared uncompressed sizes summing to at most
+    ``max_bytes``, and (over :data:`ARCHIVE_RATIO_FLOOR`) at most ``max_ratio`` times the
+    archive's size. One :class:`NesyError` otherwise (a decompression bomb)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError,
+            NotImplementedError) as exc:
+        raise NesyError(f"not a readable zip archive: {str(exc)[:200]}", file=label) from None
+    if len(infos) > MAX_ARCHIVE_ENTRIES:
+        raise NesyError(f"the archive has {len(infos):,} entries, over the limit of "
+                        f"{MAX_ARCHIVE_ENTRIES:,}", file=label)
+    total = 0
+    for info in infos:
+        if info.file_size < 0 or info.compress_size < 0:
+            raise NesyError(f"entry {_show(info.filename)} declares a negative size",
+                            file=label)
+        total += info.file_size
+        if total > max_bytes:
+            raise NesyError(f"the archive's entries declare {total:,} bytes or more when "
+                            f"decompressed, over the limit of {max_bytes:,} (entry "
+                            f"{_show(info.filename)}; a decompression bomb); nothing was "
+                            "decompressed", file=label)
+    if total > ARCHIVE_RATIO_FLOOR and total > max_ratio * max(len(data), 1):
+        raise NesyError(f"the archive's entries declare {total:,} bytes when decompressed, "
+                        f"{total / max(len(data), 1):,.0f} times its {len(data):,} bytes (over "
+                        f"the ratio {max_ratio}; a decompression bomb); nothing was "
+                        "decompressed", file=label)
+    return infos
+
+
+def gunzip(data: bytes, label: str, *, max_bytes: int = MAX_FILE_BYTES,
+           max_ratio: int = MAX_ARCHIVE_RATIO) -> bytes:
+    """The decompressed bytes of the gzip data ``data``, decompressed in bounded steps: more
+    than ``max_bytes`` (or, over :data:`ARCHIVE_RATIO_FLOOR`, more than ``max_ratio`` times
+    the input) is refused as soon as it is reached, never allocated."""
+    limit = max_bytes
+    if max_ratio * max(len(data), 1) > ARCHIVE_RATIO_FLOOR:
+        limit = min(limit, max(max_ratio * len(data), ARCHIVE_RATIO_FLOOR))
+    out = bytearray()
+    rest = data
+    try:
+        while rest:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            chunk = rest
+            while True:
+                piece = d.decompress(chunk, limit + 1 - len(out))
+                out += piece
+                if len(out) > limit:
+                    raise NesyError(f"decompresses to more than {limit:,} bytes (from "
+                                    f"{len(data):,}; a decompression bomb); refused",
+                                    file=label)
+                chunk = d.unconsumed_tail
+                if d.eof or not chunk:
+                    break
+            if not d.eof:
+                raise NesyError("not a complete gzip stream (cut short)", file=label)
+            rest = d.unused_data
+    except zlib.error as exc:
+        raise NesyError(f"not readable gzip data: {exc}", file=label) from None
+    return bytes(out)
 
 
 def parse_csv(text: str, label: str, *, required: tuple[str, ...] = ()):
@@ -446,7 +613,9 @@ def checksum_map(value, *, file: str, field: str) -> dict[str, str]:
     return out
 
 
-__all__ = ["DataFolder", "read_input", "read_input_text", "check_input_file", "relative",
+__all__ = ["DataFolder", "read_input", "read_input_text", "read_user_file", "check_input_file",
+           "relative", "parse_json", "json_loads", "DuplicateKeyError", "check_zip", "gunzip",
+           "hardlinks_allowed",
            "parse_csv", "decode_image", "png_size", "need", "int64", "checksum_map",
            "MAX_FILE_BYTES", "MAX_TEXT_BYTES", "MAX_IMAGE_PIXELS", "MAX_CSV_FIELD",
            "MAX_FACT_ARITY"]

@@ -30,11 +30,13 @@ import math
 import os
 import shutil
 import socket
+import stat as _stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import NesyError
+from .folder import json_loads
 
 FORMAT_VERSION = "1.0"
 
@@ -150,7 +152,7 @@ def unexpected_files(path: str | os.PathLike) -> list[str] | None:
         if marker.is_symlink() or not marker.is_file() or \
                 marker.stat().st_size > MAX_MARKER_BYTES:
             return None
-        data = json.loads(marker.read_text(encoding="utf-8"))
+        data = json_loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not (isinstance(data, dict) and data.get("written_by") == "nesybench"
@@ -195,9 +197,9 @@ def pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
+    proc_stat = Path(f"/proc/{pid}/stat")
     try:
-        text = stat.read_text()
+        text = proc_stat.read_text()
         return text[text.rindex(")") + 2] != "Z"
     except (OSError, ValueError, IndexError):
         return True
@@ -255,6 +257,35 @@ def check_output_path(out: str | os.PathLike) -> Path:
         raise NesyError("the output path is a symbolic link; give its target (or another "
                         "--out) instead", file=str(p))
     return p
+
+
+def check_no_links(out: str | os.PathLike, *, below: str | os.PathLike | None = None) -> Path:
+    """``out`` checked with ``lstat`` before anything resolves it: neither ``out`` nor (when
+    ``below`` is given, e.g. the data set a default output folder lies in) any component
+    between ``below`` and ``out`` is a symbolic link. Returns ``out``; one :class:`NesyError`
+    otherwise (nothing is written or deleted)."""
+    out = check_output_path(out)
+    if below is None:
+        return out
+    base = Path(below)
+    try:
+        rel = out.relative_to(base)
+    except ValueError:
+        raise NesyError("the output path is not inside its folder", file=str(out)) from None
+    p = base
+    for part in rel.parts:
+        p = p / part
+        try:
+            link = _stat.S_ISLNK(os.lstat(p).st_mode)
+        except FileNotFoundError:
+            break
+        except OSError as exc:
+            raise NesyError(f"cannot use the output path: {exc.strerror or exc}",
+                            file=str(p)) from None
+        if link:
+            raise NesyError("a symbolic link on the way to the output folder; nothing is "
+                            "written or deleted through it (give --out instead)", file=str(p))
+    return out
 
 
 def check_replaceable(out: str | os.PathLike, *, overwrite: bool,
@@ -574,7 +605,10 @@ def write_static_browser(dataset_dir, out_dir, *, overwrite: bool, build_data, v
     ``out_dir`` (default ``dataset_dir/browse``, replaced when a previous browser is there; an
     explicit ``out_dir`` only with ``overwrite``), atomically; returns the page's path."""
     root = Path(dataset_dir)
-    out = (Path(out_dir) if out_dir is not None else root / "browse").resolve()
+    out = Path(out_dir) if out_dir is not None else root / "browse"
+    # checked before anything resolves it: a `browse` link inside the data set (or an --out
+    # that is a link) would have the page written, and an older page deleted, at its target
+    check_no_links(out, below=root if out_dir is None else None)
     data = build_data(root, out)
     # "</" would end the script element early if the data held "</script>"
     js = (f"window.{variable} = "
@@ -583,5 +617,5 @@ def write_static_browser(dataset_dir, out_dir, *, overwrite: bool, build_data, v
     with atomic_output_dir(out, overwrite=overwrite or out_dir is None, inputs=[root]) as tmp:
         (tmp / "data.js").write_text(js, encoding="utf-8")
         (tmp / "index.html").write_text(html, encoding="utf-8")
-    return out / "index.html"
+    return out.resolve() / "index.html"
 

@@ -83,3 +83,43 @@ def cache_root() -> Path:
     """``$NESYBENCH_CACHE``, else :func:`platform_cache` (not created here)."""
     base = os.environ.get("NESYBENCH_CACHE")
     return Path(base).expanduser() if base else platform_cache()
+
+
+#: the shipped folders whose files a user's data may name (``knowledge: kb/shortcuts/xor.lp``)
+NAMED_FOLDERS = ("kb", "curricula")
+
+
+@lru_cache(maxsize=1)
+def shipped_names() -> frozenset[str]:
+    """The registry of files nesybench ships: their names relative to :func:`data_root`
+    (``kb/shortcuts/xor.lp``, ``curricula/rs/driving.yaml``, ``prolog/nesybench.pl`` ...),
+    listed once from the package's own folders (regular files only)."""
+    root = data_root()
+    names: set[str] = set()
+    for top in DATA_FOLDERS:
+        for dirpath, dirnames, filenames in os.walk(root / top):  # the package's own files
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
+            rel = Path(dirpath).relative_to(root).as_posix()
+            for f in filenames:
+                if not f.startswith(".") and os.path.isfile(os.path.join(dirpath, f)) and \
+                        not os.path.islink(os.path.join(dirpath, f)):
+                    names.add(f"{rel}/{f}")
+    return frozenset(names)
+
+
+def shipped(name, *, folders: tuple[str, ...] = DATA_FOLDERS) -> Path | None:
+    """The file nesybench ships under the name ``name`` (``kb/shortcuts/xor.lp``), looked up
+    in :func:`shipped_names`, or None when it ships no such file. Only names in the registry
+    are accepted, under one of ``folders``: a user's string is never resolved against the
+    installation (``Makefile``, ``../x``, ``kb/../pyproject.toml`` are not names)."""
+    if not isinstance(name, str) or name.split("/", 1)[0] not in folders or \
+            name not in shipped_names():
+        return None
+    return data_root() / name
+
+
+def shipped_text(name, *, folders: tuple[str, ...] = DATA_FOLDERS) -> str | None:
+    """The UTF-8 text of the shipped file ``name`` (see :func:`shipped`), or None when
+    nesybench ships no such file."""
+    path = shipped(name, folders=folders)
+    return None if path is None else path.read_text(encoding="utf-8")

@@ -7,6 +7,10 @@ loader here composes the document as usual, then counts its nodes **with aliases
 (shared nodes counted once per use, in linear time) and refuses a document over
 :data:`MAX_YAML_NODES`, and any recursive alias, with a ``yaml.YAMLError`` that the callers
 word as ``FILE:LINE:COLUMN: YAML does not parse: ...``.
+
+A mapping that names a key twice is refused the same way (``found duplicate key 'x'``):
+PyYAML keeps the last value, so an appended key would silently replace the first. Keys merged
+in with ``<<: *base`` may be overridden, as YAML intends.
 """
 from __future__ import annotations
 
@@ -63,9 +67,29 @@ def _children(n: yaml.Node):
 
 
 class SafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` refusing documents that expand past :data:`MAX_YAML_NODES`."""
+    """``yaml.SafeLoader`` refusing documents that expand past :data:`MAX_YAML_NODES` and
+    mappings that name a key twice."""
 
     max_nodes = MAX_YAML_NODES
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or \
+                        not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node, deep=False)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:           # an unhashable key: PyYAML words that error
+                    continue
+                if first is not key_node:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {str(key)[:80]!r} (each key once: a repeated "
+                        "key would silently replace the first)", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
 
     def compose_document(self):
         node = super().compose_document()

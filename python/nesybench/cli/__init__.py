@@ -55,7 +55,12 @@ class _LazyGroup(click.Group):
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nesybench")
-def cli():
+@click.option("--allow-hardlinks", is_flag=True,
+              help="read files that have more than one hard link from input folders (a "
+                   "deduplicated store of your own); refused by default, since such a file "
+                   "may be one from elsewhere linked in")
+@click.pass_context
+def cli(ctx, allow_hardlinks):
     """nesybench: logic-programming-centric neuro-symbolic benchmarks.
 
     \b
@@ -80,6 +85,10 @@ def cli():
     --seed, -j/--workers, --json, -q/--quiet.
     Documentation: docs/ (make docs), one guide per capability.
     """
+    if allow_hardlinks:
+        from ..folder import _ALLOW_HARDLINKS  # noqa: PLC0415
+        token = _ALLOW_HARDLINKS.set(True)
+        ctx.call_on_close(lambda: _ALLOW_HARDLINKS.reset(token))
 
 
 class Terminated(KeyboardInterrupt):

@@ -60,7 +60,8 @@ def names() -> dict[str, str]:
 
 
 def load(path_or_name, split: str | None = None, *, seed: int | None = None,
-         progress: bool = True, verify: bool = True) -> BenchmarkData:
+         progress: bool = True, verify: bool = True,
+         allow_hardlinks: bool | None = None) -> BenchmarkData:
     """Load a data set (see the module docstring for what ``path_or_name`` may be).
 
     ``split`` selects one split (``train``, ``val``, ``test``, ``ood``; RuDaS: ``train``,
@@ -69,15 +70,17 @@ def load(path_or_name, split: str | None = None, *, seed: int | None = None,
     generating; ``verify=False`` skips checking files against the SHA-256 their manifest
     lists. Anything else than a data set is one :class:`~nesybench.errors.NesyError`: every
     file of a folder is read through :class:`nesybench.folder.DataFolder` (paths stay inside
-    the folder, regular files only, bounded sizes, checksums checked).
+    the folder, regular files only, no hard-linked file unless ``allow_hardlinks``, bounded
+    sizes, checksums checked, a JSON key named once).
     """
-    data = _load(str(path_or_name), seed=seed, progress=progress, verify=verify)
+    data = _load(str(path_or_name), seed=seed, progress=progress, verify=verify,
+                 allow_hardlinks=allow_hardlinks)
     if split is not None:
         data = data[split]
     return data
 
 
-def _load(spec: str, *, seed, progress, verify=True) -> BenchmarkData:
+def _load(spec: str, *, seed, progress, verify=True, allow_hardlinks=None) -> BenchmarkData:
     from nesybench.data import kinds  # noqa: PLC0415
 
     key = spec.replace("_", "-")
@@ -96,7 +99,7 @@ def _load(spec: str, *, seed, progress, verify=True) -> BenchmarkData:
                         f"{', '.join(builtin)})", file=spec)
     path = Path(spec)
     if path.is_dir():
-        return load_folder(path, verify=verify)
+        return load_folder(path, verify=verify, allow_hardlinks=allow_hardlinks)
     low = path.name.lower()
     if low.endswith((".yaml", ".yml")):
         return _generated(path, path.stem, seed=seed, progress=progress)
@@ -106,14 +109,15 @@ def _load(spec: str, *, seed, progress, verify=True) -> BenchmarkData:
                     "task YAML, a CSV/ARFF table, or a built-in name)", file=spec)
 
 
-def load_folder(root: Path, name: str | None = None, *, verify: bool = True) -> BenchmarkData:
+def load_folder(root: Path, name: str | None = None, *, verify: bool = True,
+                allow_hardlinks: bool | None = None) -> BenchmarkData:
     """A generated folder; its kind comes from ``manifest.json``."""
     from nesybench.data import kinds  # noqa: PLC0415
     from nesybench.folder import DataFolder  # noqa: PLC0415
 
     root = Path(root)
     name = name or root.resolve().name
-    folder = DataFolder(root, verify=verify)
+    folder = DataFolder(root, verify=verify, allow_hardlinks=allow_hardlinks)
     if not folder.exists("manifest.json"):
         raise NesyError("not a nesybench data set (no manifest.json; generate one with "
                         "`nesybench kandy generate`, `rs generate` or `rudas generate`)",

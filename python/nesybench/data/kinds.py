@@ -28,10 +28,11 @@ import json
 import re
 from pathlib import Path
 
-from nesybench import ROOT, __version__
+from nesybench import __version__
 from nesybench.data.core import BenchmarkData, Column, image_tensor
 from nesybench.errors import NesyError
 from nesybench.folder import (MAX_FACT_ARITY, DataFolder, checksum_map, check_input_file,
+                              json_loads,
                               int64, need, relative)
 from nesybench.io import sha256_file
 
@@ -157,7 +158,7 @@ def load_kandy(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
         for line, r in raw:
             tid = int64(r.get("task_id"), file=path, line=line, field="task_id", lo=0)
             try:
-                symbol = json.loads(r["symbol"])
+                symbol = json_loads(r["symbol"])
             except (KeyError, TypeError, ValueError, RecursionError):
                 raise NesyError("the symbol is not JSON", file=path, line=line) from None
             rel = folder.check(f"{split}/{r.get('filename')}", file=path, line=line,
@@ -239,6 +240,26 @@ def _rs_concepts(man: dict, mfile: str) -> list[dict]:
     return out
 
 
+def knowledge_text(folder: DataFolder, name, *, file: str, field: str) -> str:
+    """The text of a data set's ``knowledge:`` entry ``name``: a file of the data set, or the
+    name of a knowledge base nesybench ships (``kb/shortcuts/xor.lp``, looked up in the
+    registry :func:`nesybench.paths.shipped`). Anything else (``Makefile``, an absolute path,
+    ``..``) is one :class:`NesyError` naming the file and field; nothing outside the folder is
+    resolved."""
+    from nesybench.paths import shipped_text  # noqa: PLC0415
+    if not isinstance(name, str):
+        raise NesyError(f"expected a file name, got {type(name).__name__}", file=file,
+                        field=field)
+    rel = relative(name, file=file, field=field)
+    if folder.exists(rel, file=file, field=field):
+        return folder.read_text(rel, file=file, field=field)
+    text = shipped_text(rel, folders=("kb",))
+    if text is not None:
+        return text
+    raise NesyError(f"{name[:80]!r} is neither a file of the data set nor a knowledge base "
+                    "nesybench ships (kb/...)", file=file, field=field)
+
+
 def load_rs(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
     mfile = folder.label("manifest.json")
     sums = checksum_map(man.get("checksums"), file=mfile, field="checksums")
@@ -313,19 +334,13 @@ def load_rs(folder: DataFolder, man: dict, name: str) -> BenchmarkData:
     if task_text:
         rules["task.yaml"] = task_text
         from nesybench.yamlsafe import load_yaml  # noqa: PLC0415
-        try:
-            doc = load_yaml(task_text, folder.label("task.yaml"))
-        except NesyError:
-            doc = None
+        doc = load_yaml(task_text, folder.label("task.yaml"))
         kn = doc.get("knowledge") if isinstance(doc, dict) else None
-        if isinstance(kn, str):
-            where = {"file": folder.label("task.yaml"), "field": "knowledge"}
-            kn = relative(kn, **where)
-            # the knowledge is a file of the data set, or one nesybench ships (kb/...)
-            for base in (folder, DataFolder(ROOT)):
-                if base.exists(kn, **where):
-                    rules[kn] = base.read_text(kn, **where)
-                    break
+        for i, name in enumerate(kn if isinstance(kn, list) else [kn] if kn else []):
+            where = {"file": folder.label("task.yaml"),
+                     "field": f"knowledge[{i}]" if isinstance(kn, list) else "knowledge"}
+            text = knowledge_text(folder, name, **where)
+            rules[relative(name, **where)] = text
     meta = {"kind": "rs", "name": name, "format": man.get("format"),
             "format_version": man.get("format_version"), "generator": man.get("generator"),
             "seed": man.get("seed"),

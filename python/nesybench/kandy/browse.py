@@ -12,11 +12,11 @@ label, the supervision flag, the split, the file name and the symbolic tree as a
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ..errors import NesyError
+from ..folder import json_loads
 from ..io import write_static_browser
 from .show import SPLITS, read_dataset, task_info
 from .symbols import from_json
@@ -27,7 +27,7 @@ def _prolog_of(row: dict) -> str:
     if text:
         return text
     try:
-        return from_json(json.loads(row["symbol"])).to_prolog()
+        return from_json(json_loads(row["symbol"])).to_prolog()
     except (ValueError, KeyError, TypeError) as exc:
         raise NesyError(f"sample {row.get('filename')!r}: unreadable symbol ({exc})") from None
 

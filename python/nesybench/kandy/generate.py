@@ -285,14 +285,21 @@ def _row(s: Sample, rel: str, sym_json: dict) -> tuple:
 
 def read_annotations(dataset: str | os.PathLike, split: str) -> list[dict]:
     """Rows of ``<dataset>/<split>/annotations.csv`` as dicts with typed fields."""
-    path = Path(dataset) / split / "annotations.csv"
-    if not path.is_file():
+    from ..folder import DataFolder, int64, json_loads  # noqa: PLC0415
+    folder = DataFolder(dataset)
+    rel = f"{split}/annotations.csv"
+    label = folder.label(rel)
+    if not folder.exists(rel):
         raise NesyError("annotations not found (is this a generated KANDY dataset?)",
-                        file=str(path))
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    for r in rows:
+                        file=label)
+    _, raw = folder.csv_rows(rel, required=("task_id", "label", "supervised", "symbol"))
+    rows = []
+    for line, r in raw:
         for k in ("task_id", "label", "supervised"):
-            r[k] = int(r[k])
-        r["symbol"] = json.loads(r["symbol"])
+            r[k] = int64(r.get(k), file=label, line=line, field=k)
+        try:
+            r["symbol"] = json_loads(r["symbol"])
+        except (TypeError, ValueError, RecursionError):
+            raise NesyError("the symbol is not JSON", file=label, line=line) from None
+        rows.append(r)
     return rows

@@ -244,7 +244,8 @@ def as_symbol(obj) -> Symbol:
         if isinstance(obj, str):
             text = obj.strip()
             if text.startswith("{"):
-                return from_json(json.loads(text))
+                from ..folder import json_loads  # noqa: PLC0415
+                return from_json(json_loads(text))
             return from_prolog(text)
         return from_json(obj)
     except (ValueError, IndexError) as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from ..errors import NesyError
-from ..folder import DataFolder
+from ..folder import DataFolder, json_loads
 from .render import PNG_SAVE_OPTIONS, RenderConfig, render
 
 SPLITS = ("train", "val", "test")
@@ -114,7 +114,7 @@ def _thumb(row: Mapping, root, size: int, config: RenderConfig | None) -> Image.
         if not sym:
             raise NesyError(f"sample {row.get('filename')!r} has neither an image nor a symbol")
         seed = int(row.get("seed", 0) or 0)
-        img = render(json.loads(sym) if isinstance(sym, str) else sym, config, seed)
+        img = render(json_loads(sym) if isinstance(sym, str) else sym, config, seed)
     return img.resize((size, size), Image.LANCZOS)
 
 

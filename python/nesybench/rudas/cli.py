@@ -1,7 +1,6 @@
 """``nesybench rudas ...``: generate, suite, learn, evaluate, table, chase, experiment."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -158,7 +157,8 @@ def table(suite_dir, learned_dir, threshold, aux, max_derived, time_limit, stric
     sd, ld = Path(suite_dir), Path(learned_dir)
     if not (sd / "suite.json").exists():
         raise NesyError("not a RuDaS suite folder (no suite.json)", file=str(sd))
-    names = [d["name"] for d in json.loads((sd / "suite.json").read_text())["datasets"]]
+    from ..folder import DataFolder  # noqa: PLC0415
+    names = [d["name"] for d in DataFolder(sd).read_json("suite.json")["datasets"]]
     rows = []
     from tqdm import tqdm  # noqa: PLC0415
     for n in tqdm(names, desc="rudas table", unit="dataset", leave=False,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import csv
 import io
-import json
 import math
 import time
 from dataclasses import asdict
@@ -36,7 +35,7 @@ import yaml
 from ..errors import NesyError
 from ..io import (MARKER, check_output_path, derive_seed, dumps, remove_output_folder,
                   unexpected_files, write_marker)
-from ..folder import read_input_text
+from ..folder import DataFolder, json_loads, read_input_text
 from ..yamlsafe import safe_load
 
 #: metrics written per threshold (the evaluator's names)
@@ -387,7 +386,7 @@ def _label(name: str) -> str:
 def collect(out: Path) -> tuple[dict, list[dict], list[dict]]:
     """(experiment.json, per-cell records with metrics per threshold index, failed cells)."""
     from ..runs import Study  # noqa: PLC0415
-    exp = json.loads((out / "experiment.json").read_text(encoding="utf-8"))
+    exp = DataFolder(out).read_json("experiment.json")
     meta = {it["name"]: it for it in exp["datasets"]}
     st = Study(out / "study")
     per: dict = {}
@@ -671,7 +670,7 @@ def run_experiment(spec: dict, out, *, workers: int = 1, overwrite: bool = False
               "evaluation": spec["evaluation"], "timeout": spec["timeout"],
               "datasets": items}
     if marker.is_file():
-        old = json.loads(marker.read_text(encoding="utf-8"))
+        old = json_loads(marker.read_text(encoding="utf-8"))
         same = {it["name"]: it["params"] for it in old.get("datasets", [])}
         clash = [it["name"] for it in items
                  if it["name"] in same and same[it["name"]] != it["params"]]

@@ -29,15 +29,18 @@ extractor is an MLP on the feature vector).
 from __future__ import annotations
 
 import csv
+import io
 import warnings
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import numpy as np
 import yaml
 
-from .. import ROOT
 from ..errors import NesyError
+from ..folder import DataFolder, check_zip
 from ..io import FORMAT_VERSION, atomic_output_dir, checksums, write_json
+from ..paths import shipped_text
+from ..yamlsafe import load_yaml
 
 SPLITS = ("train", "val", "test")
 FEATURE_DIM = 2048
@@ -50,110 +53,110 @@ CONCEPTS = ("green_light", "follow", "road_clear", "red_light", "traffic_sign", 
 #: the largest index pickle and per-frame tensor file read (a frame is about 9 KB)
 MAX_PKL_BYTES = 256 << 20
 MAX_PT_BYTES = 1 << 20
+#: the most bytes the entries of one ``.pt`` file may declare when decompressed
+MAX_PT_UNPACKED = 4 << 20
 DRIVING_TASK = "curricula/rs/driving.yaml"
 
 
-def _load_index(path: Path) -> list[str]:
+def _load_index(folder: DataFolder, rel: str) -> list[str]:
     from ..unpickle import restricted_load  # noqa: PLC0415 - numpy-only unpickler
-    if path.stat().st_size > MAX_PKL_BYTES:
-        raise NesyError(f"index larger than {MAX_PKL_BYTES >> 20} MiB", file=str(path))
+    label = folder.label(rel)
+    data = folder.read_bytes(rel, max_bytes=MAX_PKL_BYTES)
     try:
-        obj = restricted_load(path.read_bytes())
+        obj = restricted_load(data)
     except NesyError as exc:
-        raise exc.where(file=str(path)) from None
+        raise exc.where(file=label) from None
     if not isinstance(obj, list) or not obj:
-        raise NesyError("the index is not a non-empty list of frames", file=str(path))
+        raise NesyError("the index is not a non-empty list of frames", file=label)
     names, seen = [], set()
     for i, entry in enumerate(obj):
         if not isinstance(entry, dict) or not isinstance(entry.get("img_path"), str):
-            raise NesyError("a frame is not a dict with an 'img_path' string", file=str(path),
+            raise NesyError("a frame is not a dict with an 'img_path' string", file=label,
                             field=f"[{i}]")
         name = entry["img_path"]
         p = PurePosixPath(name)
         if (len(name) <= 4 or "\x00" in name or "\\" in name or p.is_absolute()
                 or any(part in ("", ".", "..") for part in name[:-4].split("/"))):
             raise NesyError(f"img_path {name[:80]!r} is not a relative file name",
-                            file=str(path), field=f"[{i}].img_path")
+                            file=label, field=f"[{i}].img_path")
         if name in seen:
-            raise NesyError(f"frame {name[:80]!r} is listed twice", file=str(path),
+            raise NesyError(f"frame {name[:80]!r} is listed twice", file=label,
                             field=f"[{i}].img_path")
         seen.add(name)
         names.append(name)
     return names
 
 
-def _tensor(path: Path, root: Path, size: int | tuple[int, ...], what: str) -> np.ndarray:
+def _tensor(folder: DataFolder, rel: str, size: int | tuple[int, ...], what: str) -> np.ndarray:
+    label = folder.label(rel)
+    if not folder.exists(rel):
+        raise NesyError(f"{what} file is missing", file=label)
+    data = folder.read_bytes(rel, max_bytes=MAX_PT_BYTES)
+    # a .pt file is a zip archive: its entries' sizes are checked before torch decompresses
+    # anything (a 1 MB file may declare gigabytes)
+    check_zip(data, label, max_bytes=MAX_PT_UNPACKED)
     import torch  # noqa: PLC0415
-    try:
-        real = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        raise NesyError(f"{what} file is missing", file=str(path)) from None
-    if not real.is_relative_to(root) or not real.is_file():
-        raise NesyError(f"{what} file is not a regular file inside the data folder",
-                        file=str(path))
-    if real.stat().st_size > MAX_PT_BYTES:
-        raise NesyError(f"{what} file is larger than {MAX_PT_BYTES >> 20} MiB", file=str(path))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t = torch.load(real, map_location="cpu", weights_only=True)
+            t = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable or hostile file
         raise NesyError(f"not a tensor file written by torch.save ({type(exc).__name__})",
-                        file=str(path)) from None
+                        file=label) from None
     if not isinstance(t, torch.Tensor) or t.is_complex():
-        raise NesyError(f"{what} file does not hold one real tensor", file=str(path))
+        raise NesyError(f"{what} file does not hold one real tensor", file=label)
     a = t.detach().to(torch.float64).reshape(-1).numpy()
     sizes = (size,) if isinstance(size, int) else size
     if a.size not in sizes:
         raise NesyError(f"{what} has {a.size} values, expected "
-                        f"{' or '.join(map(str, sizes))} (shape {tuple(t.shape)})", file=str(path))
+                        f"{' or '.join(map(str, sizes))} (shape {tuple(t.shape)})", file=label)
     if not np.all(np.isfinite(a)):
-        raise NesyError(f"{what} holds NaN or infinite values", file=str(path))
+        raise NesyError(f"{what} holds NaN or infinite values", file=label)
     return a
 
 
-def _binary(a: np.ndarray, path: Path, what: str) -> list[int]:
+def _binary(a: np.ndarray, label: str, what: str) -> list[int]:
     bad = [x for x in a.tolist() if x not in (0.0, 1.0)]
     if bad:
-        raise NesyError(f"{what} value {bad[0]:g} is not 0 or 1", file=str(path))
+        raise NesyError(f"{what} value {bad[0]:g} is not 0 or 1", file=label)
     return [int(x) for x in a]
 
 
-def read_split(src: Path, split: str, root: Path):
-    """``(names, features float32 [N, 2048], concepts [N][21], actions [N][4])`` of a split."""
-    names = _load_index(src / f"{split}_BDD_OIA.pkl")
+def read_split(folder: DataFolder, split: str):
+    """``(names, features float32 [N, 2048], concepts [N][21], actions [N][4])`` of a split,
+    every file read through the contained reader (``folder``: the user's copy)."""
+    names = _load_index(folder, f"{split}_BDD_OIA.pkl")
     feats = np.empty((len(names), FEATURE_DIM), dtype=np.float32)
     concepts, actions = [], []
     for i, name in enumerate(names):
         rel = name[:-4] + ".pt"
-        base = src / split
-        f = _tensor(base / "inputs" / rel, root, FEATURE_DIM, "features")
+        f = _tensor(folder, f"{split}/inputs/{rel}", FEATURE_DIM, "features")
         if np.any(np.abs(f) > np.finfo(np.float32).max):
-            raise NesyError("features overflow float32", file=str(base / "inputs" / rel))
+            raise NesyError("features overflow float32", file=folder.label(f"{split}/inputs/{rel}"))
         feats[i] = f
-        c = base / "concepts" / rel
-        concepts.append(_binary(_tensor(c, root, len(CONCEPTS), "concept labels"), c,
-                                "concept label"))
-        lp = base / "labels" / rel
-        actions.append(_binary(_tensor(lp, root, (4, 5), "action labels")[:4], lp,
-                               "action label"))
+        c = f"{split}/concepts/{rel}"
+        concepts.append(_binary(_tensor(folder, c, len(CONCEPTS), "concept labels"),
+                                folder.label(c), "concept label"))
+        lp = f"{split}/labels/{rel}"
+        actions.append(_binary(_tensor(folder, lp, (4, 5), "action labels")[:4],
+                               folder.label(lp), "action label"))
     return names, feats, concepts, actions
 
 
-def import_bddoia(src, out, *, overwrite: bool = False) -> dict:
+def import_bddoia(src, out, *, overwrite: bool = False,
+                  allow_hardlinks: bool | None = None) -> dict:
     """Validate rsbench's BDD-OIA features under ``src`` and write them to ``out`` as an RS data
-    set folder (module docstring). Returns ``{"out", "counts", "label_counts"}``."""
-    src = Path(src)
-    if not src.is_dir():
-        raise NesyError("not a folder", file=str(src))
-    root = src.resolve()
-    present = [s for s in SPLITS if (src / f"{s}_BDD_OIA.pkl").is_file()]
+    set folder (module docstring). Returns ``{"out", "counts", "label_counts"}``. Every file
+    of ``src`` is read through :class:`~nesybench.folder.DataFolder` (a link out of the
+    folder, a FIFO, a hard-linked file, an archive bomb is one error)."""
+    folder = DataFolder(src, allow_hardlinks=allow_hardlinks)
+    present = [s for s in SPLITS if folder.exists(f"{s}_BDD_OIA.pkl")]
     for need in ("train", "val"):
         if need not in present:
             raise NesyError(f"no {need}_BDD_OIA.pkl (the {need} split's frame index)",
                             file=str(src))
-    data = {s: read_split(src, s, root) for s in present}
-    task = yaml.safe_load((ROOT / DRIVING_TASK).read_text(encoding="utf-8"))
+    data = {s: read_split(folder, s) for s in present}
+    task = load_yaml(shipped_text(DRIVING_TASK), DRIVING_TASK)
     task["name"] = "bddoia"
     task.pop("generate", None)
     var_names = [c["name"] for c in task["concepts"]]

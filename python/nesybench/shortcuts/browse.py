@@ -12,11 +12,11 @@ set, the annotated objects drawn as boxes over the picture (hover a box for its 
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ..errors import NesyError
+from ..folder import json_loads
 from ..io import write_static_browser
 
 
@@ -44,7 +44,7 @@ def browser_data(dataset_dir, out_dir) -> dict:
             boxes, size = [], None
             if r.get("scene"):
                 try:
-                    ann = json.loads(r["scene"])
+                    ann = json_loads(r["scene"])
                     size = [float(v) for v in ann["render"]["resolution"]]
                     if len(size) != 2 or not all(0 < v < 1e5 for v in size):
                         raise ValueError(size)

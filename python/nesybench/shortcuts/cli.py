@@ -117,7 +117,9 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, wo
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def import_bddoia(src, out, overwrite, as_json):
     """Import BDD-OIA from a local copy of rsbench's features (DIR/{split}_BDD_OIA.pkl and
-    DIR/{split}/{inputs,concepts,labels}/*.pt) as an RS data set for `nesy train`."""
+    DIR/{split}/{inputs,concepts,labels}/*.pt) as an RS data set for `nesy train`. Every
+    file is read inside DIR (a link out of it, a hard-linked file or a .pt archive that
+    declares more than 4 MiB unpacked is refused)."""
     from .bddoia import import_bddoia as run  # noqa: PLC0415
     try:
         res = run(src, out, overwrite=overwrite)

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import itertools
-import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -37,7 +37,8 @@ from .. import ROOT
 from ..errors import NesyError, yaml_error
 from ..io import derive_seed
 from ..logic import asp
-from ..folder import read_input_text
+from ..paths import shipped
+from ..folder import DataFolder, parse_json, read_input_text
 from ..yamlsafe import safe_load
 
 LABELS_LP = "prolog/shortcuts/labels.lp"
@@ -302,17 +303,22 @@ def read_support(task: Task, path, *, distinct: bool = True) -> list[tuple]:
     task order, optional label columns checked against the knowledge), JSON list or a
     generated dataset folder (its ``train/labels.csv``)."""
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir():          # a data set folder: read through the contained reader
+        folder = DataFolder(p)
         p = p / "train" / "labels.csv"
-    if not p.exists():
+        if not folder.exists("train/labels.csv"):
+            raise NesyError("support file not found", file=str(p))
+        text = folder.read_text("train/labels.csv")
+    elif not p.exists():
         raise NesyError("support file not found", file=str(p))
+    else:
+        text = read_input_text(p)
     worlds: list[tuple] = []
     given: list[dict] = []
     if p.suffix == ".json":
-        try:
-            data = json.loads(p.read_text())
-        except ValueError as exc:
-            raise NesyError(f"not valid JSON: {exc}", file=str(p)) from None
+        data = parse_json(text, str(p))
+        if not isinstance(data, list):
+            raise NesyError("expected a JSON list of worlds", file=str(p))
         for i, w in enumerate(data):
             if isinstance(w, dict):
                 given.append(w.get("labels", {}))
@@ -321,8 +327,10 @@ def read_support(task: Task, path, *, distinct: bool = True) -> list[tuple]:
                 given.append({})
             worlds.append(task.check_world(w, f"{p.name}[{i}]"))
     else:
-        with open(p, newline="") as fh:
-            rows = list(csv.reader(fh))
+        try:
+            rows = list(csv.reader(io.StringIO(text, newline="")))
+        except csv.Error as exc:
+            raise NesyError(f"CSV does not parse: {exc}", file=str(p)) from None
         if not rows:
             raise NesyError("empty support file", file=str(p))
         header = [h[8:] if h.startswith("concept:") else h for h in rows[0]]
@@ -630,10 +638,12 @@ def _parse_term(s: str):
     return s
 
 
-def load_task(path_or_dict, *, source: str | None = None) -> Task:
-    """Read a task YAML (path) or an already-parsed dict into a :class:`Task`."""
+def load_task(path_or_dict, *, source: str | None = None, base=None) -> Task:
+    """Read a task YAML (path) or an already-parsed dict into a :class:`Task`. Its
+    ``knowledge`` is a shipped name (``kb/shortcuts/xor.lp``), an absolute path or a path
+    relative to the task file's folder (for a dict: to ``base``, when given)."""
     if isinstance(path_or_dict, dict):
-        data, base = path_or_dict, ROOT
+        data, base = path_or_dict, None if base is None else Path(base)
     else:
         p = Path(path_or_dict)
         source = source or str(p)
@@ -676,8 +686,15 @@ def load_task(path_or_dict, *, source: str | None = None) -> Task:
         raise NesyError("missing 'knowledge' (an .lp file)", file=source, task=name, field="knowledge")
     files = []
     for k in (kn if isinstance(kn, list) else [kn]):
-        kp = Path(k)
-        cand = [kp] if kp.is_absolute() else [ROOT / kp, base / kp]
+        # a knowledge base nesybench ships is named (kb/shortcuts/xor.lp: the registry of
+        # shipped names); any other relative path is beside the task file, never in the
+        # installation
+        kp = Path(str(k))
+        if kp.is_absolute():
+            cand = [kp]
+        else:
+            kb = shipped(str(k), folders=("kb",))
+            cand = [c for c in (kb, None if base is None else base / kp) if c is not None]
         found = next((c for c in cand if c.exists()), None)
         if found is None:
             raise NesyError(f"knowledge file {k} not found", file=source, task=name, field="knowledge")

@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections import defaultdict
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import NesyError
+from ...folder import json_loads
 
 TRAIN_FUNCS = ("kandy.train", "nesybench.kandy.learn.cells:train_cell")
 ALEPH_FUNCS = ("kandy.aleph", "nesybench.kandy.learn.cells:aleph_cell")
@@ -202,7 +202,7 @@ def load_results(study) -> list[dict]:
     for r in study.rows():
         p = Path(study.path) / "artifacts" / r["cell_id"] / "result.json"
         if p.exists():
-            d = json.loads(p.read_text(encoding="utf-8"))
+            d = json_loads(p.read_text(encoding="utf-8"))
             d.update(model=r.get("model"), setting=r.get("setting"), seed=r.get("seed"),
                      strategy=_strategy(r))
             out.append(d)
