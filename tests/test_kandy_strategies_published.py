@@ -1,8 +1,10 @@
-"""The continual-learning strategies as published: A-GEM's memory of previous tasks only
-(Chaudhry et al. 2019), EWC's per-task penalties (Kirkpatrick et al. 2017) and online EWC
-(Schwarz et al. 2018)."""
+"""The continual-learning strategies as published: A-GEM's memory of previous tasks only,
+its per-task memories and its reference gradient in eval mode (Chaudhry et al. 2019), EWC's
+per-task penalties (Kirkpatrick et al. 2017) and online EWC's γF penalty (Schwarz et al.
+2018)."""
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,9 +16,10 @@ from torch import nn
 
 from nesybench.errors import NesyError
 from nesybench.kandy.generate import generate
-from nesybench.kandy.learn.data import load_data
+from nesybench.kandy.learn.data import SplitTensors, load_data
 from nesybench.kandy.learn.settings import _optimizer, _Trainer, resolve_config, train
-from nesybench.kandy.learn.strategies import STRATEGIES, make_strategy
+from nesybench.kandy.learn import strategies as S
+from nesybench.kandy.learn.strategies import STRATEGIES, head_loss, make_strategy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -157,17 +160,18 @@ def test_ewc_keeps_one_anchor_and_fisher_per_task():
 
 
 def test_online_ewc_keeps_one_anchor_and_a_decayed_fisher():
-    """Schwarz et al.: F = γ F_1 + F_2 = 0.5·(1, 2) + (3, 0.5) = (3.5, 1.5), θ* = θ*_2 = (1, 1);
-    at θ = (2, −1): (2/2)·(3.5·1 + 1.5·4) = 9.5 (EWC's is 11); at θ = (0, 0): 3.5 + 1.5 = 5."""
+    """Schwarz et al.: F = γ F_1 + F_2 = 0.5·(1, 2) + (3, 0.5) = (3.5, 1.5), θ* = θ*_2 = (1, 1),
+    penalty (λ/2) Σ γ F_i (θ_i − θ*_i)²: at θ = (2, −1): (2/2)·0.5·(3.5·1 + 1.5·4) = 4.75; at
+    θ = (0, 0): 0.5·(3.5 + 1.5) = 2.5."""
     st, model = _ewc("ewc-online", [[1.0, 2.0], [3.0, 0.5]], [[0.0, 0.0], [1.0, 1.0]],
                      ewc_gamma=0.5)
     assert len(st.anchors) == 1
     with torch.no_grad():
         model.w.copy_(torch.tensor([2.0, -1.0]))
-    assert float(st.penalty().detach()) == pytest.approx(9.5, abs=1e-6)
+    assert float(st.penalty().detach()) == pytest.approx(4.75, abs=1e-6)
     with torch.no_grad():
         model.w.zero_()
-    assert float(st.penalty().detach()) == pytest.approx(5.0, abs=1e-6)
+    assert float(st.penalty().detach()) == pytest.approx(2.5, abs=1e-6)
     # γ = 1 (the default): the Fishers summed, (4, 2.5) at (1, 1) → 4·1 + 2.5·4 = 14
     st, model = _ewc("ewc-online", [[1.0, 2.0], [3.0, 0.5]], [[0.0, 0.0], [1.0, 1.0]])
     with torch.no_grad():
@@ -175,6 +179,31 @@ def test_online_ewc_keeps_one_anchor_and_a_decayed_fisher():
     assert float(st.penalty().detach()) == pytest.approx(14.0, abs=1e-6)
     with pytest.raises(NesyError, match="ewc_gamma"):
         resolve_config("mlp", "task_incremental", strategy="ewc-online", ewc_gamma=1.5)
+
+
+def test_online_ewc_penalty_is_gamma_f_at_gamma_07():
+    """‖θ − θ*‖²_{γF} (Schwarz et al. 2018; van de Ven et al.'s code), by hand with λ = 2,
+    γ = 0.7. After task 1 (F_1 = (1, 2) at θ*_1 = (0, 0)), at θ = (2, −1): Σ F (θ − θ*)² =
+    1·4 + 2·1 = 6, penalty (2/2)·0.7·6 = 4.2. After task 2 (F_2 = (3, 0.5) at θ*_2 = (1, 1)):
+    F = 0.7·(1, 2) + (3, 0.5) = (3.7, 1.9); Σ F (θ − θ*)² = 3.7·1 + 1.9·4 = 11.3, penalty
+    0.7·11.3 = 7.91 (F without γ would give 11.3)."""
+    st, model = _ewc("ewc-online", [[1.0, 2.0]], [[0.0, 0.0]], ewc_gamma=0.7)
+    with torch.no_grad():
+        model.w.copy_(torch.tensor([2.0, -1.0]))
+    assert float(st.penalty().detach()) == pytest.approx(4.2, abs=1e-6)
+    st, model = _ewc("ewc-online", [[1.0, 2.0], [3.0, 0.5]], [[0.0, 0.0], [1.0, 1.0]],
+                     ewc_gamma=0.7)
+    assert [f.tolist() for f in st.anchors[0][0]] == [pytest.approx([3.7, 1.9])]
+    with torch.no_grad():
+        model.w.copy_(torch.tensor([2.0, -1.0]))
+    pen = st.penalty()
+    assert float(pen.detach()) == pytest.approx(7.91, abs=1e-6)
+    # its gradient, λ γ F (θ − θ*) = 2·0.7·(3.7·1, 1.9·(−2)) = (5.18, −5.32)
+    pen.backward()
+    assert model.w.grad.tolist() == pytest.approx([5.18, -5.32], abs=1e-5)
+    # the loss the trainer adds is that penalty
+    loss, used = st.extra_loss(None, None, None)
+    assert float(loss.detach()) == pytest.approx(7.91, abs=1e-6) and used == 0
 
 
 def test_both_ewcs_are_strategies_everywhere_they_are_listed(three, tmp_path, capsys):
@@ -196,3 +225,130 @@ def test_both_ewcs_are_strategies_everywhere_they_are_listed(three, tmp_path, ca
         assert cli_main(base + extra + ["--out", str(tmp_path / "k")]) == 2
         err = capsys.readouterr().err
         assert msg in err and len(err.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------- A-GEM's memory
+
+def test_agem_per_task_memories_are_the_papers(three):
+    """``agem_memory=per-task``: each finished task keeps its own buffer // T = 9 // 3 = 3
+    supervised training samples, written when it ends and never replaced; the reference batch
+    is drawn from the union of the previous tasks' memories."""
+    d = load_data(three, size=16)
+    split = d.splits["train"]
+    snapshots: dict[int, dict] = {}
+    refs: list[tuple[int, list]] = []
+
+    def probe(st):
+        inner_end, inner_ref = st.end_task, st.reference_batch
+
+        def end_task(task):
+            inner_end(task)
+            snapshots[task] = {k: list(v) for k, v in st.buffer.memories.items()}
+
+        def reference_batch():
+            idx = inner_ref()
+            refs.append((st.task, idx.tolist()))
+            return idx
+
+        st.end_task, st.reference_batch = end_task, reference_batch
+
+    _, st = _run(d, "agem", probe=probe, buffer=9, agem_ref_batch=4, agem_memory="per-task")
+    assert isinstance(st.buffer, S.TaskMemories) and st.buffer.slots == 3
+    mem = st.buffer.memories
+    assert sorted(mem) == [0, 5, 10] and all(len(v) == 3 for v in mem.values())
+    for task, items in mem.items():                     # its own supervised training samples
+        assert set(items) <= set(split.supervised_indices(task).tolist())
+    assert snapshots[0][0] == snapshots[5][0] == mem[0]  # fixed once written
+    assert snapshots[5][5] == mem[5] and len(st.buffer) == 9
+    assert [t for t, _ in refs if t == 0] == []          # no reference gradient in task 1
+    for task, idx in refs:
+        assert len(idx) == len(set(idx)) == (3 if task == 5 else 4)   # whole memory / 4
+        allowed = set(mem[0]) if task == 5 else set(mem[0]) | set(mem[5])
+        assert set(idx) <= allowed
+    assert any(set(idx) & set(mem[5]) for t, idx in refs if t == 10)
+
+
+def test_agem_memory_is_a_setting(tmp_path, three, capsys):
+    from nesybench.cli import main as cli_main
+
+    assert resolve_config("mlp", "task_incremental", strategy="agem").agem_memory == "balanced"
+    with pytest.raises(NesyError, match="agem_memory must be balanced or per-task"):
+        resolve_config("mlp", "task_incremental", strategy="agem", agem_memory="ring")
+    base = ["kandy", "train", str(three), "--model", "mlp", "--epochs", "1", "--batch", "4",
+            "--seeds", "1", "--size", "16", "--buffer", "6", "--workers", "0", "-q",
+            "--tasks", "0,5", "--setting", "task-incremental"]
+    assert cli_main(base + ["--strategy", "naive", "--agem-memory", "per-task",
+                            "--out", str(tmp_path / "k")]) == 2
+    assert "agem only" in capsys.readouterr().err
+    assert cli_main(base + ["--strategy", "agem", "--agem-memory", "per-task",
+                            "--out", str(tmp_path / "a"), "--json"]) == 0
+    assert '"agem"' in capsys.readouterr().out
+
+
+class _DropBN(nn.Module):
+    """Flatten → Linear(48, 6) → BatchNorm1d → Dropout(0.5) → Linear(6, 2): what a
+    train-mode forward pass changes (batch statistics, dropout masks, running statistics)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3 * 4 * 4, 6)
+        self.bn = nn.BatchNorm1d(6)
+        self.drop = nn.Dropout(0.5)
+        self.head = nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.head(self.drop(self.bn(self.lin(x.flatten(1)))))
+
+
+def test_agem_reference_gradient_is_computed_in_eval_mode(monkeypatch):
+    """g_ref is the eval-mode gradient of the reference batch (no dropout, BatchNorm on its
+    running statistics), the pass leaves the running statistics as they were, and the model
+    is back in train mode afterwards."""
+    g = torch.Generator().manual_seed(0)
+    n = 24
+    split = SplitTensors(images=torch.randint(0, 256, (n, 3, 4, 4), generator=g,
+                                              dtype=torch.uint8),
+                         tasks=torch.tensor([0] * 12 + [1] * 12),
+                         labels=torch.tensor([0, 1] * 12), supervised=torch.ones(n, dtype=bool))
+    cfg = resolve_config("mlp", "task_incremental", strategy="agem", buffer=8,
+                         agem_ref_batch=5)
+    torch.manual_seed(0)
+    model = _DropBN()
+    head_of = {0: 0, 1: 1}
+    tr = SimpleNamespace(cfg=cfg, train_split=split, seed=0, train_samples=0)
+    st = make_strategy("agem", tr, model, head_of)
+    st.begin_task(0)
+    st.end_task(0)
+    st.begin_task(1)
+    seen = {}
+
+    def project(g_, g_ref):
+        seen["g_ref"] = g_ref.clone()
+        return S.project_agem.__wrapped__(g_, g_ref)
+
+    project.__wrapped__ = S.project_agem
+    monkeypatch.setattr(S, "project_agem", project)
+    inner = st.reference_batch
+    st.reference_batch = lambda: seen.setdefault("ridx", inner())
+    model.train()
+    loss = head_loss(model, split, torch.arange(12, 16), head_of, "cpu")
+    stats = (model.bn.running_mean.clone(), model.bn.running_var.clone(),
+             int(model.bn.num_batches_tracked))
+    frozen = copy.deepcopy(model)                        # the parameters g_ref is taken at
+    st.backward(loss)
+    assert model.training and model.drop.training and model.bn.training
+    assert torch.equal(model.bn.running_mean, stats[0])
+    assert torch.equal(model.bn.running_var, stats[1])
+    assert int(model.bn.num_batches_tracked) == stats[2]
+    # the same gradient, by hand: the frozen copy in eval mode on the same reference batch
+    frozen.eval()
+    frozen.zero_grad()
+    head_loss(frozen, split, seen["ridx"], head_of, "cpu").backward()
+    want = torch.cat([p.grad.flatten() for p in frozen.parameters()])
+    assert torch.allclose(seen["g_ref"], want, atol=1e-7, rtol=0)
+    # in train mode the same batch would give another gradient (dropout, batch statistics)
+    frozen.train()
+    frozen.zero_grad()
+    head_loss(frozen, split, seen["ridx"], head_of, "cpu").backward()
+    other = torch.cat([p.grad.flatten() for p in frozen.parameters()])
+    assert not torch.allclose(other, want, atol=1e-4)

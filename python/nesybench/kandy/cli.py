@@ -407,6 +407,10 @@ def _refuse_ignored_options(models, settings, *, weights, buffer, replay_weight,
 @click.option("--agem-ref-batch", type=int, default=None,
               help="A-GEM: memory samples per reference gradient (default 256, Chaudhry et "
                    "al. 2019; the whole memory while it holds fewer).")
+@click.option("--agem-memory", type=click.Choice(["balanced", "per-task"]), default=None,
+              help="A-GEM's episodic memory: one class-balanced reservoir of --buffer items "
+                   "(default) or the paper's per-task memories, --buffer // tasks items for "
+                   "each finished task.")
 @click.option("--shuffle", is_flag=True,
               help="CONTINUAL-ONLINE: stream each task's samples in random order (default: "
                    "the order of annotations.csv, as the reference implementation).")
@@ -433,7 +437,8 @@ def _refuse_ignored_options(models, settings, *, weights, buffer, replay_weight,
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.pass_context
 def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, buffer,
-              replay_weight, thresholds, strategy, ewc_gamma, agem_ref_batch, shuffle, augment, seeds, seed,
+              replay_weight, thresholds, strategy, ewc_gamma, agem_ref_batch, agem_memory, shuffle,
+              augment, seeds, seed,
               size, tasks, device, weights, out, workers,
               keep_going, force_new, no_verify, as_json, quiet):
     """Train the paper's neural baselines on a generated curriculum DATASET (grid: models ×
@@ -512,6 +517,10 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
         if agem_ref_batch < 1:
             raise NesyError("--agem-ref-batch must be >= 1", field="agem_ref_batch")
         params["agem_ref_batch"] = agem_ref_batch
+    if agem_memory is not None:
+        if "agem" not in (strategies if strategy is not None else []):
+            raise NesyError("--agem-memory applies to --strategy agem only", field="strategy")
+        params["agem_memory"] = agem_memory
     spec = GridSpec(study=f"kandy-train-{root.name}", function="kandy.train", params=params,
                     axes=axes, repetitions=seeds, seed=seed)
     out = out or str(Path("studies") / f"kandy-{root.name}")

@@ -36,7 +36,7 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
     epochs, buffer, replay_weight, dropout, device, weights, thresholds (all|seen),
     strategy (naive|replay|ewc|ewc-online|lwf|agem|der|derpp, continual settings) and its
     hyper-parameters (ewc_lambda, ewc_gamma, fisher_samples, lwf_lambda, lwf_temperature, der_alpha,
-    der_beta, agem_ref_batch), shuffle (CONTINUAL-ONLINE stream in random order), augment (crop,flip,jitter), progress, verify (default true: files and split sizes checked against the manifest)."""
+    der_beta, agem_ref_batch, agem_memory), shuffle (CONTINUAL-ONLINE stream in random order), augment (crop,flip,jitter), progress, verify (default true: files and split sizes checked against the manifest)."""
     from .settings import resolve_config, train  # noqa: PLC0415
 
     data = _data(str(params["dataset"]), params.get("size", 64), params.get("tasks"),
@@ -46,7 +46,7 @@ def train_cell(params: dict, seed: int, ctx) -> dict:
                                        "thresholds", "shuffle", "strategy", "ewc_lambda",
                                        "ewc_gamma", "fisher_samples", "lwf_lambda", "lwf_temperature",
                                        "der_alpha", "der_beta", "agem_ref_batch",
-                                       "augment")}
+                                       "agem_memory", "augment")}
     from .models import PRETRAINED  # noqa: PLC0415
 
     if params["model"] not in PRETRAINED:
@@ -77,7 +77,8 @@ train_cell.params_schema = {
     "fisher_samples": (int, type(None)),
     "lwf_lambda": (float, type(None)), "lwf_temperature": (float, type(None)),
     "der_alpha": (float, type(None)), "der_beta": (float, type(None)),
-    "agem_ref_batch": (int, type(None)), "augment": (str, type(None))}
+    "agem_ref_batch": (int, type(None)), "agem_memory": (str, type(None)),
+    "augment": (str, type(None))}
 train_cell.params_required = ("dataset", "model", "setting")
 
 

@@ -46,7 +46,7 @@ from .augment import augment, parse_augment
 from .data import KandyData, SplitTensors, balanced_order
 from .metrics import balanced_accuracy, over_time, plain_accuracy, tune_threshold
 from .models import MODELS, build_model
-from .strategies import STRATEGIES, STRATEGY_HPARAMS, make_strategy
+from .strategies import AGEM_MEMORIES, STRATEGIES, STRATEGY_HPARAMS, make_strategy
 
 SETTINGS = ("independent", "joint", "task_incremental", "continual_online")
 CONTINUAL = ("task_incremental", "continual_online")
@@ -170,7 +170,10 @@ class TrainConfig:
     far (0.5 for the others: no peeking at future tasks' labels); shuffle: CONTINUAL-ONLINE
     streams each task's samples in file order unless true (then in random order); augment:
     ``""`` (none, the default) or a comma list of ``crop``, ``flip``, ``jitter``
-    (:mod:`.augment`, applied to each training batch of the current task).
+    (:mod:`.augment`, applied to each training batch of the current task); the strategies'
+    hyper-parameters (:data:`.strategies.STRATEGY_HPARAMS`) and agem_memory: A-GEM's
+    episodic memory, ``balanced`` (one class-balanced reservoir, the default) or
+    ``per-task`` (one fixed memory per finished task, the paper's; :class:`.strategies.AGEM`).
     """
 
     model: str = "cnn"
@@ -197,6 +200,7 @@ class TrainConfig:
     der_alpha: float = STRATEGY_HPARAMS["der_alpha"]
     der_beta: float = STRATEGY_HPARAMS["der_beta"]
     agem_ref_batch: int = STRATEGY_HPARAMS["agem_ref_batch"]
+    agem_memory: str = "balanced"
     augment: str = ""
 
     def validate(self) -> "TrainConfig":
@@ -227,6 +231,9 @@ class TrainConfig:
                             field="ewc_gamma")
         if int(self.agem_ref_batch) < 1:
             raise NesyError("agem_ref_batch must be >= 1", field="agem_ref_batch")
+        if self.agem_memory not in AGEM_MEMORIES:
+            raise NesyError(f"agem_memory must be {' or '.join(AGEM_MEMORIES)}, got "
+                            f"{self.agem_memory!r}", field="agem_memory")
         self.augment = parse_augment(self.augment)
         if self.setting == "continual_online":
             self.epochs = 1

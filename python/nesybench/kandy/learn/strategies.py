@@ -14,7 +14,9 @@ parameters: :data:`STRATEGY_HPARAMS` (fields of :class:`.settings.TrainConfig`).
   grows with the number of tasks (two copies of the parameters per task).
 * ``ewc-online`` (online EWC, Schwarz et al. 2018): one anchor ``θ*`` (the latest) and one
   Fisher, ``F ← γ F + F_t`` at the end of each task (γ = ``ewc_gamma``, default 1: the
-  Fishers summed); ``L = L_task + (λ/2) Σ_i F_i (θ_i − θ*_i)²``.
+  Fishers summed); ``L = L_task + (λ/2) Σ_i γ F_i (θ_i − θ*_i)²``, the penalty
+  ``‖θ − θ*‖²_{γF}`` of the paper's compress phase (as van de Ven et al.'s reference code
+  computes it: the running Fisher decayed once more in the loss).
 * ``lwf`` (Li & Hoiem 2017): ``L = L_task + λ · T² · KD``, KD the mean Bernoulli KL divergence
   between the outputs of the model frozen at the end of the previous task and the current
   model, on the current inputs, for the heads of the tasks learned so far, both at
@@ -22,10 +24,15 @@ parameters: :data:`STRATEGY_HPARAMS` (fields of :class:`.settings.TrainConfig`).
 * ``agem`` (Chaudhry et al. 2019): the gradient ``g`` of the batch is projected when it
   conflicts with the gradient ``g_ref`` of ``agem_ref_batch`` samples (256, the paper's
   value; the whole memory while it holds fewer) drawn from the episodic memory of the
-  *previous* tasks (CBRS, ``buffer`` items; a task's samples enter it when the task ends):
-  ``g̃ = g − (gᵀg_ref / g_refᵀg_ref) g_ref`` if ``gᵀg_ref < 0``. No memory and no projection
-  during the first task; the memory is sampled with the strategy's own generator (see
-  :class:`AGEM`).
+  *previous* tasks (a task's samples enter it when the task ends):
+  ``g̃ = g − (gᵀg_ref / g_refᵀg_ref) g_ref`` if ``gᵀg_ref < 0``. The memory is
+  ``agem_memory``: ``balanced`` (the default) one class-balanced reservoir (CBRS) of
+  ``buffer`` items over (task, label); ``per-task``, the paper's, one memory M_k of
+  ``buffer // T`` items per finished task k (T tasks in the run; GEM's allocation, Lopez-Paz
+  and Ranzato 2017 §3), and ``g_ref`` from the union ∪_{k<t} M_k (Chaudhry et al. 2019 §4).
+  ``g_ref`` is computed with the model in eval mode (no dropout, BatchNorm on its running
+  statistics, which the pass leaves as they were). No memory and no projection during the
+  first task; the memory is sampled with the strategy's own generator (see :class:`AGEM`).
 * ``der`` / ``derpp`` (Buzzega et al. 2020): a reservoir of (sample, logits at the time it was
   seen); ``L = L_task + α ‖f(x′) − z′‖²`` (mean over the heads) on a buffer batch, plus for
   ``derpp`` ``β · BCE(f(x″), y″)`` on another.
@@ -41,6 +48,9 @@ from torch import nn
 from .replay import ClassBalancedReservoir
 
 STRATEGIES = ("naive", "replay", "ewc", "ewc-online", "lwf", "agem", "der", "derpp")
+
+#: A-GEM's episodic memories: one class-balanced reservoir, or the paper's per-task memories
+AGEM_MEMORIES = ("balanced", "per-task")
 
 #: defaults of the strategies' hyper-parameters (TrainConfig fields); ``buffer`` 0 in the
 #: paper's table means 200 for a strategy that needs a memory (agem, der, derpp).
@@ -200,7 +210,13 @@ class EWC(Strategy):
 class OnlineEWC(EWC):
     """Online EWC (Schwarz et al. 2018): one anchor θ* (the parameters at the end of the
     latest task) and one Fisher, ``F ← γ F + F_t`` at the end of each task (γ =
-    ``ewc_gamma``); ``L = L_task + (λ/2) Σ_i F_i (θ_i − θ*_i)²``."""
+    ``ewc_gamma``); ``L = L_task + (λ/2) Σ_i γ F_i (θ_i − θ*_i)²``: the compress phase's
+    ``‖θ − θ*_{k−1}‖²_{γF*_{k−1}}``, the running Fisher scaled by γ in the penalty (so after
+    one task, too, the penalty is γ times EWC's), as van de Ven et al.'s code has it."""
+
+    def penalty(self) -> torch.Tensor:
+        """(λ/2) Σ_i γ F_i (θ_i − θ*_i)² (0 before the first task ends)."""
+        return float(self.cfg.ewc_gamma) * super().penalty()
 
     def end_task(self, task):
         Strategy.end_task(self, task)
@@ -242,30 +258,63 @@ class LwF(Strategy):
             p.requires_grad_(False)
 
 
+class TaskMemories:
+    """A-GEM's episodic memory as the paper keeps it (Chaudhry et al. 2019 §4): one memory M_k
+    of at most ``slots`` items per finished task k, written once when k ends and kept fixed;
+    the reference batch is drawn from their union ``items``."""
+
+    def __init__(self, slots: int):
+        self.slots = int(slots)
+        self.memories: dict = {}            # task -> its stored items
+
+    def __len__(self) -> int:
+        return sum(len(m) for m in self.memories.values())
+
+    @property
+    def items(self) -> list:
+        """∪_k M_k, in the order the tasks ended."""
+        return [i for m in self.memories.values() for i in m]
+
+    def add_task(self, task, items) -> None:
+        self.memories[task] = list(items)[: self.slots]
+
+
 class AGEM(Strategy):
     """A-GEM (Chaudhry et al. 2019) with an episodic memory of finished tasks only.
 
-    The memory (CBRS over the classes (task, label), ``buffer`` items, 200 when ``buffer`` is
-    0) is filled when a task ends: that task's supervised training samples are offered to it
-    in an order drawn from the strategy's own generator. While the first task is trained the
-    memory is empty and nothing is projected; afterwards each step draws ``agem_ref_batch``
-    memory items (all of them while it holds fewer) with the same generator, and the
-    reference gradient's forward pass runs under a forked global RNG (seeded from that
-    generator), so the training stream's random numbers are those of fine-tuning: on a single
-    task A-GEM gives exactly ``naive``'s numbers.
+    ``agem_memory=balanced`` (the default): one memory, CBRS over the classes (task, label),
+    ``buffer`` items (200 when ``buffer`` is 0), filled when a task ends: that task's
+    supervised training samples are offered to it in an order drawn from the strategy's own
+    generator. ``agem_memory=per-task`` (the paper's): each finished task keeps ``buffer //
+    T`` of its supervised training samples (at least 1; T the tasks of the run), drawn
+    uniformly with the same generator (:class:`TaskMemories`). While the first task is
+    trained the memory is empty and nothing is projected; afterwards each step draws
+    ``agem_ref_batch`` memory items (all of them while it holds fewer) with the same
+    generator, and the reference gradient is computed with the model in eval mode, under a
+    forked global RNG (seeded from that generator), then the model is put back in the mode it
+    was in: the training stream's random numbers and BatchNorm statistics are those of
+    fine-tuning, so on a single task A-GEM gives exactly ``naive``'s numbers.
     """
 
     def __init__(self, trainer, model, head_of):
         super().__init__(trainer, model, head_of)
         cap = self.cfg.buffer or STRATEGY_HPARAMS["memory_default"]
-        self.buffer = ClassBalancedReservoir(cap, seed=trainer.seed)
+        self.per_task = self.cfg.agem_memory == "per-task"
+        if self.per_task:
+            self.buffer = TaskMemories(max(1, cap // max(len(head_of), 1)))
+        else:
+            self.buffer = ClassBalancedReservoir(cap, seed=trainer.seed)
         self.gen = torch.Generator().manual_seed((trainer.seed + 0xA6E) % (2 ** 63))
         self.dots: list[tuple[float, float]] = []   # (gᵀg_ref, g̃ᵀg_ref) per reference step
 
     def end_task(self, task):
         super().end_task(task)
         sup = self.split.supervised_indices(task)
-        for i in sup[torch.randperm(len(sup), generator=self.gen)].tolist():
+        order = sup[torch.randperm(len(sup), generator=self.gen)].tolist()
+        if self.per_task:
+            self.buffer.add_task(task, order)
+            return
+        for i in order:
             self.buffer.add(i, (task, int(self.split.labels[i])))
 
     def reference_batch(self) -> torch.Tensor:
@@ -286,9 +335,14 @@ class AGEM(Strategy):
         ridx = self.reference_batch()
         devices = [torch.device(self.dev)] if str(self.dev).startswith("cuda") else []
         seed = int(torch.randint(2 ** 62, (1,), generator=self.gen))
-        with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(seed)
-            self._bce(ridx).backward()
+        was = self.model.training
+        self.model.eval()
+        try:
+            with torch.random.fork_rng(devices=devices):
+                torch.manual_seed(seed)
+                self._bce(ridx).backward()
+        finally:
+            self.model.train(was)
         g_ref = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
                            for p in params])
         new = project_agem(g, g_ref)
