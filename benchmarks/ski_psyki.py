@@ -11,7 +11,8 @@ member by ``benchmarks/ski_psyki_worker.py`` in a separate environment that has 
         --reps 30 --epochs 100            # the paper's configuration (hours on a CPU)
 
 R = ρ(PSyKI KBANN) / ρ(Keras MLP) per degradation, printed beside nesybench's and the
-paper's. ``--reps``, ``--epochs`` and ``--level-stride`` reduce the grid.
+paper's. ``--reps``, ``--epochs`` and ``--level-stride`` reduce the grid; a stride that
+leaves a degradation nothing but level 0 (R needs a perturbed level) is refused.
 """
 from __future__ import annotations
 
@@ -50,6 +51,17 @@ def main(argv=None) -> int:
     ap.add_argument("--level-stride", type=int, default=1)
     ap.add_argument("--degradations", default="drop,flip")
     args = ap.parse_args(argv)
+    degradations = args.degradations.split(",")
+    for deg in degradations:
+        if deg not in degrade.LEVELS:
+            ap.error(f"unknown degradation {deg!r} (known: {', '.join(degrade.LEVELS)})")
+    if args.level_stride < 1 or args.reps < 1 or args.epochs < 1:
+        ap.error("--level-stride, --reps and --epochs must be >= 1")
+    for deg in degradations:
+        n = len(degrade.LEVELS[deg])
+        if len(degrade.LEVELS[deg][::args.level_stride]) < 2:
+            ap.error(f"--level-stride {args.level_stride} keeps only level 0 of {deg}'s {n} "
+                     f"levels, and R needs a perturbed level: use a stride of at most {n - 1}")
 
     ds = cells.dataset("splice")
     order = [f"{p}{b}" for p in POSITIONS for b in "acgt"]
@@ -61,7 +73,7 @@ def main(argv=None) -> int:
           f"epochs {args.epochs}, level stride {args.level_stride}")
     print("| degradation | levels | R, PSyKI's KBANN | R, nesybench (default / psyki) | paper |")
     print("|---|---|---|---|---|")
-    for deg in args.degradations.split(","):
+    for deg in degradations:
         levels = degrade.LEVELS[deg][::args.level_stride]
         members, psi = cells.build_members(ds, train, deg, levels, args.reps)
         rows, labels, starts = [], [], [0]

@@ -8,6 +8,7 @@ nesybench's uneducated predictor on every member, and writes the test accuracies
 ``acc.npz``.
 
     PSYKI_PYTHON benchmarks/ski_psyki_worker.py JOB_DIR
+    PSYKI_PYTHON benchmarks/ski_psyki_worker.py --theory     # print the theory, nothing else
 """
 import json
 import os
@@ -108,7 +109,9 @@ def main(job_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--theory":
+    if sys.argv[1:] == ["--theory"]:
         print(theory(), end="")
         sys.exit(0)
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        sys.exit(f"usage: {sys.argv[0]} JOB_DIR | --theory")
     sys.exit(main(sys.argv[1]))

@@ -1,0 +1,50 @@
+"""The command lines of the PSyKI cross-check (``benchmarks/ski_psyki.py`` and its worker):
+a level stride that leaves a degradation only its level 0 (R = nan) is refused before any
+work, and the worker prints the splice theory with ``--theory`` alone. Neither needs the
+PSyKI environment."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = ROOT / "benchmarks" / "ski_psyki_worker.py"
+
+
+def _driver():
+    spec = importlib.util.spec_from_file_location("ski_psyki", ROOT / "benchmarks/ski_psyki.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_stride_that_keeps_only_level_0_is_refused(capsys, monkeypatch):
+    mod = _driver()
+    monkeypatch.setattr(mod.cells, "dataset", lambda name: pytest.fail("loaded the data"))
+    # flip has 12 levels: a stride of 19 (or 12) keeps 0.0 alone; drop (20 levels) keeps 0, 0.95
+    for stride, deg in (("19", "drop,flip"), ("12", "flip")):
+        with pytest.raises(SystemExit) as e:
+            mod.main(["--reference-python", "unused", "--level-stride", stride,
+                      "--degradations", deg])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert f"--level-stride {stride} keeps only level 0 of flip's 12 levels" in err
+        assert "at most 11" in err
+    for bad in (["--level-stride", "0"], ["--degradations", "drop,blur"]):
+        with pytest.raises(SystemExit) as e:
+            mod.main(["--reference-python", "unused", *bad])
+        assert e.value.code == 2
+
+
+def test_the_worker_prints_the_theory_with_theory_alone():
+    out = subprocess.run([sys.executable, str(WORKER), "--theory"], capture_output=True,
+                         text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("ei_stop(X_30a, X_30c, X_30g, X_30t,")
+    assert any(ln.startswith("pyrimidine_rich(") and "m_of_n(6," in ln for ln in lines)
+    bad = subprocess.run([sys.executable, str(WORKER)], capture_output=True, text=True)
+    assert bad.returncode != 0 and "usage:" in bad.stderr
