@@ -20,7 +20,6 @@ from nesybench.cli import main as cli_main
 from nesybench.errors import NesyError
 
 ROOT = Path(__file__).resolve().parents[1]
-PKG = ROOT / "python" / "nesybench"
 SECRET = "canary-secret-3f1d"
 
 
@@ -350,29 +349,5 @@ def test_any_bytes_as_a_picture_or_csv_are_nesy_errors(tmp_path, data):
             pass
 
 
-#: the loader modules: every file they read goes through nesybench.folder
-LOADERS = ["data/__init__.py", "data/core.py", "data/kinds.py", "data/export.py",
-           "data/cli.py", "kandy/reference.py", "kandy/learn/data.py",
-           "kandy/ilp/task.py", "nesy/data.py"]
-#: a call that opens a path itself (the reader's own methods, on a DataFolder called
-#: ``folder`` / ``base`` or a row's ``src``, are the allowed way)
-_OPENERS = re.compile(r"(?<![\w.])open\(|Image\.open|(?<!folder)(?<!base)(?<!\[\"src\"\])"
-                      r"\.read_(text|bytes)\(|np\.load\(|yaml\.safe_load\(")
-#: (module, source line) pairs allowed to open a path themselves: writers of output files,
-#: readers of the package's own checksummed data files
-ALLOWED = {
-    # the package's own MNIST file, its checksum verified first (datafiles.verify)
-    ("nesy/data.py", "raw = gzip.decompress(path.read_bytes())"),
-    ("kandy/reference.py", 'with open(tmp / s / "annotations.csv", "w", newline="", '
-                           'encoding="utf-8") as fh:'),
-}
-
-
-def test_loaders_read_only_through_the_contained_reader():
-    found = []
-    for mod in LOADERS:
-        for line in (PKG / mod).read_text().splitlines():
-            code = line.split("#")[0].strip()
-            if _OPENERS.search(code) and (mod, code) not in ALLOWED:
-                found.append(f"{mod}: {code}")
-    assert not found, "read through nesybench.folder instead:\n" + "\n".join(found)
+# Every read of the package goes through the door: tests/test_door.py (an AST test over
+# the whole package).

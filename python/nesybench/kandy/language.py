@@ -574,8 +574,11 @@ def load_curriculum(path: str | os.PathLike, *, domain: Domain | None = None) ->
     """
     path = Path(path)
     source = str(path)
+    from ..folder import read_input_text  # noqa: PLC0415
+    if not path.exists() and not path.is_symlink():
+        raise NesyError("curriculum file not found", file=source)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path)        # a regular file (no FIFO, device), bounded
     except FileNotFoundError:
         raise NesyError("curriculum file not found", file=source) from None
     except UnicodeDecodeError:

@@ -55,20 +55,19 @@ def read_dataset(dataset_dir) -> tuple[dict, list[dict]]:
     rows: list[dict] = []
     found = False
     for split in SPLITS:
-        ann = root / split / "annotations.csv"
-        if not ann.exists():
+        rel = f"{split}/annotations.csv"
+        if not folder.exists(rel):
             continue
         found = True
-        with open(ann, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise NesyError(f"annotations.csv lacks column(s) {missing}", file=str(ann))
-            for row in reader:
-                row = dict(row)
-                row["split"] = split
-                row["path"] = root / split / row["filename"]
-                rows.append(row)
+        header, raw = folder.csv_rows(rel)
+        missing = [c for c in REQUIRED_COLUMNS if c not in header]
+        if missing:
+            raise NesyError(f"annotations.csv lacks column(s) {missing}", file=folder.label(rel))
+        for _, row in raw:
+            row["split"] = split
+            row["path"] = root / split / str(row.get("filename"))
+            row["_folder"] = folder
+            rows.append(row)
     if not found:
         raise NesyError("no <split>/annotations.csv found (expected train/val/test)",
                         file=str(root))
@@ -76,8 +75,10 @@ def read_dataset(dataset_dir) -> tuple[dict, list[dict]]:
 
 
 def task_info(manifest: Mapping, dataset_dir=None) -> dict[int, dict]:
-    """``{task id: {"name": ..., "rule": Prolog text or ""}}`` from a manifest."""
+    """``{task id: {"name": ..., "rule": Prolog text or ""}}`` from a manifest (rule files
+    read inside ``dataset_dir`` through the contained reader)."""
     out: dict[int, dict] = {}
+    folder = None if dataset_dir is None else DataFolder(dataset_dir)
     for t in manifest.get("tasks", []) or []:
         try:
             tid = int(t.get("id"))
@@ -85,19 +86,20 @@ def task_info(manifest: Mapping, dataset_dir=None) -> dict[int, dict]:
             continue
         rule = ""
         rf = t.get("rule_file")
-        if rf and dataset_dir is not None:
-            p = Path(dataset_dir) / rf
-            if p.exists():
-                rule = p.read_text(encoding="utf-8")
+        if rf and folder is not None:
+            where = {"file": folder.label("manifest.json"), "field": "rule_file"}
+            if folder.exists(rf, **where):      # inside the folder, a regular file
+                rule = folder.read_text(rf, **where)
         out[tid] = {"name": str(t.get("name", "")), "rule": rule}
-    if dataset_dir is not None:  # rules/<id>.pl present without a manifest entry
+    if folder is not None:  # rules/<id>.pl present without a manifest entry
         rdir = Path(dataset_dir) / "rules"
-        if rdir.is_dir():
-            for p in sorted(rdir.glob("*.pl")):
-                if p.stem.isdigit():
-                    info = out.setdefault(int(p.stem), {"name": "", "rule": ""})
+        if rdir.is_dir() and not rdir.is_symlink():
+            for rel in folder.files("rules"):
+                stem = Path(rel).stem
+                if rel.endswith(".pl") and stem.isdigit():
+                    info = out.setdefault(int(stem), {"name": "", "rule": ""})
                     if not info["rule"]:
-                        info["rule"] = p.read_text(encoding="utf-8")
+                        info["rule"] = folder.read_text(rel)
     return out
 
 
@@ -106,9 +108,12 @@ def _thumb(row: Mapping, root, size: int, config: RenderConfig | None) -> Image.
     if path is None and root is not None and row.get("filename"):
         path = Path(root) / row.get("split", "") / row["filename"]
     img = None
-    if path is not None and Path(path).exists():
-        with Image.open(path) as im:
-            img = im.convert("RGB")
+    folder = row.get("_folder")
+    if folder is None and root is not None:
+        folder = DataFolder(root)
+    rel = f"{row.get('split', '')}/{row.get('filename')}" if row.get("filename") else None
+    if folder is not None and rel is not None and folder.exists(rel):
+        img = folder.image(rel).convert("RGB")       # inside the folder, bounded pixels
     if img is None:
         sym = row.get("symbol")
         if not sym:
@@ -205,7 +210,7 @@ def write_task_grids(dataset_dir, out_dir, n: int = 8, *, thumb: int = 112,
     is written atomically (:func:`nesybench.io.atomic_output_dir`: an existing one is replaced
     only with ``overwrite`` and only when it is empty or a nesybench output).
     """
-    from ..io import atomic_output_dir  # noqa: PLC0415
+    from ..io import atomic_output_dir, check_no_links  # noqa: PLC0415
     if n < 1:
         raise NesyError(f"-n must be >= 1, got {n}")
     root = Path(dataset_dir)
@@ -218,7 +223,7 @@ def write_task_grids(dataset_dir, out_dir, n: int = 8, *, thumb: int = 112,
         if unknown:
             raise NesyError(f"no samples for task(s) {unknown}", file=str(root))
         ids = [t for t in ids if t in wanted]
-    out = Path(out_dir).resolve()
+    out = check_no_links(out_dir)        # before anything resolves it
     from tqdm import tqdm  # noqa: PLC0415
     names = []
     with atomic_output_dir(out, overwrite=overwrite, inputs=[root]) as tmp:
@@ -230,7 +235,7 @@ def write_task_grids(dataset_dir, out_dir, n: int = 8, *, thumb: int = 112,
                               title=f"Task {tid}" + (f": {name}" if name else ""))
             names.append(f"task_{tid:02d}.png")
             img.save(tmp / names[-1], **PNG_SAVE_OPTIONS)
-    return [out / nm for nm in names]
+    return [out.resolve() / nm for nm in names]
 
 
 __all__ = ["read_dataset", "task_info", "sample_grid", "write_task_grids"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import PROLOG_DIR
 from ..errors import BudgetExceeded, NesyError
+from ..folder import read_input_text
 from .prolog import resolve
 
 Fact = tuple  # (name, arg1, arg2, ...) with str / int / tuple arguments
@@ -267,7 +268,7 @@ def check_program(path: str | os.PathLike) -> None:
         key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
         if key in _checked:
             return
-        text = p.read_text(encoding="utf-8")
+        text = read_input_text(p)           # a regular file (no FIFO, device), bounded
     except UnicodeDecodeError:
         raise NesyError("ASP knowledge is not UTF-8 text", file=str(p)) from None
     except OSError as exc:

@@ -18,6 +18,7 @@ a model adds the ``pred_`` ones).
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -185,7 +186,8 @@ def read_predictions(path) -> tuple[dict, dict, dict, dict]:
     if not p.exists():
         raise NesyError("predictions file not found", file=str(p))
     try:
-        with open(p, newline="", encoding="utf-8") as fh:
+        from ..folder import read_input_text  # noqa: PLC0415
+        with io.StringIO(read_input_text(p), newline="") as fh:
             reader = csv.DictReader(fh)
             rows = list(reader)
             header = reader.fieldnames or []

@@ -126,7 +126,8 @@ def load_knowledge(path: str | Path, features: list[str], classes: list[str]) ->
         raise NesyError("rule file not found", file=str(path))
     prolog.use("prolog/ski/vocab.pl")
     prolog.use("prolog/ski/compile.pl")
-    text = path.read_text(encoding="utf-8")
+    from ..folder import read_input_text  # noqa: PLC0415
+    text = read_input_text(path)                # a regular file, bounded
     module = "ski_kb_" + hashlib.sha256(
         (str(path.resolve()) + text).encode()).hexdigest()[:12]
     prolog.load_rules_file(module, path, ["ski_vocab"])

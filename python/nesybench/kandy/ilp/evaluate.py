@@ -189,7 +189,8 @@ def evaluate_theory(dataset: "str | os.PathLike | IlpTask", task_id: int | None,
     theory_path = Path(theory_file)
     if not theory_path.is_file():
         raise NesyError("theory file not found", file=str(theory_path), task=str(tid))
-    text = theory_path.read_text(encoding="utf-8")
+    from ...folder import read_input_text  # noqa: PLC0415
+    text = read_input_text(theory_path)         # a regular file, bounded
     fresh_set = _fresh_samples(task, fresh)
 
     theory = _LoadedTheory(text, str(theory_path), tid, encoding, kb)

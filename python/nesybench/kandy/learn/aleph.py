@@ -162,7 +162,8 @@ def check_aleph(path) -> Path:
     if not p.is_file():
         raise NesyError("Aleph not found (expected the file aleph.pl of Aleph 5)", file=str(p),
                         field="aleph")
-    head = p.read_text(encoding="utf-8", errors="replace")
+    from ...folder import read_input  # noqa: PLC0415
+    head = read_input(p).decode("utf-8", errors="replace")
     if "induce" not in head or "read_all" not in head:
         raise NesyError("this file does not look like Aleph (no induce/read_all)", file=str(p),
                         field="aleph")
