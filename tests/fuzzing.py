@@ -486,9 +486,10 @@ def _fill(value, names: dict[str, str]):
 def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
     """One hostile case of tests/data/fuzz/surface/ (a JSON record):
 
-    ``copy`` {REL: BASE} copies a prepared folder (``rudas_ds``: a generated RuDaS data set)
-    to ``d/REL``; ``files`` {REL: TEXT} writes files; ``links`` {REL: TARGET} makes symbolic
-    links; then ``args`` runs the command (exit status in ``ok``, default ``[2]``, one line)
+    ``copy`` {REL: BASE} copies a prepared folder (``rudas_ds``: a generated RuDaS data set,
+    ``rs_ds``: a generated RS data set) to ``d/REL``; ``files`` {REL: TEXT} writes files;
+    ``links`` {REL: TARGET} makes symbolic links, ``hardlinks`` {REL: TARGET} hard links;
+    ``unchanged`` [REL, ...] names folders that must be left exactly as they were; then ``args`` runs the command (exit status in ``ok``, default ``[2]``, one line)
     or ``call`` calls the loader ``surface`` of :data:`LOADERS` (it must raise one
     NesyError). Placeholders: ``{d}`` (the scratch folder), ``{secret}`` (:data:`SECRET`),
     ``{root}`` (the repository). Nothing may open the secret, print it or leave ``d/o``
@@ -505,6 +506,11 @@ def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
         (d / rel).unlink(missing_ok=True)
         (d / rel).symlink_to(_fill(target, names))
+    for rel, target in case.get("hardlinks", {}).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).unlink(missing_ok=True)
+        os.link(_fill(target, names), d / rel)
+    unchanged = {rel: _snapshot(d / rel) for rel in case.get("unchanged", [])}
     before = STATS["outside_reads"]
     _WATCH["seen"] = []
     what = f"{path.name} ({case['surface']})"
@@ -527,6 +533,21 @@ def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
     assert "NESYBENCH-SECRET" not in printed, f"{what}: printed the secret"
     if case.get("ok", [2]) == [2]:
         assert not (d / "o").exists(), f"{what}: wrote {d / 'o'}"
+    for rel, before in unchanged.items():
+        assert _snapshot(d / rel) == before, f"{what}: changed {rel}"
+
+
+def _snapshot(folder: Path) -> dict[str, tuple]:
+    """Every entry below ``folder``: its kind, size, mtime and bytes' SHA-256."""
+    import hashlib  # noqa: PLC0415
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        st = os.lstat(p)
+        digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and \
+            not p.is_symlink() else None
+        out[p.relative_to(folder).as_posix()] = (st.st_mode, st.st_size, st.st_mtime_ns,
+                                                 digest)
+    return out
 
 
 __all__ = ["KANDY_KEYS", "RS_KEYS", "mutated_yaml", "mutated_text", "run_cli", "check_outcome",

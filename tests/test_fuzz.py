@@ -131,6 +131,15 @@ def rudas_ds():
     return d
 
 
+@pytest.fixture(scope="module")
+def rs_ds():
+    d = _scratch / "rs-ds"
+    if not d.exists():
+        assert run_cli(["rs", "generate", ROOT / "curricula/rs/xor.yaml", "--out", d,
+                        "--samples", "6", "-q"]).rc == 0
+    return d
+
+
 @settings(max_examples=examples(15), **SETTINGS)
 @given(data=st.data())
 def test_rudas_learned_files(rudas_ds, data):
@@ -328,7 +337,7 @@ CORPUS = sorted(p for p in FUZZ_DIR.rglob("*") if p.is_file() and p.name != "REA
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=[str(p.relative_to(FUZZ_DIR)) for p in CORPUS])
-def test_corpus(path, rudas_ds):
+def test_corpus(path, rudas_ds, rs_ds):
     """Shrunk failures found by fuzzing, re-run as plain regression tests."""
     kind = path.parent.name
     d = _dir("corpus")
@@ -393,6 +402,6 @@ def test_corpus(path, rudas_ds):
         assert res.rc == 2 and not (d / "o").exists(), f"{path.name}: imported"
         assert not canary.exists(), f"{path.name}: unpickled code ran"
     elif kind == "surface":
-        run_surface_case(path, d, {"rudas_ds": rudas_ds})
+        run_surface_case(path, d, {"rudas_ds": rudas_ds, "rs_ds": rs_ds})
     else:
         pytest.fail(f"unknown corpus kind {kind}")
