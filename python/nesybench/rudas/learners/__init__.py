@@ -33,7 +33,8 @@ ENTRY_POINT_GROUP = "nesybench.rudas_learners"
 
 #: learner profiles: the options a published configuration sets, per system; options given
 #: by the user win. ``rudas-v0``: the RuDaS paper's appendix ran AMIE+ with ``-mins 3 -minis 3
-#: -minpca 0.25`` on the RuDaS-v0 datasets.
+#: -minpca 0.25`` on the RuDaS-v0 datasets (no ``-pm``: AMIE+ pruned by head coverage and its
+#: ``-mins`` pruned nothing; the ``amie`` learner does the same, see :mod:`.amie`).
 LEARNER_PROFILES = {"rudas-v0": {"amie": {"min_support": "3", "min_initial_support": "3",
                                           "min_pca": "0.25"}}}
 
