@@ -1,16 +1,25 @@
 :- module(problog_ground,
-          [ pg_ground/3                 % +Text, +Limits, -Result
+          [ pg_ground/3,                % +Program, +Limits, -Result
+            pg_eval/2                   % +Expression, -Value
           ]).
 /** <module> Ground ProbLog programs in SWI-Prolog
 
 The relevant ground program of a ProbLog program for its queries and evidence, computed by a
 meta-interpreter over the program's clauses held as *data*:
 
-  * the clauses are read from canonical text (`c(Head, Id, Body, Kind)` terms written by
-    nesybench's Python side) into a temporary module as facts; they are never called, so a
-    program cannot reach any predicate of this process. A goal is either resolved against
-    those facts, or it is one of the pure builtins of builtin/1 (unification, comparison,
-    arithmetic, type checks, term inspection), or it is refused;
+  * the clauses arrive as *data*, terms already parsed by ProbLog's reader and encoded as
+    nested lists (see decode/3), so no text is read twice and no reader can see other
+    clauses in a quoted atom than ProbLog saw. They are stored in a temporary module as
+    facts and never called, so a program cannot reach any predicate of this process. A goal
+    is either resolved against those facts, or it is one of the pure builtins of builtin/1
+    (unification, comparison, arithmetic, type checks, term inspection), or it is refused;
+  * atoms keep the names ProbLog's reader gives them: a quoted atom is its source text,
+    quotes included, so `'abc'` and `abc` are different terms, as they are in ProbLog; a
+    goal's own name is unquoted (ProbLog looks predicates up by their unquoted name);
+  * arithmetic is ProbLog's: pg_eval/2 evaluates an expression with ProbLog's function
+    table (Python module `nesybench.nesy.arith`, through janus), with integer `+` and `-`
+    and integer comparisons computed here (the same results); `is/2` stores a float rounded
+    to 15 decimals as ProbLog's constants do;
   * **phase 1** (tabled, d/2) finds the atoms of probabilistic predicates that may be true.
     Tabling makes left recursion and cycles terminate. Deterministic predicates (those that
     reach no probabilistic clause) run by plain resolution in clause order, so findall/3 and
@@ -33,26 +42,31 @@ pg_ground/3.
 :- use_module(library(ordsets)).
 :- use_module(safe_load, [with_time_limit/2]).
 
-%!  pg_ground(+Text:string, +Limits:list, -Result) is det.
+%!  pg_ground(+Program:list, +Limits:list, -Result) is det.
 %
-%   Ground the program in Text: `c(Head, Id, Body, Kind)` clauses (Kind is `det`, `fact(P)`
-%   or `ad(Index, P, Vars)`), `q(J, Goal, Vars)` queries and `e(K, Atom, Value)` evidence.
+%   Ground Program, `[Clauses, Queries, Evidence]` in the encoding of decode/3:
+%   `[Head, Id, Body, Kind, NVars]` per clause head (Kind `det`, `[fact, P]` or
+%   `[ad, Index, P, Named]`, Named the indices of the clause's named variables),
+%   `[J, Goal, VarIndices, NVars]` per query and `[K, Atom, Value, NVars]` per evidence
+%   statement (Value 1 observed true, 0 false).
 %   Limits holds `max_nodes(N)`, `max_depth(D)` (recursion of deterministic predicates),
 %   `seconds(S)` and `stack_bytes(B)` (`none` for no limit).
 %
 %   Result is `[ok, Choices, Nodes, Labels, Evidence]`:
-%     - Choices: `[Kind, Key, Values]` per choice (Kind `fact`, `ad` or `nn`; for `nn` the
-%       Key is `[Net, Inputs, Decl]`), Values `[[Index, HeadText, Prob], ...]` in index order;
+%     - Choices: `[Kind, Key, Values]` per choice (Kind `fact`, `ad` or `nn`; for `fact` the
+%       Key is the encoded atom, for `nn` it is `[Net, Inputs, Decl]`), Values
+%       `[[Index, Head, Prob], ...]` in index order;
 %     - Nodes: node I (1-based) is `[0, Choice, Index]` (a literal), `[1|Kids]` (and) or
 %       `[2|Kids]` (or); a kid -K is the negation of node K; node 0 is *true*;
 %     - Labels: `[J, Values, Node]` per answer of query J (Node `false`: never true);
-%     - Evidence: `[K, AtomText, Node, Value]`.
-%   or `[Kind, Message]` with Kind `unsupported`, `refused` (Message: Name/Arity), `budget`
-%   or `error` (lists and atoms only: janus turns them into Python values).
-pg_ground(Text, Limits, Result) :-
+%     - Evidence: `[K, Atom, Node, Value]`;
+%   terms in the encoding of encode/2, or `[Kind, Message]` with Kind `unsupported`,
+%   `refused` (Message: Name/Arity), `budget` or `error`, or `[at, Id, Kind, Message]` for
+%   an error (Kind `refused` or `error`) while proving a body of clause Id.
+pg_ground(Program, Limits, Result) :-
     option_value(Limits, seconds, Seconds),
     catch(in_temporary_module(M, declare(M),
-                              limited(Seconds, Limits, ground_text(M, Text, Limits, R0))),
+                              limited(Seconds, Limits, ground_data(M, Program, Limits, R0))),
           E, error_result(E, R0)),
     !,
     Result = R0.
@@ -95,8 +109,11 @@ error_result(pg_deep, [unsupported, Msg]) :- !,
     Msg = "a recursion deeper than 100,000 calls, also with every predicate tabled".
 error_result(pg_cyclic, [unsupported, "a cyclic program"]) :- !.
 error_result(pg_refused(F/A), [refused, Text]) :- !, format(string(Text), "~w/~w", [F, A]).
+error_result(pg_at(Id, E), [at, Id, Kind, Msg]) :- !, error_result(E, [Kind, Msg]).
 error_result(pg_budget(stack(N)), [budget, Msg]) :- !, format(string(Msg), "stack(~d)", [N]).
 error_result(pg_budget(Msg), [budget, Msg]) :- !.
+error_result(pg_error(arith(Msg)), [error, Text]) :- !,
+    format(string(Text), "arithmetic: ~w", [Msg]).
 error_result(pg_error(Msg), [error, Text]) :- !, format(string(Text), "~w", [Msg]).
 error_result(time_limit_exceeded, [budget, time]) :- !.
 error_result(error(resource_error(What), _), [budget, Msg]) :- !,
@@ -111,8 +128,8 @@ error_text(E, Msg) :-
     split_string(Msg0, "\n", " ", [Msg|_]).
 error_text(E, Msg) :- format(string(Msg), "~q", [E]).
 
-%   ground_text(+M, +Text, +Limits, -Result)
-ground_text(M, Text, Limits, Result) :-
+%   ground_data(+M, +Program, +Limits, -Result)
+ground_data(M, Program, Limits, Result) :-
     option_value(Limits, max_depth, MaxDepth),
     assertz(M:'$max_depth'(MaxDepth)),
     option_value(Limits, stack_bytes, Bytes),
@@ -120,26 +137,26 @@ ground_text(M, Text, Limits, Result) :-
     assertz(M:'$rss_limit'(RssLimit)),
     trie_new(DetCalls),
     assertz(M:'$det_calls'(DetCalls)),
-    setup_call_cleanup(open_string(Text, In), read_program(In, M, Qs, Es), close(In)),
+    store_program(Program, M, Qs, Es),
     mark_probabilistic(M),
     compile_bodies(M),
     catch(ground_all(fast, M, Qs, Es, Limits, Result), Why,
           (   memberchk(Why, [pg_cyclic, pg_deep])
           ->  forget_ground(M),
               (   Why == pg_deep        % a deterministic loop: table every predicate
-              ->  retag_all_probabilistic(M, Text)
+              ->  retag_all_probabilistic(M, Program)
               ;   true
               ),
               ground_all(cyclic, M, Qs, Es, Limits, Result)
           ;   throw(Why)
           )).
 
-%   retag_all_probabilistic(+M, +Text): the program read again, every predicate marked
+%   retag_all_probabilistic(+M, +Program): the program stored again, every predicate marked
 %   probabilistic (so that every call goes through the tables)
-retag_all_probabilistic(M, Text) :-
+retag_all_probabilistic(M, Program) :-
     forall(M:'$def'(F, A), ( functor(H, F, A), ext(H, _, _, _, E), retractall(M:E) )),
     retractall(M:'$def'(_, _)),
-    setup_call_cleanup(open_string(Text, In), read_program(In, M, _, _), close(In)),
+    store_program(Program, M, _, _),
     forall(( M:'$def'(F, A), \+ M:'$prob'(F, A) ), assertz(M:'$prob'(F, A))),
     compile_bodies(M).
 
@@ -162,24 +179,85 @@ ground_all(Mode, M, Qs, Es, Limits, [ok, Choices, Nodes, Labels, Evidence]) :-
     node_list(M, 1, NNodes, Nodes),
     choice_list(M, 0, NChoices, Choices).
 
-% -- reading the program ------------------------------------------------------------------
+% -- the program as data -----------------------------------------------------------------
 
-read_program(In, M, Qs, Es) :-
-    read_term(In, T, []),
-    (   T == end_of_file
-    ->  Qs = [], Es = []
-    ;   store(T, M, Qs, Qs1, Es, Es1),
-        read_program(In, M, Qs1, Es1)
-    ).
+%   store_program(+Program, +M, -Queries, -Evidence): the clauses of Program stored in M,
+%   its queries as q(J, Goal, Vars) and its evidence as e(K, Atom, Value)
+store_program([Clauses, Queries, Evidence], M, Qs, Es) :- !,
+    maplist(store_clause(M), Clauses),
+    maplist(decode_query, Queries, Qs),
+    maplist(decode_evidence, Evidence, Es).
+store_program(P, _, _, _) :- throw(pg_error(bad_input(P))).
 
-store(c(Head, Id, Body, Kind), M, Qs, Qs, Es, Es) :- !,
+store_clause(M, [HeadE, Id, BodyE, KindE, NVars]) :- !,
+    functor(Vs, v, NVars),
+    decode(HeadE, Vs, Head),
+    decode(BodyE, Vs, Body),
+    decode_kind(KindE, Vs, Kind),
     functor(Head, F, A),
     (   M:'$def'(F, A) -> true ; assertz(M:'$def'(F, A)) ),
     ext(Head, Id, Body, Kind, E),
     assertz(M:E).
-store(q(J, G, Vs), _, [q(J, G, Vs)|Qs], Qs, Es, Es) :- !.
-store(e(K, A, V), _, Qs, Qs, [e(K, A, V)|Es], Es) :- !.
-store(T, _, _, _, _, _) :- throw(pg_error(bad_input(T))).
+store_clause(_, C) :- throw(pg_error(bad_input(C))).
+
+decode_kind(det, _, det) :- !.
+decode_kind([fact, PE], Vs, fact(P)) :- !, decode(PE, Vs, P).
+decode_kind([ad, I, PE, Named], Vs, ad(I, P, Vars)) :- !,
+    decode(PE, Vs, P),
+    vars_at(Named, Vs, VL),
+    (   VL == [] -> Vars = v ; Vars =.. [v|VL] ).
+decode_kind(K, _, _) :- throw(pg_error(bad_input(K))).
+
+decode_query([J, GE, Ks, NVars], q(J, G, QVs)) :-
+    functor(Vs, v, NVars),
+    decode(GE, Vs, G),
+    vars_at(Ks, Vs, QVs).
+
+vars_at(Ks, Vs, L) :- maplist(var_at(Vs), Ks, L).
+
+var_at(Vs, K, V) :- K1 is K + 1, arg(K1, Vs, V).
+
+decode_evidence([K, AE, Value, NVars], e(K, A, Value)) :-
+    functor(Vs, v, NVars),
+    decode(AE, Vs, A).
+
+%!  decode(+Encoded, +Vars, -Term) is det.
+%
+%   The term of a ProbLog term's encoding: a number as itself, `[v, K]` the variable
+%   arg(K+1, Vars), `[a, Name]` an atom, `[n]` the empty list, `[s, Text]` a string,
+%   `[l, Head, Tail]` a list cell, `[c, Name, Args]` a compound (tags and names arrive as
+%   atoms or strings: janus passes Python's `str` as atoms).
+decode(N, _, N) :- number(N), !.
+decode([Tag|Rest], Vs, T) :- decode(Tag, Rest, Vs, T), !.
+decode(E, _, _) :- throw(pg_error(bad_input(E))).
+
+decode(v, [K], Vs, T) :- K1 is K + 1, arg(K1, Vs, T).
+decode(a, [S], _, A) :- atom_string(A, S).
+decode(n, [], _, []).
+decode(s, [S], _, T) :- string_concat(S, "", T).
+decode(l, [HE, TE], Vs, [H|T]) :- decode(HE, Vs, H), decode(TE, Vs, T).
+decode(c, [S, AEs], Vs, T) :-
+    atom_string(F, S),
+    decode_list(AEs, Vs, As),
+    compound_name_arguments(T, F, As).
+
+decode_list([], _, []).
+decode_list([E|Es], Vs, [T|Ts]) :- decode(E, Vs, T), decode_list(Es, Vs, Ts).
+
+%!  encode(+Term, -Encoded) is det.
+%
+%   Term in the encoding of decode/3 (a variable as `["v"]`), for nesybench's Python side,
+%   which rebuilds ProbLog's term from it.
+encode(T, ["v"]) :- var(T), !.
+encode(T, T) :- number(T), !.
+encode([], ["n"]) :- !.
+encode(T, ["a", S]) :- atom(T), !, atom_string(T, S).
+encode(T, ["s", T]) :- string(T), !.
+encode([H|T], ["l", EH, ET]) :- !, encode(H, EH), encode(T, ET).
+encode(T, ["c", S, Es]) :-
+    compound_name_arguments(T, F, As),
+    atom_string(F, S),
+    maplist(encode, As, Es).
 
 %   ext(+Head, ?Id, ?Body, ?Kind, -Ext): the stored fact of a clause, `'u F'(Head, Id, Body,
 %   Kind)` for a head of name F: the name prefixed (no name can clash with a predicate of the
@@ -342,7 +420,8 @@ solve_defined(M, G, D) :-
         (   D1 /\ 4095 =:= 0 -> check_depth(M, D1) ; true ),
         trie_insert(T, G, pending),
         copy_term(G, G1),
-        findall(G1, ( ext(G1, _, B, _, E), M:E, every_so_often(M), solve(M, B, D1) ),
+        findall(G1, ( ext(G1, Id, B, _, E), M:E, every_so_often(M),
+                      at_clause(Id, solve(M, B, D1)) ),
                 Answers),
         trie_update(T, G, done(Answers)),
         member(G, Answers)
@@ -394,7 +473,35 @@ deterministic(_, _, What) :-
 meta(_, G, _, G1) :-
     compound(G), compound_name_arguments(G, call, [G0|Extra]),
     (   var(G0) -> throw(error(instantiation_error, _)) ; true ),
-    add_args(G0, Extra, G1).
+    unquoted_goal(G0, G00),
+    add_args(G00, Extra, G1).
+
+%   unquoted_goal(+G0, -G): G0 as a goal: its name without the quotes ProbLog's reader
+%   keeps (a goal built at run time from a quoted atom calls the predicate of that name)
+unquoted_goal(G0, G) :-
+    (   compound(G0) -> compound_name_arguments(G0, F0, As)
+    ;   atom(G0) -> F0 = G0, As = []
+    ;   throw(pg_error(not_callable(G0)))
+    ),
+    (   quoted_name(F0)
+    ->  atom_codes(F0, Cs0),
+        strip_quotes(Cs0, Cs),
+        atom_codes(F, Cs),
+        (   As == [] -> G = F ; compound_name_arguments(G, F, As) )
+    ;   G = G0
+    ).
+
+quoted_name(F) :- sub_atom(F, 0, 1, _, ''''), !.
+quoted_name(F) :- sub_atom(F, _, 1, 0, '''').
+
+strip_quotes([0''|Cs0], Cs) :- !, strip_quotes(Cs0, Cs).
+strip_quotes(Cs0, Cs) :-
+    reverse(Cs0, R0),
+    drop_quotes(R0, R),
+    reverse(R, Cs).
+
+drop_quotes([0''|R0], R) :- !, drop_quotes(R0, R).
+drop_quotes(R, R).
 
 % -- builtins --------------------------------------------------------------------------
 
@@ -421,7 +528,87 @@ builtin(memberchk_ground, 2). builtin(ground_list, 2).
 call_builtin(memberchk_ground(X, L)) :- !, is_list(L), ground(L), memberchk(X, L).
 call_builtin(ground_list(L, B)) :- !,
     (   is_list(L), ground(L) -> B = true ; B = false ).
+call_builtin(X is E) :- !, pg_eval(E, V0), stored_value(V0, V), X = V.
+call_builtin(A < B) :- !, compare_values(<, A, B).
+call_builtin(A =< B) :- !, compare_values(=<, A, B).
+call_builtin(A > B) :- !, compare_values(>, A, B).
+call_builtin(A >= B) :- !, compare_values(>=, A, B).
+call_builtin(A =:= B) :- !, compare_values(=:=, A, B).
+call_builtin(A =\= B) :- !, compare_values(=\=, A, B).
 call_builtin(G) :- call(G).
+
+% -- arithmetic (ProbLog's) -------------------------------------------------------------
+
+%!  pg_eval(+Expression, -Value:number) is det.
+%
+%   Value of Expression as ProbLog computes it: each function by ProbLog's own table
+%   (`nesybench.nesy.arith:apply/2`, bounded before it computes), integer `+` and `-` here
+%   (the same results). An error of the program throws pg_error(arith(Message)).
+pg_eval(X, _) :- var(X), !,
+    throw(pg_error(arith("arguments are not sufficiently instantiated"))).
+pg_eval(X, V) :- number(X), !, V = X.
+pg_eval(X, V) :-
+    arith_parts(X, F, As),
+    maplist(pg_eval, As, Vs),
+    arith(F, Vs, V).
+
+arith_parts(X, F, As) :-
+    (   X == [] -> F = '[]', As = []
+    ;   atom(X) -> F0 = X, As = [], unquote(F0, F)
+    ;   compound(X)
+    ->  compound_name_arguments(X, F0, As),
+        (   F0 == '[|]' -> F = '.' ; unquote(F0, F) )
+    ;   format(string(Msg), "~q is not a number", [X]),
+        throw(pg_error(arith(Msg)))
+    ).
+
+unquote(F0, F) :-
+    (   quoted_name(F0)
+    ->  atom_codes(F0, Cs0), strip_quotes(Cs0, Cs), atom_codes(F, Cs)
+    ;   F = F0
+    ).
+
+arith(+, [A, B], V) :- integer(A), integer(B), !, V is A + B.
+arith(-, [A, B], V) :- integer(A), integer(B), !, V is A - B.
+arith(F, Vs, V) :-
+    py_call('nesybench.nesy.arith':apply(F, Vs), R),
+    (   R = [1, V0]
+    ->  V = V0
+    ;   R = [_, Msg],
+        throw(pg_error(arith(Msg)))
+    ).
+
+%   stored_value(+V0, -V): the constant is/2 binds (a float rounded to 15 decimals)
+stored_value(V0, V) :-
+    (   float(V0) -> py_call('nesybench.nesy.arith':result(V0), V) ; V = V0 ).
+
+compare_values(Op, A, B) :-
+    pg_eval(A, X),
+    pg_eval(B, Y),
+    (   integer(X), integer(Y)
+    ->  compare_integers(Op, X, Y)
+    ;   py_call('nesybench.nesy.arith':compare(Op, X, Y), 1)
+    ).
+
+compare_integers(<, X, Y) :- X < Y.
+compare_integers(=<, X, Y) :- X =< Y.
+compare_integers(>, X, Y) :- X > Y.
+compare_integers(>=, X, Y) :- X >= Y.
+compare_integers(=:=, X, Y) :- X =:= Y.
+compare_integers(=\=, X, Y) :- X =\= Y.
+
+%   at_clause(+Id, :Goal): Goal, the proof of a body of clause Id; an error of the program
+%   in it (a builtin's error, a refused call) carries the clause, so that Python can name its
+%   line (the innermost clause wins)
+at_clause(Id, Goal) :-
+    catch(Goal, E, relocate(Id, E)).
+
+relocate(Id, E) :- program_error(E), !, throw(pg_at(Id, E)).
+relocate(_, E) :- throw(E).
+
+program_error(error(E, _)) :- E \= resource_error(_).
+program_error(pg_error(_)).
+program_error(pg_refused(_)).
 
 % -- phase 2: the ground program ---------------------------------------------------------
 
@@ -445,7 +632,7 @@ query_label(S, q(J, G, Vs), Labels) :-
 evidence_node(S, e(K, A, V), [K, Text, N, V]) :-
     findall(N0, proof(S, A, N0), Ns),
     disj(S, Ns, N),
-    term_text(A, Text).
+    encode(A, Text).
 
 %   proof(+S, ?Goal, -Node): one proof of Goal, as a node
 proof(S, G, N) :-
@@ -531,8 +718,7 @@ call_answers(S, M, G, Id) :-
 body_node(S, M, A, N) :-
     ext(A, Id, B, K, E),
     M:E,
-    prove(S, M, B, [], Ls),
-    head_literal(K, S, Id, A, Ls, Ls1),
+    at_clause(Id, ( prove(S, M, B, [], Ls), head_literal(K, S, Id, A, Ls, Ls1) )),
     conj(S, Ls1, N).
 
 head_literal(det, _, _, _, Ls, Ls).
@@ -557,14 +743,14 @@ choice_literal(S, Key, P, Head, I, L) :-
     ),
     (   M:'$cval'(C, I, _)
     ->  true
-    ;   probability(P, D), term_text(Head, HT),
+    ;   probability(P, D), encode(Head, HT),
         assertz(M:'$cval'(C, I, [I, HT, D]))
     ),
     node(S, lit(C, I), L).
 
-choice_info(fact(_, A), _, [fact, Text]) :- !, term_text(A, Text).
+choice_info(fact(_, A), _, [fact, Text]) :- !, encode(A, Text).
 choice_info(_, nesy__nn(Net, Inputs, _, Decl), [nn, [NetT, InputTs, Decl]]) :- !,
-    term_text(Net, NetT), maplist(term_text, Inputs, InputTs).
+    encode(Net, NetT), maplist(encode, Inputs, InputTs).
 choice_info(_, _, [ad, ""]).
 
 %   probability(+P, -D): a number, t-Init (learnable; Init a number or none), or nn
@@ -573,10 +759,12 @@ probability(t(X), t-V) :- !,
     (   var(X) -> V = none ; probability(X, V) ).
 probability(nesy__nn(_, _, _, _), nn) :- !.
 probability(P, V) :-
-    catch(V is P, _, fail), number(V), !.
-probability(P, _) :-
-    format(string(Msg), "probability ~q is not a number", [P]),
-    throw(pg_error(Msg)).
+    catch(pg_eval(P, V), pg_error(arith(Why)), true),
+    (   var(Why)
+    ->  true
+    ;   format(string(Msg), "the probability is not a number (~w)", [Why]),
+        throw(pg_error(Msg))
+    ).
 
 conj(_, Ls0, false) :- memberchk(false, Ls0), !.
 conj(S, Ls0, N) :-
@@ -727,7 +915,7 @@ atom_c(S, M, A, Anc, N, Hits) :-
 body_c(S, M, A, Anc, N, Hits) :-
     ext(A, Id, B, K, E),
     M:E,
-    prove_c(S, M, B, Anc, [], Ls, [], Hits),
+    at_clause(Id, prove_c(S, M, B, Anc, [], Ls, [], Hits)),
     (   memberchk(false, Ls)
     ->  N = false
     ;   head_literal(K, S, Id, A, Ls, Ls1),
@@ -755,33 +943,6 @@ choice_list(M, C, N, [[Kind, Key, Values]|Rest]) :-
     C1 is C + 1,
     choice_list(M, C1, N, Rest).
 
-%   py_value(+T, -V): a label value for Python: numbers and atoms as they are, other terms
-%   as text
+%   py_value(+T, -V): a label value for Python: a number as it is, another term encoded
 py_value(T, T) :- number(T), !.
-py_value([], "[]") :- !.
-py_value(T, T) :- atom(T), !.
-py_value(T, V) :- term_text(T, V).
-
-%!  term_text(+Term, -Text:string) is det.
-%
-%   Term written as ProbLog writes terms (compound arguments joined by ",", list elements by
-%   ", ", operators in canonical form), so that keys match those of ProbLog's grounder.
-term_text(T, Text) :- with_output_to(string(Text), write_term_pl(T)).
-
-write_term_pl(T) :- var(T), !, write('_').
-write_term_pl(T) :- number(T), !, write(T).
-write_term_pl(T) :- atom(T), !, writeq(T).
-write_term_pl([]) :- !, write('[]').
-write_term_pl(T) :- string(T), !, writeq(T).
-write_term_pl([H|T]) :- !, write('['), write_term_pl(H), write_tail(T).
-write_term_pl(T) :-
-    compound_name_arguments(T, F, As),
-    writeq(F), write('('), write_args(As), write(')').
-
-write_tail(T) :- T == [], !, write(']').
-write_tail(T) :- nonvar(T), T = [H|R], !, write(', '), write_term_pl(H), write_tail(R).
-write_tail(T) :- write(' | '), write_term_pl(T), write(']').
-
-write_args([A]) :- !, write_term_pl(A).
-write_args([A|As]) :- write_term_pl(A), write(','), write_args(As).
-write_args([]).
+py_value(T, V) :- encode(T, V).

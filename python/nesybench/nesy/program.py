@@ -331,7 +331,20 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     ``concept_decls`` maps a key of ``concept_order`` to ``(net, values)`` for concepts the
     labels do not depend on (they get a choice of their own, which does not change any label
     probability).
-    Raises :class:`NesyError` if a query grounds to nothing."""
+    Raises :class:`NesyError` if a query grounds to nothing.
+
+    Every grounder computes arithmetic with ProbLog's function table, each integer result
+    bounded before it is computed (:mod:`nesybench.nesy.arith`)."""
+    from .arith import guarded
+
+    with guarded():
+        return _ground(text_or_path, queries, networks=networks, concept_order=concept_order,
+                       concept_decls=concept_decls, budget=budget, clock=clock,
+                       grounder=grounder)
+
+
+def _ground(text_or_path, queries, *, networks, concept_order, concept_decls, budget, clock,
+            grounder) -> GroundProgram:
     from .budget import GROUNDERS, Budget
 
     text, source = read_program(text_or_path)
@@ -356,7 +369,7 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     checker = ProgramChecker(text, source)
     checker.known = _defined(clauses)
     for q in queries:
-        qt = _query_term(q, source)
+        qt = _name_anonymous_query(_query_term(q, source))
         try:
             checker.check_atom(qt, "query", qt)
         except NesyError as exc:
@@ -365,20 +378,21 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
         qvars.append(_free_vars(qt))
     raw, used, note = None, "problog", None
     if grounder != "problog":
-        from .swi_ground import ProgramFault, Refused, Unsupported, ground_swi, split_evidence
+        from .swi_ground import Refused, Unsupported, ground_swi, split_evidence
+        from .sandbox import ENGINE_BUILTINS
         rest, evidence = split_evidence(clauses)
         try:
             try:
                 raw = _from_swi(ground_swi(rest, list(zip(qterms, qvars)), evidence,
-                                           clock=clock, source=source),
+                                           clock=clock, source=source,
+                                           where=lambda cl: _where(text, getattr(
+                                               cl, "location", None))),
                                 parsed.nn_values, source)
             except Refused as exc:
-                raise ProgramFault(refusal(str(exc), source).message, file=source) from None
+                if str(exc) in ENGINE_BUILTINS:    # a builtin of ProbLog's engine, not here
+                    raise Unsupported(f"the builtin {exc}") from None
+                raise refusal(str(exc), source, **exc.where) from None
             used = "prolog"
-        except ProgramFault as exc:
-            if grounder == "prolog":
-                raise
-            note = exc.message     # ProbLog's engine names the goal's line and column
         except Unsupported as exc:
             if grounder == "prolog":
                 raise NesyError(f"the SWI-Prolog grounder does not handle {exc}; ground this "
@@ -393,13 +407,31 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     return gp
 
 
+def _name_anonymous_query(qt):
+    """``qt`` with each anonymous variable ``_`` named apart (``_Q1``, ...): each is a free
+    variable of the query whose answers are told apart, as ProbLog's ``query(p(_))``."""
+    from problog.logic import Term, Var
+    count = [0]
+
+    def rename(t):
+        if isinstance(t, Var):
+            if t.name != "_":
+                return t
+            count[0] += 1
+            return Var(f"_Q{count[0]}")
+        if isinstance(t, Term) and t.args:
+            return t.with_args(*(rename(a) for a in t.args))
+        return t
+    return rename(qt)
+
+
 def _from_swi(raw, nn_values, source):
     """``(choices, nodes, labels, evidence)`` of the SWI-Prolog grounder's lists (see
     :func:`nesybench.nesy.swi_ground.ground_swi`), as :func:`_ground_problog` returns them:
     :class:`Choice` objects in the grounder's order, the node table (literals over those
     choices), label answers ``(j, value, node)`` and evidence ``(atom text, node, observed)``
     (node ``None``: false)."""
-    from .swi_ground import check_probability, learnable_value
+    from .swi_ground import check_probability, decode, learnable_value
     raw_choices, raw_nodes, raw_labels, raw_evidence = raw
 
     choices: list = []
@@ -407,9 +439,10 @@ def _from_swi(raw, nn_values, source):
     for ckind, key, values in raw_choices:
         if ckind == "nn":
             net, inputs, decl = key
+            net, inputs = str(decode(net)), [str(decode(x)) for x in inputs]
             vals = [_plain(x) for x in nn_values[int(decl)]]
-            choices.append(Choice(key=f"{net}({', '.join(inputs)})", values=vals, net=str(net),
-                                  inputs=tuple(str(x) for x in inputs)))
+            choices.append(Choice(key=f"{net}({', '.join(inputs)})", values=vals, net=net,
+                                  inputs=tuple(inputs)))
             value_pos.append({i: i for i in range(len(vals))})
         elif ckind == "fact":
             (_, _, d), = values
@@ -417,20 +450,22 @@ def _from_swi(raw, nn_values, source):
             p = learnable_value(d[1], source) if learn else float(d)
             p = 0.5 if p is None else p
             check_probability(p, source)
-            choices.append(Choice(key=str(key), values=[1, 0], probs=[p, 1.0 - p], fact=True,
-                                  learnable=learn))
+            choices.append(Choice(key=str(decode(key)), values=[1, 0], probs=[p, 1.0 - p],
+                                  fact=True, learnable=learn))
             value_pos.append({0: 0})
         else:
             learn = [isinstance(d, tuple) for _, _, d in values]
             if any(learn) and not all(learn):
-                raise NesyError(f"annotated disjunction {[h for _, h, _ in values]}: either "
-                                "every head is learnable t(_) or none is", file=source)
+                heads = [str(decode(h)) for _, h, _ in values]
+                raise NesyError(f"annotated disjunction {heads}: either every head is "
+                                "learnable t(_) or none is", file=source)
             probs = []
             for _, _, d in values:
                 p = learnable_value(d[1], source) if isinstance(d, tuple) else float(d)
                 check_probability(p if p is not None else 0.0, source)
                 probs.append(p)
-            choices.append(Choice(key=f"ad{len(choices)}", values=[h for _, h, _ in values],
+            choices.append(Choice(key=f"ad{len(choices)}",
+                                  values=[str(decode(h)) for _, h, _ in values],
                                   probs=probs, learnable=all(learn)))
             value_pos.append({i: k for k, (i, _, _) in enumerate(values)})
     nodes: list = [None]
@@ -447,11 +482,11 @@ def _from_swi(raw, nn_values, source):
     for j, vals, nid in raw_labels:
         if nid == "false":
             continue
-        vals = [_plain(v) for v in vals]
+        vals = [v if isinstance(v, (int, float)) else _py(decode(v)) for v in vals]
         val = (vals[0] if len(vals) == 1 else tuple(vals)) if vals else 1
         labels.append((int(j), val, int(nid)))
-    ev = [(str(text_), None if nid == "false" else int(nid), bool(v))
-          for _, text_, nid, v in raw_evidence]
+    ev = [(str(decode(atom)), None if nid == "false" else int(nid), bool(v))
+          for _, atom, nid, v in raw_evidence]
     return choices, nodes, labels, ev
 
 
@@ -715,9 +750,11 @@ def _initial(p, source) -> float | None:
 def _numeric(p, source) -> float:
     try:
         v = float(p.compute_value()) if hasattr(p, "compute_value") else float(p)
-    except Exception:
-        raise NesyError(f"probability {p} is not a number (learnable parameters are written "
-                        "t(0.5)::fact)", file=source) from None
+    except Exception as exc:
+        why = f" ({getattr(exc, 'base_message', exc)})" if isinstance(exc, ArithmeticError) \
+            or type(exc).__name__ == "ArithmeticError" else ""
+        raise NesyError(f"probability {p} is not a number{why} (learnable parameters are "
+                        "written t(0.5)::fact)", file=source) from None
     if not 0 <= v <= 1:
         raise NesyError(f"probability {v} is outside [0, 1]", file=source)
     return v

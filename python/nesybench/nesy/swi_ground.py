@@ -1,26 +1,31 @@
 """Ground a parsed ProbLog program in SWI-Prolog (``prolog/problog_ground.pl``).
 
-The program's clauses (already parsed and checked by :mod:`nesybench.nesy.program`) are written
-as canonical Prolog text, one ``c(Head, Id, Body, Kind)`` term per clause, and handed to the
-grounder in one call per query shape; the ground program comes back as lists of integers
-(node table, choices, labels, evidence). Prolog holds the clauses as data and resolves every
-goal itself against them or against its table of pure builtins, so a program has no path to
-any other predicate (see the module documentation of ``problog_ground.pl``).
+The program's clauses (already parsed and checked by :mod:`nesybench.nesy.program`) cross to
+SWI-Prolog as *data*: every term ProbLog's reader built is encoded as nested lists (numbers
+as numbers, atoms by the names ProbLog gives them, variables by index; see
+:func:`encode`), handed to the grounder in one call per query shape, and rebuilt there. No
+text is written to be read again, so the grounder sees exactly the clauses ProbLog's reader
+saw. The ground program comes back as lists of integers (node table, choices, labels,
+evidence), with the terms it names encoded the same way and rebuilt here as ProbLog's terms
+(:func:`decode`). Prolog holds the clauses as data and resolves every goal itself against
+them or against its table of pure builtins, so a program has no path to any other predicate
+(see the module documentation of ``problog_ground.pl``); arithmetic is ProbLog's
+(:mod:`nesybench.nesy.arith`).
 
-A construct this grounder does not handle (a cyclic ground program, ``findall/3`` over a
-probabilistic goal, ...) raises :class:`Unsupported`, naming it; the caller then grounds with
-ProbLog's engine (``--grounder problog``) or reports it.
+A construct this grounder does not handle (findall/3 over a probabilistic goal, a negation on
+a cycle, ...) raises :class:`Unsupported`, naming it; the caller then grounds with ProbLog's
+engine (``--grounder auto``) or reports it. An error of the program (a builtin's error, a
+refused call) is the program's: :class:`ProgramFault`, with the clause's line and column.
 """
 from __future__ import annotations
 
-import math
-import re
-
 from ..errors import NesyError
 
-_SIMPLE_ATOM = re.compile(r"[a-z][A-Za-z0-9_]*\Z")
-_SYMBOLS = re.compile(r"[-+*/\\^<>=~:.?@#&$,|;!]+\Z")
-_VAR = re.compile(r"[A-Z_][A-Za-z0-9_]*\Z")
+#: goal arguments of the control constructs (0-based positions): names in goal position are
+#: unquoted, as ProbLog looks predicates up by their unquoted name
+_GOAL_ARGS = {(",", 2): (0, 1), (";", 2): (0, 1), ("->", 2): (0, 1), ("\\+", 1): (0,),
+              ("not", 1): (0,), ("once", 1): (0,), ("findall", 3): (1,), ("forall", 2): (0, 1),
+              **{("call", n): (0,) for n in range(1, 10)}}
 _CONTROL_HEADS = {(",", 2), (";", 2), ("\\+", 1)}
 
 
@@ -31,85 +36,86 @@ class Unsupported(Exception):
 
 class Refused(Exception):
     """The program called ``name/arity`` (the message), which it does not define and the
-    builtin table does not have."""
+    builtin table does not have; ``where`` holds the line and column of the clause whose body
+    made the call, where known."""
+
+    def __init__(self, sig: str, where: dict | None = None):
+        super().__init__(sig)
+        self.where = where or {}
 
 
 class ProgramFault(NesyError):
-    """The program fails while grounding (a refused call, a builtin's error): the grounder has
-    no source positions, so the default grounder asks ProbLog's engine for the located
-    message."""
+    """The program fails while grounding (a builtin's error, an arithmetic error): one line,
+    with the clause's line and column where the grounder knows them."""
 
 
-def _atom(name: str) -> str:
-    """``name`` as a Prolog atom in canonical syntax."""
-    if name == "[]" or _SIMPLE_ATOM.match(name):
-        return name
-    if len(name) >= 2 and name[0] == "'" and name[-1] == "'":
-        inner = name[1:-1]
-        if not _SYMBOLS.match(inner):
-            return name                  # ProbLog keeps a quoted atom's source text
-        name = inner                     # ... and an operator's name quoted, unescaped
-    return "'" + name.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
-
-
-def _number(v) -> str:
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, int):
-        return str(v)
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    s = repr(float(v))
-    if "e" in s and "." not in s.split("e")[0]:
-        m, e = s.split("e")
-        s = f"{m}.0e{e}"
-    return s
-
-
-class _Writer:
-    """ProbLog terms as canonical Prolog text (every compound as ``f(Args)``, lists as
-    ``'[|]'(H, T)``, variables renamed per clause)."""
+class _Encoder:
+    """ProbLog terms as the nested lists of ``decode/3`` in ``problog_ground.pl``; variables
+    numbered per clause (each anonymous ``_`` a fresh one)."""
 
     def __init__(self):
-        self.names: dict[str, str] = {}
+        self.names: dict[str, int] = {}
+        self.count = 0
 
-    def var(self, name: str) -> str:
+    def var(self, name: str) -> list:
         if name == "_":
-            return "_"
-        out = self.names.get(name)
-        if out is None:
-            base = name if _VAR.match(name) else "V"
-            out = f"V{len(self.names)}_{base.lstrip('_')}"
-            self.names[name] = out
-        return out
+            self.count += 1
+            return ["v", self.count - 1]
+        k = self.names.get(name)
+        if k is None:
+            k = self.names[name] = self.count
+            self.count += 1
+        return ["v", k]
 
-    def term(self, t) -> str:
+    def term(self, t, goal: bool = False):
         from problog.logic import Constant, Term, Var
         if isinstance(t, Var):
             return self.var(t.name)
         if isinstance(t, Constant):
             v = t.value
+            if isinstance(v, bool):
+                return int(v)
             if isinstance(v, (int, float)):
-                return _number(v)
-            return _atom(str(v))
+                return v
+            return ["s", str(v)]
+        if isinstance(t, bool):
+            return int(t)
         if isinstance(t, (int, float)):
-            return _number(t)
+            return t
         if not isinstance(t, Term):
             raise Unsupported(f"a term of type {type(t).__name__}")
-        functor = t.functor
-        if functor == "." and t.arity == 2:
-            functor = "[|]"
-        elif functor == "not" and t.arity == 1 and type(t).__name__ == "Not":
-            functor = "\\+"
-        if not t.args:
-            return _atom(str(functor))
-        return _atom(str(functor)) + "(" + ",".join(self.term(a) for a in t.args) + ")"
+        functor, arity = str(t.functor), t.arity
+        if goal:
+            functor = functor.strip("'")
+        if functor == "." and arity == 2 and not goal:
+            return ["l", self.term(t.args[0]), self.term(t.args[1])]
+        if arity == 0:
+            return ["n"] if functor == "[]" else ["a", functor]
+        goal_args = _GOAL_ARGS.get((functor, arity), ()) if goal else ()
+        return ["c", functor, [self.term(a, i in goal_args) for i, a in enumerate(t.args)]]
 
-    def vars_term(self) -> str:
-        named = [v for k, v in self.names.items() if k != "_"]
-        return "v(" + ",".join(named) + ")" if named else "v"
+    def named(self) -> list[int]:
+        return [k for name, k in self.names.items()]
+
+
+def decode(e):
+    """The ProbLog term of an encoded term from the grounder (the inverse of ``encode/2`` in
+    ``problog_ground.pl``)."""
+    from problog.logic import Constant, Term, Var
+    if isinstance(e, (int, float)):
+        return Constant(e)
+    tag = e[0]
+    if tag == "a":
+        return Term(e[1])
+    if tag == "n":
+        return Term("[]")
+    if tag == "l":
+        return Term(".", decode(e[1]), decode(e[2]))
+    if tag == "c":
+        return Term(e[1], *(decode(a) for a in e[2]))
+    if tag == "s":
+        return Constant(e[1])
+    return Var("_")
 
 
 def _clause_items(cl):
@@ -133,36 +139,42 @@ def _clause_items(cl):
     raise Unsupported(f"a clause of type {type(cl).__name__}")
 
 
-def program_text(clauses, queries, evidence) -> str:
-    """The grounder's input: ``c/4`` per clause head, ``q/3`` per query (its free variables in
-    order), ``e/3`` per evidence statement (``1`` observed true, ``0`` false)."""
-    out = []
+def program_data(clauses, queries, evidence) -> list:
+    """The grounder's input ``[Clauses, Queries, Evidence]`` (see ``pg_ground/3``): one entry
+    per clause head (clause ids are positions in ``clauses``), per query (its free variables
+    in order) and per evidence statement (``1`` observed true, ``0`` false)."""
+    out_clauses = []
     for cid, cl in enumerate(clauses):
-        w = _Writer()
-        items = _clause_items(cl)
-        texts = []
-        for head, body, kind, prob in items:
+        w = _Encoder()
+        entries = []
+        for head, body, kind, prob in _clause_items(cl):
             h = head.with_probability(None) if getattr(head, "probability", None) is not None \
                 else head
-            if (h.functor, h.arity) in _CONTROL_HEADS:
+            if (str(h.functor).strip("'"), h.arity) in _CONTROL_HEADS:
                 break                      # the grounder resolves control constructs itself
-            ht, bt = w.term(h), w.term(body)
+            he, be = w.term(h, goal=True), w.term(body, goal=True)
             if kind[0] == "det":
-                kt = "det"
+                ke = "det"
             elif kind[0] == "fact":
-                kt = f"fact({w.term(prob)})"
+                ke = ["fact", w.term(prob)]
             else:
-                kt = f"ad({kind[1]},{w.term(prob)},@VARS@)"
-            texts.append(f"c({ht},{cid},{bt},{kt}).")
-        vars_ = w.vars_term()
-        out.extend(t.replace("@VARS@", vars_) for t in texts)
+                ke = ["ad", kind[1], w.term(prob), None]
+            entries.append([he, cid, be, ke])
+        named = w.named()
+        for he, _, be, ke in entries:
+            if isinstance(ke, list) and ke[0] == "ad":
+                ke[3] = named
+            out_clauses.append([he, cid, be, ke, w.count])
+    out_queries = []
     for j, (q, qvars) in enumerate(queries):
-        w = _Writer()
-        out.append(f"q({j},{w.term(q)},[{','.join(w.var(v.name) for v in qvars)}]).")
+        w = _Encoder()
+        qe = w.term(q, goal=True)
+        out_queries.append([j, qe, [w.var(v.name)[1] for v in qvars], w.count])
+    out_evidence = []
     for k, (atom, value) in enumerate(evidence):
-        w = _Writer()
-        out.append(f"e({k},{w.term(atom)},{1 if value else 0}).")
-    return "\n".join(out) + "\n"
+        w = _Encoder()
+        out_evidence.append([k, w.term(atom, goal=True), 1 if value else 0, w.count])
+    return [out_clauses, out_queries, out_evidence]
 
 
 def split_evidence(clauses) -> tuple[list, list]:
@@ -185,9 +197,10 @@ def split_evidence(clauses) -> tuple[list, list]:
     return rest, found
 
 
-def ground_swi(clauses, queries, evidence, *, clock, source=None):
+def ground_swi(clauses, queries, evidence, *, clock, source=None, where=None):
     """Run the SWI-Prolog grounder on ``clauses`` for ``queries`` (``(atom, free vars)``) and
-    ``evidence`` (``(atom, observed)``).
+    ``evidence`` (``(atom, observed)``); ``where(clause)`` gives a clause's ``line`` and
+    ``column`` keywords for error messages.
 
     Returns the grounder's ``[choices, nodes, labels, evidence]`` lists (see ``pg_ground/3``;
     :func:`nesybench.nesy.program.ground` turns them into a ground program). Raises
@@ -198,9 +211,9 @@ def ground_swi(clauses, queries, evidence, *, clock, source=None):
     from ..logic import prolog
     from .budget import BudgetExceeded
     try:
-        text = program_text(clauses, queries, evidence)
+        data = program_data(clauses, queries, evidence)
     except RecursionError:
-        raise Unsupported("a term nested too deeply to write") from None
+        raise Unsupported("a term nested too deeply to pass") from None
     budget = clock.budget
     limits = []
     if budget.max_ground_nodes is not None:
@@ -212,13 +225,19 @@ def ground_swi(clauses, queries, evidence, *, clock, source=None):
     if budget.max_memory_mb is not None:
         limits.append(f"stack_bytes({int(budget.max_memory_mb * 2**20)})")
     prolog.use("prolog/problog_ground.pl")
-    res = prolog.once(f"problog_ground:pg_ground(Text, [{','.join(limits)}], R)", Text=text)
+    res = prolog.once(f"problog_ground:pg_ground(Data, [{','.join(limits)}], R)", Data=data)
     r = res["R"] if res else ["error", "the grounder failed"]
     kind = r[0]
+    located = {}
+    if kind == "at":
+        _, cid, kind, msg = r
+        r = [kind, msg]
+        if where is not None and 0 <= int(cid) < len(clauses):
+            located = where(clauses[int(cid)])
     if kind == "unsupported":
         raise Unsupported(str(r[1]))
     if kind == "refused":
-        raise Refused(str(r[1]))
+        raise Refused(str(r[1]), located)
     if kind == "budget":
         what = str(r[1])
         if what == "time":
@@ -233,7 +252,7 @@ def ground_swi(clauses, queries, evidence, *, clock, source=None):
         raise BudgetExceeded(f"grounding stopped at --max-memory {budget.max_memory_mb:g} MiB "
                              f"({what} after {clock.elapsed():.1f} s)")
     if kind != "ok":
-        raise ProgramFault(f"grounding failed: {r[1]}", file=source)
+        raise ProgramFault(f"grounding failed: {r[1]}", file=source, **located)
     return r[1:]
 
 
