@@ -535,7 +535,132 @@ call_builtin(A > B) :- !, compare_values(>, A, B).
 call_builtin(A >= B) :- !, compare_values(>=, A, B).
 call_builtin(A =:= B) :- !, compare_values(=:=, A, B).
 call_builtin(A =\= B) :- !, compare_values(=\=, A, B).
+call_builtin(atom(X)) :- !, ( X == [] -> true ; atom(X) ).    % [] is an atom in ProbLog
+call_builtin(callable(X)) :- !, ( X == [] -> true ; callable(X) ).
+call_builtin(atomic(X)) :- !, \+ string(X), atomic(X).           % a string is not atomic there
+call_builtin(is_list(X)) :- !, pg_is_list(X).
+call_builtin(functor(T, F, A)) :- !, pg_functor(T, F, A).
+call_builtin(T =.. L) :- !, pg_univ(T, L).
+call_builtin(succ(A, B)) :- !, pg_succ(A, B).
+call_builtin(plus(A, B, C)) :- !, pg_plus(A, B, C).
+call_builtin(between(L, H, V)) :- !, pg_between(L, H, V).
+call_builtin(length(L, N)) :- !, pg_length(L, N).
+call_builtin(A = B) :- !,              % ProbLog refuses a cyclic term, as ISO's check does
+    (   unify_with_occurs_check(A, B) -> true
+    ;   \+ A = B -> fail
+    ;   format(string(Msg), "infinite unification of ~q and ~q", [A, B]),
+        throw(pg_error(Msg))
+    ).
+call_builtin(compare(O, A, B)) :- !, pg_order(A, B, O0), O = O0.
+call_builtin(A @< B) :- !, pg_order(A, B, <).
+call_builtin(A @=< B) :- !, pg_order(A, B, O), O \== (>).
+call_builtin(A @> B) :- !, pg_order(A, B, >).
+call_builtin(A @>= B) :- !, pg_order(A, B, O), O \== (<).
+call_builtin(sort(L, S)) :- !, pg_sort(L, S0), S = S0.
 call_builtin(G) :- call(G).
+
+% -- term inspection (ProbLog's) ---------------------------------------------------------
+
+%   ProbLog names a list cell '.' (SWI-Prolog: '[|]') and calls a partial list a list.
+pg_is_list(X) :- X == [], !.
+pg_is_list(X) :- nonvar(X), X = [_|T], list_tail_open(T).
+
+list_tail_open(T) :- var(T), !.
+list_tail_open([]) :- !.
+list_tail_open([_|T]) :- list_tail_open(T).
+
+pg_functor(T, F, A) :- nonvar(T), !, functor(T, F0, A0), list_name(F0, F1), F = F1, A = A0.
+pg_functor(T, F, A) :- F == '.', A == 2, !, T = [_|_].
+pg_functor(T, F, A) :- functor(T, F, A).
+
+pg_univ(T, L) :- nonvar(T), !, T =.. [F0|As], list_name(F0, F), L = [F|As].
+pg_univ(T, L) :- L = [F, H, R], F == '.', !, T = [H|R].
+pg_univ(T, L) :- T =.. L.
+
+list_name('[|]', '.') :- !.
+list_name(F, F).
+
+% -- counting builtins (ProbLog's modes) -------------------------------------------------
+
+%   ProbLog accepts exactly these modes (an integer of any sign where SWI-Prolog wants a
+%   natural number, no `inf`), and any other call is an error of the program.
+pg_succ(A, B) :- var(A), integer(B), !, A is B - 1.
+pg_succ(A, B) :- integer(A), var(B), !, B is A + 1.
+pg_succ(A, B) :- integer(A), integer(B), !, B =:= A + 1.
+pg_succ(A, B) :- mode_error(succ(A, B)).
+
+pg_plus(A, B, C) :- integer(A), integer(B), integer(C), !, A + B =:= C.
+pg_plus(A, B, C) :- integer(A), integer(B), var(C), !, C is A + B.
+pg_plus(A, B, C) :- integer(A), var(B), integer(C), !, B is C - A.
+pg_plus(A, B, C) :- var(A), integer(B), integer(C), !, A is C - B.
+pg_plus(A, B, C) :- mode_error(plus(A, B, C)).
+
+pg_between(L, H, V) :- integer(L), integer(H), integer(V), !, L =< V, V =< H.
+pg_between(L, H, V) :- integer(L), integer(H), var(V), !, between(L, H, V).
+pg_between(L, H, V) :- mode_error(between(L, H, V)).
+
+pg_length(L, N) :- is_list(L), ( integer(N) ; var(N) ), !, length(L, N).
+pg_length(L, N) :- integer(N), open_list(L, K), !, N >= K, length(L, N).
+pg_length(L, N) :- mode_error(length(L, N)).
+
+%   open_list(@L, -K): L is a variable or a partial list of K elements
+open_list(L, 0) :- var(L), !.
+open_list([_|T], K) :- open_list(T, K0), K is K0 + 1.
+
+mode_error(G) :-
+    format(string(Msg), "invalid argument types for call to ~q", [G]),
+    throw(pg_error(Msg)).
+
+% -- standard order (ProbLog's) ---------------------------------------------------------
+
+%!  pg_order(@A, @B, -Order) is det.
+%
+%   Order (`<`, `=` or `>`) of A and B in ProbLog's standard order, by ProbLog's own
+%   comparison (`nesybench.nesy.standard_order`): numbers of different value are ordered by
+%   their text there, strings come before atoms, and so on; SWI-Prolog's order differs.
+pg_order(A, B, O) :-
+    term_variables(A-B, Vs),
+    encode_numbered(A, Vs, EA),
+    encode_numbered(B, Vs, EB),
+    py_call('nesybench.nesy.standard_order':order(EA, EB), R),
+    order_symbol(R, O).
+
+order_symbol(-1, <).
+order_symbol(0, =).
+order_symbol(1, >).
+
+%!  pg_sort(+List, -Sorted) is det.
+%
+%   sort/2 as ProbLog computes it (duplicates removed, ProbLog's order), by one call to
+%   ProbLog's own code for the whole list.
+pg_sort(L, S) :-
+    (   is_list(L) -> true ; throw(error(type_error(list, L), sort/2)) ),
+    term_variables(L, Vs),
+    maplist(encode_with(Vs), L, Es),
+    py_call('nesybench.nesy.standard_order':sort_indices(Es), Is),
+    Items =.. [items|L],
+    maplist(item_at(Items), Is, S).
+
+encode_with(Vs, T, E) :- encode_numbered(T, Vs, E).
+
+item_at(Items, I, X) :- I1 is I + 1, arg(I1, Items, X).
+
+%   encode_numbered(@T, +Vars, -E): encode/2, a variable as `["v", K]`, K its position in
+%   Vars (from 0)
+encode_numbered(T, Vs, ["v", K]) :- var(T), !, var_position(Vs, T, 0, K).
+encode_numbered(T, _, T) :- number(T), !.
+encode_numbered([], _, ["n"]) :- !.
+encode_numbered(T, _, ["a", S]) :- atom(T), !, atom_string(T, S).
+encode_numbered(T, _, ["s", T]) :- string(T), !.
+encode_numbered([H|T], Vs, ["l", EH, ET]) :- !,
+    encode_numbered(H, Vs, EH), encode_numbered(T, Vs, ET).
+encode_numbered(T, Vs, ["c", S, Es]) :-
+    compound_name_arguments(T, F, As),
+    atom_string(F, S),
+    maplist(encode_with(Vs), As, Es).
+
+var_position([V|Vs], X, K0, K) :-
+    (   V == X -> K = K0 ; K1 is K0 + 1, var_position(Vs, X, K1, K) ).
 
 % -- arithmetic (ProbLog's) -------------------------------------------------------------
 

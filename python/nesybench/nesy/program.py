@@ -573,7 +573,7 @@ def _ground_problog(clauses, qterms, qvars, parsed, text, source, clock):
             if learn != ch.learnable:
                 raise NesyError(f"annotated disjunction {ch.values}: either every head is "
                                 "learnable t(_) or none is", file=source)
-            ch.probs.append(_initial(p, source) if learn else _numeric(p, source))
+            ch.probs.append(_initial(p, source) if learn else _numeric(p, source, text))
             vi = len(ch.values) - 1
         else:
             ci = len(choices)
@@ -582,7 +582,7 @@ def _ground_problog(clauses, qterms, qvars, parsed, text, source, clock):
                 pr = _initial(p, source)
                 pr = 0.5 if pr is None else pr
             else:
-                pr = _numeric(p, source) if p is not None else 1.0
+                pr = _numeric(p, source, text) if p is not None else 1.0
             choices.append(Choice(key=str(node.name), values=[1, 0], probs=[pr, 1.0 - pr],
                                   fact=True, learnable=learn))
             vi = 0
@@ -747,14 +747,16 @@ def _initial(p, source) -> float | None:
     return _numeric(arg, source)
 
 
-def _numeric(p, source) -> float:
+def _numeric(p, source, text: str | None = None) -> float:
     try:
         v = float(p.compute_value()) if hasattr(p, "compute_value") else float(p)
     except Exception as exc:
         why = f" ({getattr(exc, 'base_message', exc)})" if isinstance(exc, ArithmeticError) \
             or type(exc).__name__ == "ArithmeticError" else ""
+        loc = getattr(p, "location", None)
+        where = _where(text, loc) if text is not None and loc is not None else {}
         raise NesyError(f"probability {p} is not a number{why} (learnable parameters are "
-                        "written t(0.5)::fact)", file=source) from None
+                        "written t(0.5)::fact)", file=source, **where) from None
     if not 0 <= v <= 1:
         raise NesyError(f"probability {v} is outside [0, 1]", file=source)
     return v

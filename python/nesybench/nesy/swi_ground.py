@@ -53,9 +53,10 @@ class _Encoder:
     """ProbLog terms as the nested lists of ``decode/3`` in ``problog_ground.pl``; variables
     numbered per clause (each anonymous ``_`` a fresh one)."""
 
-    def __init__(self):
+    def __init__(self, spellings: dict | None = None):
         self.names: dict[str, int] = {}
         self.count = 0
+        self.spellings = spellings if spellings is not None else {}
 
     def var(self, name: str) -> list:
         if name == "_":
@@ -87,6 +88,8 @@ class _Encoder:
         functor, arity = str(t.functor), t.arity
         if goal:
             functor = functor.strip("'")
+        else:
+            self.spellings.setdefault(functor.strip("'"), set()).add(functor)
         if functor == "." and arity == 2 and not goal:
             return ["l", self.term(t.args[0]), self.term(t.args[1])]
         if arity == 0:
@@ -139,13 +142,35 @@ def _clause_items(cl):
     raise Unsupported(f"a clause of type {type(cl).__name__}")
 
 
+def check_spellings(spellings: dict) -> None:
+    """Raise :class:`Unsupported` where one name is written two ways, as ``'abc'`` and
+    ``abc``, ``'[]'`` and ``[]``, or ``'5'`` and the number 5.
+
+    ProbLog keeps a quoted atom's quotes, and tells the two spellings apart in some places
+    and not in others: clause lookup on a ground argument and ``==`` compare the spelling,
+    ``=/2`` and head unification below a variable compare the unquoted name (``'abc' = abc``
+    holds, ``p('abc')`` does not answer ``p(abc)``). The SWI-Prolog grounder keeps one meaning
+    of a term, so such a program is ProbLog's own grounder's."""
+    import re
+    number = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|nan)")
+    for bare, written in sorted(spellings.items()):
+        lists = bare in ("[]", ".")
+        if len(written) > 1 or (lists or number.fullmatch(bare)) and written != {bare}:
+            shown = " and ".join(sorted(written | {bare}))
+            raise Unsupported(f"the name {bare} written as {shown}, which ProbLog's "
+                              "unification and clause lookup tell apart differently")
+
+
 def program_data(clauses, queries, evidence) -> list:
     """The grounder's input ``[Clauses, Queries, Evidence]`` (see ``pg_ground/3``): one entry
     per clause head (clause ids are positions in ``clauses``), per query (its free variables
-    in order) and per evidence statement (``1`` observed true, ``0`` false)."""
+    in order) and per evidence statement (``1`` observed true, ``0`` false).
+
+    Raises :class:`Unsupported` for a name written two ways (:func:`check_spellings`)."""
+    spellings: dict = {}
     out_clauses = []
     for cid, cl in enumerate(clauses):
-        w = _Encoder()
+        w = _Encoder(spellings)
         entries = []
         for head, body, kind, prob in _clause_items(cl):
             h = head.with_probability(None) if getattr(head, "probability", None) is not None \
@@ -167,13 +192,14 @@ def program_data(clauses, queries, evidence) -> list:
             out_clauses.append([he, cid, be, ke, w.count])
     out_queries = []
     for j, (q, qvars) in enumerate(queries):
-        w = _Encoder()
+        w = _Encoder(spellings)
         qe = w.term(q, goal=True)
         out_queries.append([j, qe, [w.var(v.name)[1] for v in qvars], w.count])
     out_evidence = []
     for k, (atom, value) in enumerate(evidence):
-        w = _Encoder()
+        w = _Encoder(spellings)
         out_evidence.append([k, w.term(atom, goal=True), 1 if value else 0, w.count])
+    check_spellings(spellings)
     return [out_clauses, out_queries, out_evidence]
 
 
