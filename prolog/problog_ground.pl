@@ -541,6 +541,7 @@ call_builtin(atomic(X)) :- !, \+ string(X), atomic(X).           % a string is n
 call_builtin(is_list(X)) :- !, pg_is_list(X).
 call_builtin(functor(T, F, A)) :- !, pg_functor(T, F, A).
 call_builtin(T =.. L) :- !, pg_univ(T, L).
+call_builtin(arg(I, T, X)) :- !, pg_arg(I, T, X).
 call_builtin(succ(A, B)) :- !, pg_succ(A, B).
 call_builtin(plus(A, B, C)) :- !, pg_plus(A, B, C).
 call_builtin(between(L, H, V)) :- !, pg_between(L, H, V).
@@ -569,9 +570,23 @@ list_tail_open(T) :- var(T), !.
 list_tail_open([]) :- !.
 list_tail_open([_|T]) :- list_tail_open(T).
 
+%   functor/3 in ProbLog's modes: a term's name (a number's name is the atom of its text, as
+%   ProbLog's Term of the number prints), or a term of an atom's name and an integer arity
+pg_functor(T, F, A) :- number(T), !, number_name(T, F0), F = F0, A = 0.
 pg_functor(T, F, A) :- nonvar(T), !, functor(T, F0, A0), list_name(F0, F1), F = F1, A = A0.
-pg_functor(T, F, A) :- F == '.', A == 2, !, T = [_|_].
-pg_functor(T, F, A) :- functor(T, F, A).
+pg_functor(T, F, A) :- var(T), F == '.', A == 2, !, T = [_|_].
+pg_functor(T, F, A) :- var(T), ( atom(F) ; F == [] ), integer(A), !,
+    (   A =< 0 -> T = F ; functor(T, F, A) ).
+pg_functor(T, F, A) :- mode_error(functor(T, F, A)).
+
+number_name(N, F) :-
+    (   integer(N) -> atom_number(F, N)
+    ;   py_call(str(N), S), atom_string(F, S)      % Python's text of a float, as ProbLog's
+    ).
+
+pg_arg(I, T, X) :- integer(I), nonvar(T), !,
+    (   compound(T), I >= 1 -> arg(I, T, X) ; fail ).
+pg_arg(I, T, X) :- mode_error(arg(I, T, X)).
 
 pg_univ(T, L) :- nonvar(T), !, T =.. [F0|As], list_name(F0, F), L = [F|As].
 pg_univ(T, L) :- L = [F, H, R], F == '.', !, T = [H|R].
@@ -939,10 +954,10 @@ node(S, Key, Id) :-
 %   d(+M, ?G): G, an atom of a probabilistic predicate, may be true (tabled, so that cycles
 %   and left recursion terminate; the table's order is never used)
 d(M, G) :-
-    ext(G, _, B, _, E),
+    ext(G, Id, B, _, E),
     M:E,
     every_so_often(M),
-    solve_possible(M, B).
+    at_clause(Id, solve_possible(M, B)).
 
 %   solve_possible(+M, +Goal): Goal succeeds when every probabilistic fact may be true
 solve_possible(_, G) :- var(G), !, throw(error(instantiation_error, _)).
@@ -1040,12 +1055,23 @@ atom_c(S, M, A, Anc, N, Hits) :-
 body_c(S, M, A, Anc, N, Hits) :-
     ext(A, Id, B, K, E),
     M:E,
-    at_clause(Id, prove_c(S, M, B, Anc, [], Ls, [], Hits)),
+    at_clause(Id, instance_proof(prove_c(S, M, B, Anc, [], Ls, [], Hits))),
     (   memberchk(false, Ls)
     ->  N = false
     ;   head_literal(K, S, Id, A, Ls, Ls1),
         conj(S, Ls1, N)
     ).
+
+%   instance_proof(:Goal): Goal, the body of a clause proved again for one ground answer of
+%   its head. An error of a builtin there comes from the head's bindings alone (phase 1
+%   proved the body for the call as the program makes it, as ProbLog does, and met no error),
+%   so that instance derives nothing: ProbLog never calls the body so bound.
+instance_proof(G) :-
+    catch(G, E, ( builtin_error(E) -> fail ; throw(E) )).
+
+builtin_error(pg_at(_, E)) :- builtin_error(E).
+builtin_error(error(E, _)) :- E \= resource_error(_).
+builtin_error(pg_error(E)) :- E \= bad_input(_).
 
 % -- output ------------------------------------------------------------------------------
 

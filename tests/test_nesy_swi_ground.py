@@ -299,7 +299,7 @@ def test_node_budget_is_checked_inside_prolog():
 
 
 def test_time_budget_stops_a_loop_inside_prolog():
-    text = "0.5::c.\nq :- between(1, inf, X), X < 0, c.\n"
+    text = "0.5::c.\nq :- between(1, 100000000000, X), X < 0, c.\n"
     with pytest.raises(BudgetExceeded, match="--timeout of 1 s"):
         ground(text, ["q"], budget=Budget(timeout=1, grounder="prolog"))
 
