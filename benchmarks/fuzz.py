@@ -16,6 +16,8 @@ curricula/, prolog/, tests/data/ but the fuzz corpus) changed, and that no nesyb
 temporary folder was left in the temp folder (a TMPDIR of its own); it reports the number of
 inputs and the peak RSS of the process that ran them (an upper bound on the memory of every
 single check).
+With no -k it then runs benchmarks/grounder_reference.py: 100 generated first-order programs
+per unit of scale (10,000 at scale 100), each grounder against stock ProbLog.
 The last failing (shrunk) input of each property is saved as
 tests/data/fuzz/<kind>/last-failure.*: rename it (e.g. after its bug) and commit it; the test
 suite re-runs every file there (test_corpus). Prints the number of inputs and the time taken.
@@ -85,6 +87,12 @@ def main(argv=None) -> int:
         stats = json.loads(stats_file.read_text() or "{}")
     finally:
         stats_file.unlink(missing_ok=True)
+    # every grounder against stock ProbLog: 100 generated programs per unit of scale
+    grounders_rc = 0
+    if not args.k:
+        grounders_rc = subprocess.call(
+            [sys.executable, str(ROOT / "benchmarks" / "grounder_reference.py"),
+             "--programs", str(100 * args.scale)], cwd=ROOT, env=env)
     seconds = time.perf_counter() - t0
     after, temps_after = snapshot(), temp_entries(private_tmp)
     shutil.rmtree(private_tmp, ignore_errors=True)
@@ -95,6 +103,8 @@ def main(argv=None) -> int:
         problems.append(f"killed by signal {signal.Signals(-rc).name}")
     elif rc:
         problems.append(f"pytest exit {rc}")
+    if grounders_rc:
+        problems.append("a grounder disagrees with stock ProbLog (see the seeds above)")
     if changed:
         problems.append(f"files changed: {', '.join(changed[:5])}")
     if left:

@@ -372,3 +372,28 @@ def test_train_cli_topk(root, tmp_path, capsys):
     assert main(["nesy", "train", str(root / "curricula/rs/xor.yaml"), "--inference",
                  "topk:0", "--out", str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("text, bound, exact", [
+    ("0.4::a. 0.5::b.\nr :- a.\nr :- b.\nquery(r).\n", "lower bound", 0.7),
+    ("0.4::a. 0.5::b. 0.3::c.\nq :- a, \\+ b.\nq :- c.\nquery(q).\n", "no bound: negation",
+     0.44),
+    ("0.4::a. 0.5::b.\nr :- a.\nr :- b.\nquery(r).\nevidence(b, false).\n",
+     "no bound: evidence", 0.4),
+])
+def test_infer_says_when_top_k_is_no_bound(text, bound, exact, tmp_path, capsys):
+    """The JSON of `nesy infer --inference topk:K` names what the number is to the exact
+    probability, and whether a proof was cut (with none cut it is the exact value)."""
+    from nesybench.cli import main as cli_main
+    prog = tmp_path / "p.pl"
+    prog.write_text(text)
+    runs = {}
+    for k in (1, 50):
+        assert cli_main(["nesy", "infer", str(prog), "--inference", f"topk:{k}",
+                         "--json"]) == 0
+        runs[k] = json.loads(capsys.readouterr().out)
+    assert {r["stats"]["bound"] for r in runs.values()} == {bound}
+    assert runs[1]["stats"]["truncated"] and not runs[50]["stats"]["truncated"]
+    assert runs[50]["results"][0]["p"] == pytest.approx(exact, abs=1e-12)
+    if bound == "lower bound":
+        assert runs[1]["results"][0]["p"] <= exact

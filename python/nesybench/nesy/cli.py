@@ -153,8 +153,9 @@ def _common(f):
 @click.option("--inference", default="exact", show_default=True,
               help="exact (compiled circuit / world table) | sample:S (Monte Carlo: S worlds "
                    "sampled per example from the ProbLog program, no compilation; for programs "
-                   "past the exact budget) | topk:K (the K most probable proofs per node, a "
-                   "lower bound of the exact probability, no compilation)")
+                   "past the exact budget) | topk:K (the K most probable proofs per node, no "
+                   "compilation; a lower bound of the exact probability only for a program "
+                   "without negation and evidence, else no bound)")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--out", "-o", type=click.Path(), default=None,
               help="run folder (default out/nesy/TASK-MODEL-sSEED)")
@@ -223,13 +224,16 @@ def _fix_data_path(tmp: Path, final: Path) -> None:
 @click.option("--inference", default="exact", show_default=True,
               help="exact (compiled circuit) | sample:S (Monte Carlo: S worlds "
                    "sampled per example from the ProbLog program, no compilation; for programs "
-                   "past the exact budget) | topk:K (the K most probable proofs per node, a "
-                   "lower bound of the exact probability, no compilation)")
+                   "past the exact budget) | topk:K (the K most probable proofs per node, no "
+                   "compilation; a lower bound of the exact probability only for a program "
+                   "without negation and evidence, else no bound)")
 @click.option("--seed", default=0, show_default=True, type=int, help="the sampler's seed")
 def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
     """Probabilities of the queries of a ProbLog PROGRAM (conditioned on its evidence): exact,
     or estimated by sampling (--inference sample:S; printed with their standard errors), or
-    from the K most probable proofs (--inference topk:K; a lower bound).
+    from the K most probable proofs (--inference topk:K; a lower bound where the program
+    has no negation and no evidence, else no bound; stats.bound and stats.truncated say which
+    and whether any proof was cut, exact when none was).
 
     The program is checked against the allow-list first (see the safety guide); networks are
     not available here, so neural predicates are refused: use `nesy train` for those.
@@ -249,6 +253,7 @@ def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
                              networks=[], budget=budget)
         margs = prog.label_marginals([])
         errs = [None] * len(margs)
+        prog.stats["truncated"] = bool(prog.last_truncated.any())
     else:
         prog = CompiledProgram.from_program(Path(program), list(queries) or None, networks=[],
                                             budget=budget, progress=not (quiet or as_json))
