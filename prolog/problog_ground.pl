@@ -708,8 +708,20 @@ unquote(F0, F) :-
     ;   F = F0
     ).
 
+%   on integers (within the bound of nesybench.nesy.arith) SWI-Prolog computes what Python
+%   does: `//` is div (floor), ProbLog's `mod` and `rem` are both Python's %, which is mod
 arith(+, [A, B], V) :- integer(A), integer(B), !, V is A + B.
 arith(-, [A, B], V) :- integer(A), integer(B), !, V is A - B.
+arith(*, [A, B], V) :-             % 100,000: nesybench.nesy.arith.MAX_INT_BITS
+    integer(A), integer(B), int_bits(A, BA), int_bits(B, BB), BA + BB =< 100000, !,
+    V is A * B.
+arith(//, [A, B], V) :- integer(A), integer(B), B =\= 0, !, V is A div B.
+arith(mod, [A, B], V) :- integer(A), integer(B), B =\= 0, !, V is A mod B.
+arith(rem, [A, B], V) :- integer(A), integer(B), B =\= 0, !, V is A mod B.
+arith(min, [A, B], V) :- integer(A), integer(B), !, V is min(A, B).
+arith(max, [A, B], V) :- integer(A), integer(B), !, V is max(A, B).
+arith(-, [A], V) :- integer(A), !, V is -A.
+arith(abs, [A], V) :- integer(A), !, V is abs(A).
 arith(F, Vs, V) :-
     py_call('nesybench.nesy.arith':apply(F, Vs), R),
     (   R = [1, V0]
@@ -717,6 +729,8 @@ arith(F, Vs, V) :-
     ;   R = [_, Msg],
         throw(pg_error(arith(Msg)))
     ).
+
+int_bits(X, B) :- ( X =:= 0 -> B = 0 ; B is msb(abs(X)) + 1 ).
 
 %   stored_value(+V0, -V): the constant is/2 binds (a float rounded to 15 decimals)
 stored_value(V0, V) :-

@@ -173,6 +173,7 @@ def test_atoms_with_special_characters_read_once(name):
 @pytest.mark.parametrize("text, line, why", [
     ("0.5::a.\nq(X) :- a, X is 7 ** (10 ** 9).\n", 2, "integer result too large"),
     ("0.5::a.\nq(X) :- a, X is 10.0 ** 400.\n", 2, "float overflow"),
+    ("0.5::a.\nq(X) :- a, Y is 2 ** 50000, X is Y * Y.\n", 2, "integer result too large"),
     ("(7 ** (10 ** 9))::a.\nq(1) :- a.\n", 1, "integer result too large"),
     ("0.5::a.\nq(X) :- a, X is foo + 1.\n", 2, "foo"),
 ])

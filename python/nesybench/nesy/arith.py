@@ -44,6 +44,14 @@ def _int_bits(x) -> int:
     return abs(x).bit_length() if isinstance(x, int) else 0
 
 
+def shown(x) -> str:
+    """``x`` for a message: an integer of more than 30 digits by its size (Python refuses to
+    write integers of more than 4,300 digits as text)."""
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 100:
+        return f"an integer of about {x.bit_length() * 0.30103:,.0f} digits"
+    return repr(x) if isinstance(x, str) else str(x)
+
+
 def check_size(name: str, a, b) -> None:
     """Raise :class:`ArithmeticFault` when integer ``a name b`` would exceed
     :data:`MAX_INT_BITS` bits (checked from the operands' sizes, before computing)."""
@@ -62,7 +70,8 @@ def check_size(name: str, a, b) -> None:
     else:
         return
     if bits > MAX_INT_BITS:
-        raise ArithmeticFault(f"integer result too large: {a} {name} {b} would have about "
+        raise ArithmeticFault(f"integer result too large: {shown(a)} {name} {shown(b)} would "
+                              f"have about "
                               f"{bits:,.0f} bits (nesybench computes at most "
                               f"{MAX_INT_BITS:,} bits)")
 
@@ -74,30 +83,47 @@ def _guard(name: str, fn):
         try:
             out = fn(*args)
         except OverflowError:
-            shown = f" {name} ".join(map(str, args)) if len(args) == 2 else \
-                f"{name}({', '.join(map(str, args))})"
-            raise ArithmeticFault(f"float overflow in {shown}") from None
+            text = f" {name} ".join(map(shown, args)) if len(args) == 2 else \
+                f"{name}({', '.join(map(shown, args))})"
+            raise ArithmeticFault(f"float overflow in {text}") from None
         except TypeError:
             raise ArithmeticFault(f"{name}/{len(args)} is not defined for "
                                   f"{', '.join(type(a).__name__ for a in args)} operands"
                                   ) from None
         if isinstance(out, complex):
-            raise ArithmeticFault(f"{name}/{len(args)} of {', '.join(map(str, args))} is not "
+            raise ArithmeticFault(f"{name}/{len(args)} of {', '.join(map(shown, args))} is not "
                                   "a real number")
         return out
     checked.__wrapped__ = fn
     return checked
 
 
+_bound_error: list = []
+
+
+def bound_error_class():
+    """The grounding error (a ``problog.errors.GroundingError``) that ProbLog's engine raises
+    for an arithmetic step this module refuses. Not ProbLog's ``ArithmeticError``: ProbLog
+    would write the expression into that one's message, and Python refuses to write an
+    integer of more than 4,300 digits."""
+    if not _bound_error:
+        from problog.errors import GroundingError
+
+        class ArithmeticBound(GroundingError):
+            """An arithmetic step refused by ``nesybench.nesy.arith``."""
+
+        _bound_error.append(ArithmeticBound)
+    return _bound_error[0]
+
+
 def _for_problog(fn):
-    """``fn`` raising ProbLog's own arithmetic error, which its engine reports as a grounding
-    error of the program."""
+    """``fn`` raising :func:`bound_error_class`, which ProbLog's engine reports as a
+    grounding error of the program."""
     def call(*args):
         try:
             return fn(*args)
         except ArithmeticFault as exc:
-            from problog.logic import ArithmeticError as ProbLogArithmeticError
-            raise ProbLogArithmeticError(str(exc)) from None
+            raise bound_error_class()(f"arithmetic: {exc}") from None
     call.__wrapped__ = fn.__wrapped__
     return call
 
@@ -136,7 +162,7 @@ def apply(name: str, args: list):
     module). Called by the SWI-Prolog grounder."""
     for a in args:
         if not isinstance(a, _NUMBERS) or isinstance(a, bool):
-            return [0, f"{name}/{len(args)}: {a!r} is not a number"]
+            return [0, f"{name}/{len(args)}: {shown(a)} is not a number"]
     fn = _table().get((name, len(args)))
     fn = getattr(fn, "__wrapped__", fn)
     if fn is None:

@@ -752,7 +752,7 @@ def _numeric(p, source, text: str | None = None) -> float:
         v = float(p.compute_value()) if hasattr(p, "compute_value") else float(p)
     except Exception as exc:
         why = f" ({getattr(exc, 'base_message', exc)})" if isinstance(exc, ArithmeticError) \
-            or type(exc).__name__ == "ArithmeticError" else ""
+            or type(exc).__name__ in ("ArithmeticError", "ArithmeticBound") else ""
         loc = getattr(p, "location", None)
         where = _where(text, loc) if text is not None and loc is not None else {}
         raise NesyError(f"probability {p} is not a number{why} (learnable parameters are "
