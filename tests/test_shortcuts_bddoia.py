@@ -110,3 +110,57 @@ def test_refusals(copy, tmp_path):
     res = run_cli(["rs", "import-bddoia", ok, "--out", out])
     assert res.rc == 2 and out.is_dir()        # exists: needs --overwrite
     check_outcome(run_cli(["rs", "import-bddoia", ok, "--out", out, "--overwrite"]))
+
+
+#: transcription of rsbench's BDD-OIA models (rsseval/rss/models/boialtn.py reads
+#: ``cs_preds[:, i]``; models/sddoiadpl.py reads the same concept at ``pCs[:, 2i:2i+2]``):
+#: position -> rsbench's name
+RSBENCH_BDDOIA_MODELS = {
+    0: "green_light", 1: "follow", 2: "road_clear", 3: "red_light", 4: "stop_sign", 5: "car",
+    6: "person", 7: "rider", 8: "other_obstacle", 9: "left_lane", 10: "left_green_light",
+    11: "left_follow", 12: "no_left_lane", 13: "left_obstacle", 14: "left_solid_line",
+    15: "right_lane", 16: "right_green_light", 17: "right_follow", 18: "no_right_lane",
+    19: "right_obstacle", 20: "right_solid_line",
+}
+#: transcription of the miniBOIA loader's CONCEPTS_ORDER (datasets/utils/sddoia_creation.py):
+#: name -> position; rsbench's BDD-OIA loader prints concept names in this order
+RSBENCH_MINIBOIA_ORDER = {
+    "green_light": 0, "follow": 1, "clear": 2, "red_light": 3, "stop_sign": 4, "car": 5,
+    "person": 6, "rider": 7, "other_obstacle": 8, "no_left_lane": 9, "left_obstacle": 10,
+    "left_solid_line": 11, "right_lane": 12, "right_green_light": 13, "right_follow": 14,
+    "no_right_lane": 15, "right_obstacle": 16, "right_solid_line": 17, "left_lane": 18,
+    "left_green_light": 19, "left_follow": 20,
+}
+#: rsbench's names that the driving task spells differently
+RENAMED = {"stop_sign": "traffic_sign", "clear": "road_clear"}
+
+
+def test_positions_are_bddoia_models_order():
+    assert len(CONCEPTS) == 21
+    for pos, name in RSBENCH_BDDOIA_MODELS.items():
+        assert CONCEPTS[pos] == RENAMED.get(name, name), pos
+    # the miniBOIA order names 12 of the 21 positions (all of 9-20) differently
+    mini = {pos: RENAMED.get(n, n) for n, pos in RSBENCH_MINIBOIA_ORDER.items()}
+    assert [p for p in range(21) if mini[p] != CONCEPTS[p]] == list(range(9, 21))
+    # every name is one of the driving task's variables, each once
+    assert sorted(CONCEPTS) == sorted(v.name for v in load_task(DRIVING).variables)
+
+
+def test_import_names_each_position_as_the_models_read_it(tmp_path):
+    """Frame k of a synthetic copy has only concept position k set: the imported row k has
+    exactly the column of the concept rsbench's models read at position k set."""
+    src = make_bddoia(tmp_path / "src", sizes=(("train", 21), ("val", 1)))
+    for k in range(21):
+        onehot = torch.zeros(1, 21)
+        onehot[0, k] = 1
+        torch.save(onehot, src / "train" / "concepts" / f"train_{k:04d}.pt")
+    out = tmp_path / "out"
+    check_outcome(run_cli(["rs", "import-bddoia", src, "--out", out]))
+    rows = list(csv.DictReader(open(out / "train" / "labels.csv", newline="")))
+    assert len(rows) == 21
+    for k, row in enumerate(rows):
+        assert row["file"] == f"train_{k:04d}.jpg"
+        on = [col[len("concept:"):] for col, v in row.items()
+              if col.startswith("concept:") and v == "1"]
+        name = RSBENCH_BDDOIA_MODELS[k]
+        assert on == [RENAMED.get(name, name)], k

@@ -10,8 +10,11 @@ per file, in this layout::
     DIR/{split}/labels/<name>.pt         its action labels in {0, 1}: forward, stop, left,
                                          right (a fifth entry, if present, is ignored)
 
-where ``<name>`` is ``img_path`` without its 4-character extension. Concept positions follow
-rsbench's ``CONCEPTS_ORDER`` and are renamed to the variables of ``curricula/rs/driving.yaml``.
+where ``<name>`` is ``img_path`` without its 4-character extension. Concept positions are named
+as rsbench's BDD-OIA models read them (``models/boialtn.py``, ``models/sddoiadpl.py``: BDD-OIA's
+own order, :data:`CONCEPTS`), not by the miniBOIA loader's ``CONCEPTS_ORDER``, which rsbench's
+BDD-OIA loader uses only for the names it prints and for masking concept supervision. rsbench's
+``stop_sign`` and ``clear`` are the driving task's ``traffic_sign`` and ``road_clear``.
 
 :func:`import_bddoia` checks every file (a pickle that is not a list of such dicts, a global
 other than numpy arrays in it, a ``.pt`` that is not one tensor, wrong sizes, NaN or infinite
@@ -45,11 +48,15 @@ from ..yamlsafe import load_yaml
 SPLITS = ("train", "val", "test")
 FEATURE_DIM = 2048
 ACTIONS = ("forward", "stop", "left", "right")
-#: rsbench's concept positions (``CONCEPTS_ORDER``), as the driving task's variable names
+#: the concept at each position of a frame's concept tensor, as rsbench's BDD-OIA models read
+#: it (BDD-OIA's order: 0-8 the forward/stop concepts, 9-14 the left side, 15-20 the right
+#: side), named by the driving task's variables
 CONCEPTS = ("green_light", "follow", "road_clear", "red_light", "traffic_sign", "car", "person",
-            "rider", "other_obstacle", "no_left_lane", "left_obstacle", "left_solid_line",
-            "right_lane", "right_green_light", "right_follow", "no_right_lane",
-            "right_obstacle", "right_solid_line", "left_lane", "left_green_light", "left_follow")
+            "rider", "other_obstacle",
+            "left_lane", "left_green_light", "left_follow",
+            "no_left_lane", "left_obstacle", "left_solid_line",
+            "right_lane", "right_green_light", "right_follow",
+            "no_right_lane", "right_obstacle", "right_solid_line")
 #: the largest index pickle and per-frame tensor file read (a frame is about 9 KB)
 MAX_PKL_BYTES = 256 << 20
 MAX_PT_BYTES = 1 << 20
