@@ -175,7 +175,8 @@ def wheel(tmp_path_factory):
     src = tmp / "src"
     src.mkdir()
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
-    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "CHANGELOG.md"):
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "CHANGELOG.md",
+                 "LICENSE"):
         shutil.copy2(ROOT / name, src / name)
     for name in ("python", "prolog", "kb", "curricula"):
         shutil.copytree(ROOT / name, src / name, ignore=skip)
@@ -212,6 +213,37 @@ def test_the_wheel_ships_the_logic_core(wheel):
                and not any(x == "__pycache__" or x.startswith(".") for x in p.parts[-4:])]
     assert len(shipped) == len(tracked)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+
+
+# the Apache License 2.0 exactly as apache.org publishes it (LICENSE-2.0.txt)
+APACHE_2_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
+
+
+def test_the_licence_text_ships_in_the_repository_sdist_wheel_and_pack(wheel, tmp_path):
+    import hashlib
+    import tarfile
+    import zipfile
+
+    text = (ROOT / "LICENSE").read_bytes()
+    assert hashlib.sha256(text).hexdigest() == APACHE_2_SHA256
+    assert b"Apache License\n                           Version 2.0, January 2004" in text
+    # the sdist the wheel was built from (the fixture's folder)
+    (sdist,) = (wheel.parent.parent / "sdist").glob("nesybench-*.tar.gz")
+    with tarfile.open(sdist) as tf:
+        top = tf.getnames()[0].split("/")[0]
+        assert tf.extractfile(f"{top}/LICENSE").read() == text
+    with zipfile.ZipFile(wheel) as zf:
+        (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        dist_info = meta.rsplit("/", 1)[0]
+        assert zf.read(f"{dist_info}/licenses/LICENSE") == text
+        headers = zf.read(meta).decode().split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: Apache-2.0" in headers
+    assert "License-File: LICENSE" in headers
+    built = subprocess.run(["bash", str(ROOT / "scripts" / "build_pack.sh"), str(tmp_path)],
+                           capture_output=True, text=True, timeout=120, check=True)
+    archive = Path(built.stdout.strip())
+    with tarfile.open(archive) as tf:
+        assert tf.extractfile(f"{archive.name.removesuffix('.tgz')}/LICENSE").read() == text
 
 
 def test_the_installed_wheel_runs_from_any_folder(wheel, tmp_path):
