@@ -14,6 +14,7 @@ import click
 
 from .. import __version__
 from ..errors import NesyError
+from .quiet import make_quiet
 
 #: subcommand name -> module holding a click group called ``group``
 CAPABILITIES = {
@@ -46,7 +47,8 @@ class _LazyGroup(click.Group):
         if module is None:
             return None
         try:
-            return importlib.import_module(module).group
+            # -q/--quiet: one meaning in every command (nesybench.cli.quiet)
+            return make_quiet(importlib.import_module(module).group)
         except ModuleNotFoundError as exc:
             if exc.name == module:
                 return None
@@ -82,7 +84,7 @@ def cli(ctx, allow_hardlinks):
 
     \b
     Shared options mean the same in every command that has them: -o/--out, --overwrite,
-    --seed, -j/--workers, --json, -q/--quiet.
+    --seed, -j/--workers, --json, -q/--quiet (nothing but errors and warnings).
     Documentation: docs/ (make docs), one guide per capability.
     """
     if allow_hardlinks:
