@@ -60,6 +60,7 @@ swipl prolog/rudas/chase.pl
 :- use_module(library(aggregate)).
 :- use_module('../progress').
 :- use_module(datalog, [read_datalog_file/3]).
+:- use_module(messages, []).          % how rudas_budget/2 prints
 :- use_module(library(assoc)).
 :- use_module(library(solution_sequences)).
 

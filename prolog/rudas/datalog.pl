@@ -15,6 +15,7 @@ size and depth limits of safe_load:read_untrusted_term/4 and checks it with the 
 below; the learned-rule reader of rudas_metrics uses the same checks.
 */
 :- use_module('../safe_load', [read_untrusted_term/4]).
+:- use_module(messages, []).          % how rudas_file_error/3 prints
 :- use_module(library(lists)).
 
 %!  read_datalog_file(+File, +Kind, -Terms:list) is det.

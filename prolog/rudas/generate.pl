@@ -37,6 +37,7 @@ Errors in the parameters throw rudas_error(Message).
 :- use_module(library(dicts)).
 :- use_module(chase).
 :- use_module('../progress').
+:- use_module(messages, []).          % how rudas_error/1 prints
 
 %!  size_class(?Class:atom, ?Min:integer, ?Max:integer) is nondet.
 %

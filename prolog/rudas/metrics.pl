@@ -44,6 +44,7 @@ With I(R,F) the facts derived from F by R, excluding F (rudas_chase:chase/5):
 :- use_module(datalog, [datalog_rule_problem/2]).
 :- use_module('../safe_load', [read_untrusted_term/4, with_time_limit/2]).
 :- use_module('../progress').
+:- use_module(messages, []).          % how rudas_input_error/4 prints
 
 %!  evaluate_safe(+Dir, +LearnedFile, +Options:dict, -Result:dict, -Error:dict) is det.
 %
@@ -55,7 +56,7 @@ evaluate_safe(Dir, File, Options, Result, Error) :-
 
 %   input_error(+Caught, +LearnedFile, -Error:dict): the dict of evaluate_safe/5 for an input
 %   error (of the learned file, or rudas_file_error/3 of any file the dataset holds).
-input_error(rudas_input_error(Kind, Line, Msg), File, _{kind:Kind, line:Line, message:Msg,
+input_error(rudas_input_error(File, Kind, Line, Msg), _, _{kind:Kind, line:Line, message:Msg,
                                                          file:File}) :- !.
 input_error(rudas_file_error(F, Line, Msg), _, _{kind:bad_rule, line:Line, message:Msg,
                                                   file:F}) :- !.
@@ -76,7 +77,7 @@ evaluate(Dir, File, Options, Result) :-
     known_preds(Orig, Support, Dir, Known),
     read_learned(File, Known, Aux, Outcome),
     (   Outcome = ok(Learned0) -> true
-    ;   Outcome = error(Kind, Line, Msg), throw(rudas_input_error(Kind, Line, Msg))
+    ;   Outcome = error(Kind, Line, Msg), throw(rudas_input_error(File, Kind, Line, Msg))
     ),
     include(above(Th), Learned0, Kept),
     pairs_values(Kept, Learned),

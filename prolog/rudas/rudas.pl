@@ -21,13 +21,45 @@ $ swipl prolog/rudas/rudas.pl
 :- use_module(chase).
 :- use_module(generate).
 :- use_module(metrics).
+:- use_module(messages, []).          % how the RuDaS error terms print
 
 %!  rudas_generate(+OutDir, +Params:dict, -Summary:dict) is det.
 %
-%   Generate a dataset into OutDir (created if needed). See rudas_generate:resolve_params/2.
+%   Generate a dataset into OutDir, created with any missing parent folders. A folder that
+%   cannot be created throws rudas_dir_error(Folder, Why) naming that folder (the first one
+%   missing, or a file in the way). See rudas_generate:resolve_params/2 for Params.
 rudas_generate(Dir, Params, Summary) :-
-    ( exists_directory(Dir) -> true ; make_directory(Dir) ),
-    generate(Params, Dir, Summary).
+    resolve_params(Params, _),              % bad parameters: nothing is created
+    ensure_directory(Dir),
+    once(generate(Params, Dir, Summary)).
+
+%!  ensure_directory(+Dir) is det.
+%
+%   Dir exists as a folder afterwards: its missing ancestors are created first, outermost
+%   first. Throws rudas_dir_error(Folder, Why) for the one that cannot be created.
+ensure_directory(Dir) :-
+    exists_directory(Dir),
+    !.
+ensure_directory(Dir) :-
+    exists_file(Dir),
+    !,
+    throw(rudas_dir_error(Dir, "a file of that name is in the way")).
+ensure_directory(Dir) :-
+    file_directory_name(Dir, Parent),
+    (   Parent == Dir
+    ->  true
+    ;   ensure_directory(Parent)
+    ),
+    catch(make_directory(Dir), error(Formal, Context),
+          dir_error(Dir, Formal, Context)).
+
+dir_error(Dir, _, context(_, Why)) :-
+    atomic(Why),
+    !,
+    throw(rudas_dir_error(Dir, Why)).
+dir_error(Dir, Formal, _) :-
+    format(string(Why), "~p", [Formal]),
+    throw(rudas_dir_error(Dir, Why)).
 
 %!  rudas_chase(+DatasetDir, -Derived:list) is det.
 %
