@@ -83,17 +83,22 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
         paths = _pairs(data_paths, dss, "--data-path")
         kb_files = _pairs(kbs, dss, "--kb")
         options = _injector_options(inj_opts, injs)
-        # everything that can be wrong with data or rules fails here, before the study
-        if engine == "native" and not native.available():
-            click.echo("nesybench: warning: no C compiler for the native trainer; using "
-                       "--engine torch (slower, same model)", err=True)
-            engine = "torch"
-        if engine == "native":
-            native.build()
+        # everything that can be wrong with data or rules fails here, before the study and
+        # before the kernel is compiled (a minute on a first run): data first
         for ds in dss:
             d = cells.dataset(ds, paths.get(ds))
             if any(i != "uneducated" for i in injs):
                 cells.knowledge(d, kb_files.get(ds))
+        if engine == "native" and not native.available():
+            click.echo("nesybench: warning: no C compiler for the native trainer; using "
+                       "--engine torch (slower, same model)", err=True)
+            engine = "torch"
+        if engine == "native" and not native.library_path().is_file():
+            if not (quiet or as_json):
+                click.echo(f"ski run: compiling the native SKI trainer into "
+                           f"{native.kernel_dir()} (once per machine; about a minute)",
+                           err=True)
+            native.build()
         summaries = []
         for ds in dss:
             params = {"dataset": ds, "reps": reps, "epochs": epochs}
