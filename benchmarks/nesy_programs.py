@@ -18,6 +18,10 @@ compilation reported apart, no circuit cache. Rounds interleave the two; medians
 spread; the ratios are ProbLog's median ground+compile over ours, and ProbLog's grounding
 over ours.
 
+``--reachability 30`` (the default) adds ``path(n0, X)`` over a 30-node probabilistic graph,
+a non-ground query whose answers hold together. ``--large-api`` runs the ``--large`` programs
+through the public ``CompiledProgram.from_program`` too.
+
 ``--large 3,4`` then grounds and compiles the textbook addition at those N once each, in a
 child process under ``--large-timeout`` seconds (default 600) and ``--large-memory`` MiB
 (default 8192), and prints grounding and compilation seconds, SDD size and the child's peak
@@ -45,6 +49,20 @@ number([D|Ds], Acc, N) :- digit(D, V), Acc1 is 10 * Acc + V, number(Ds, Acc1, N)
 number(Ds, N) :- number(Ds, 0, N).
 multi_addition(X, Y, Z) :- number(X, A), number(Y, B), Z is A + B.
 """
+
+def reachability(nodes: int = 30, seed: int = 0) -> str:
+    """A probabilistic graph of ``nodes`` nodes, two random out-edges each (probabilities
+    0.1-0.9, a fixed seed), and reachability over it: ``path(n0, X)`` has an answer per
+    reachable node, answers that hold together through shared edges and cycles."""
+    import random
+    rng = random.Random(seed)
+    lines = []
+    for a in range(nodes):
+        for b in rng.sample([x for x in range(nodes) if x != a], 2):
+            lines.append(f"{rng.choice(range(1, 10)) / 10}::edge(n{a}, n{b}).")
+    lines += ["path(X, Y) :- edge(X, Y).", "path(X, Y) :- edge(X, Z), path(Z, Y)."]
+    return "\n".join(lines) + "\n"
+
 
 #: queries for the reference examples (file name relative to ``examples/``)
 EXAMPLE_QUERIES = {
@@ -145,6 +163,16 @@ def run_large_child(n: int, which: str) -> None:
         t2 = time.perf_counter()
         print(json.dumps({"ground": t1 - t0, "compile": t2 - t1, "sdd": comp.sdd.size(),
                           "strategy": comp.strategy}), flush=True)
+    elif which == "api":
+        from nesybench.nesy.budget import Budget
+        from nesybench.nesy.circuit import CompiledProgram
+        budget = Budget(max_ground_nodes=None, max_circuit_nodes=None, timeout=None,
+                        max_memory_mb=None)
+        t0 = time.perf_counter()
+        prog = CompiledProgram.from_program(ADDITION, [addition_query(n)], use_cache=False,
+                                            budget=budget)
+        print(json.dumps({"ground+compile": time.perf_counter() - t0,
+                          "strategy": prog.stats.get("strategy", "")}), flush=True)
     else:
         tg, tc = time_problog(problog_text(ADDITION, addition_query(n)))
         print(json.dumps({"ground": tg, "compile": tc}), flush=True)
@@ -194,7 +222,8 @@ def run_large(n: int, which: str, timeout: float, memory_mb: float) -> str:
     peak_txt = f"peak {peak_kb[0] / 1024:,.0f} MiB" if peak_kb[0] else "peak unknown"
     lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
     last = lines[-1] if lines else {}
-    parts = [f"{k} {last[k]:.2f} s" for k in ("ground", "compile") if k in last]
+    parts = [f"{k} {last[k]:.2f} s" for k in ("ground", "compile", "ground+compile")
+             if k in last]
     if "sdd" in last:
         parts.append(f"SDD size {last['sdd']:,} ({last['strategy']})")
     if "nodes" in last:
@@ -223,6 +252,11 @@ def main(argv=None) -> int:
     ap.add_argument("--large", default="",
                     help="digits N (comma-separated) of textbook addition to run once each in "
                          "a child process, e.g. 3,4")
+    ap.add_argument("--reachability", type=int, default=30,
+                    help="nodes of the reachability program's graph (0: leave it out)")
+    ap.add_argument("--large-api", action="store_true",
+                    help="also run the --large programs through the public "
+                         "CompiledProgram.from_program (unbounded budget)")
     ap.add_argument("--large-timeout", type=float, default=600.0)
     ap.add_argument("--large-memory", type=float, default=8192.0)
     ap.add_argument("--problog-large", action="store_true",
@@ -238,6 +272,9 @@ def main(argv=None) -> int:
     cases = []
     for n in range(1, args.max_digits + 1):
         cases.append((f"textbook addition N={n}", ADDITION, addition_query(n)))
+    if args.reachability:
+        cases.append((f"reachability path(n0, X), {args.reachability} nodes",
+                      reachability(args.reachability), "path(n0, X)"))
     if args.reference:
         root = args.reference / "src" / "deepproblog" / "examples"
         for rel, query in EXAMPLE_QUERIES.items():
@@ -285,6 +322,8 @@ def main(argv=None) -> int:
                   f"{fmt(cmd) if cmd else '-':>26s}  {sdd}")
     for n in [int(x) for x in args.large.split(",") if x]:
         print(run_large(n, "ours", args.large_timeout, args.large_memory), flush=True)
+        if args.large_api:
+            print(run_large(n, "api", args.large_timeout, args.large_memory), flush=True)
         if args.problog_large:
             print(run_large(n, "problog", args.large_timeout, args.large_memory), flush=True)
     return 0
