@@ -191,3 +191,56 @@ def test_a_task_without_shapes_gets_random_shapes():
     shapes = {o["shape"] for k in range(20) for o in
               B.describe(task, ("red", "blue"), opts, seed=0, split="train", index=k)["objects"]}
     assert shapes == set(B.SHAPES)
+
+
+def _files(out: Path) -> dict:
+    return {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
+
+
+def _chunk_types(data: bytes) -> list[bytes]:
+    kinds, i = [], 8
+    while i < len(data):
+        n = int.from_bytes(data[i:i + 4], "big")
+        kinds.append(data[i + 4:i + 8])
+        i += 12 + n
+    return kinds
+
+
+@needs_bpy
+def test_two_runs_of_one_seed_give_the_same_bytes(tmp_path):
+    """Every file of the folder (pictures, annotations, labels, manifest) is the same byte for
+    byte: the PNGs carry no date or timing chunk. Smallest render the options allow."""
+    tiny = {"resolution": [8, 8], "samples": 1, "workers": 1}
+    sizes = {"train": 2, "val": 1, "test": 0}
+    runs = []
+    for name in ("a", "b"):
+        generate(load_task(TASK), tmp_path / name, seed=5, samples=sizes, render_options=tiny)
+        runs.append(_files(tmp_path / name))
+    assert sorted(runs[0]) == sorted(runs[1])
+    assert [k for k in runs[0] if k.endswith(".png")] == \
+        ["train/00000.png", "train/00001.png", "val/00000.png"]
+    for k in runs[0]:
+        assert runs[0][k] == runs[1][k], k
+        if k.endswith(".png"):
+            assert not set(_chunk_types(runs[0][k])) & B.PNG_TEXT_CHUNKS
+
+
+def test_strip_png_text_keeps_the_picture(tmp_path):
+    from PIL.PngImagePlugin import PngInfo
+    info = PngInfo()
+    info.add_text("Date", "2026/01/01 00:00:00")
+    info.add_text("RenderTime", "00:01.00", zip=True)
+    info.add_itxt("Note", "x")
+    pixels = np.arange(4 * 3 * 3, dtype=np.uint8).reshape(4, 3, 3)
+    Image.fromarray(pixels).save(tmp_path / "t.png", pnginfo=info)
+    data = (tmp_path / "t.png").read_bytes()
+    assert {b"tEXt", b"zTXt", b"iTXt"} <= set(_chunk_types(data))
+    out = B.strip_png_text(data)
+    assert _chunk_types(out) == [k for k in _chunk_types(data) if k not in B.PNG_TEXT_CHUNKS]
+    (tmp_path / "s.png").write_bytes(out)
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "s.png")), pixels)
+    assert B.strip_png_text(out) == out
+    for bad, needle in ((b"GIF89a", "no PNG signature"), (data[:20], "runs past the end"),
+                        (data[:-12], "cut off"), (data + b"x", "1 bytes after")):
+        with pytest.raises(NesyError, match=needle):
+            B.strip_png_text(bad, "t.png")

@@ -307,3 +307,21 @@ def test_nesy_train_reads_the_rendered_road_scenes(rendered, tmp_path):
     want = _rows(out, "ood")
     assert [[r[f"concept:{v.name}"] for v in task.variables] for r in pred] == \
         [[r[f"concept:{v.name}"] for v in task.variables] for r in want]
+
+
+@needs_bpy
+def test_two_runs_of_one_seed_give_the_same_bytes(tmp_path):
+    """The road scenes too: every file of two runs of one seed is the same byte for byte."""
+    tiny = {"resolution": [48, 48], "samples": 1, "workers": 1}
+    sizes = {"train": 2, "val": 0, "test": 0, "ood": 1}
+    runs = []
+    for name in ("a", "b"):
+        generate(load_task(TASK), tmp_path / name, seed=5, samples=sizes, render_options=tiny)
+        out = tmp_path / name
+        runs.append({str(f.relative_to(out)): f.read_bytes()
+                     for f in sorted(out.rglob("*")) if f.is_file()})
+    assert [k for k in runs[0] if k.endswith(".png")] == \
+        ["ood/00000.png", "train/00000.png", "train/00001.png"]
+    assert runs[0] == runs[1]
+    # no text or time chunk is left to strip
+    assert all(B.strip_png_text(v) == v for k, v in runs[0].items() if k.endswith(".png"))

@@ -403,6 +403,41 @@ def _annotate(scene, cam, objs, desc: dict) -> dict:
     return {"objects": out, "relations": rel}
 
 
+#: PNG chunks that carry text or a timestamp: Blender writes the wall-clock date, the render
+#: and synchronisation times and similar bookkeeping into them, so that two renders of the same
+#: scene would differ in these bytes alone
+PNG_TEXT_CHUNKS = frozenset({b"tEXt", b"zTXt", b"iTXt", b"tIME"})
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def strip_png_text(data: bytes, where: str = "PNG") -> bytes:
+    """``data`` (a PNG file's bytes) without its text and time chunks (:data:`PNG_TEXT_CHUNKS`);
+    every other chunk is kept byte for byte, so the pixels and their encoding are unchanged.
+    A file that is not a well-formed sequence of chunks ending in ``IEND`` is a
+    :class:`NesyError` naming ``where``."""
+    if not data.startswith(PNG_SIGNATURE):
+        raise NesyError("not a PNG file (no PNG signature)", file=where)
+    out = [PNG_SIGNATURE]
+    i = len(PNG_SIGNATURE)
+    while True:
+        if i + 8 > len(data):
+            raise NesyError(f"PNG chunk header cut off at byte {i}", file=where)
+        length = int.from_bytes(data[i:i + 4], "big")
+        kind = data[i + 4:i + 8]
+        end = i + 12 + length
+        if length > 0x7FFFFFFF or end > len(data):
+            raise NesyError(f"PNG chunk {kind!r} at byte {i} runs past the end of the file",
+                            file=where)
+        if kind not in PNG_TEXT_CHUNKS:
+            out.append(data[i:end])
+        i = end
+        if kind == b"IEND":
+            break
+    if i != len(data):
+        raise NesyError(f"{len(data) - i} bytes after the PNG's IEND chunk", file=where)
+    return b"".join(out)
+
+
 _BPY = None
 
 
@@ -432,6 +467,11 @@ def _render_job(job):
         tmp_png = png + ".partial.png"
         scene.render.filepath = tmp_png
         bpy.ops.render.render(write_still=True)
+        # the same scene gives the same bytes: drop the chunks holding dates and timings
+        with open(tmp_png, "rb") as fh:
+            data = strip_png_text(fh.read(), os.path.basename(png))
+        with open(tmp_png, "wb") as fh:
+            fh.write(data)
         os.replace(tmp_png, png)
         a = {"image": os.path.basename(png), "hash": description_hash(desc), **desc,
              **annotate(), "bpy_version": bpy.app.version_string}
