@@ -1,12 +1,12 @@
 """CLE4EVR with a range of objects per scene: ``support: {objects: [min, max]}`` over object
-slots whose attributes include ``none`` (an absent object). Counts against brute force and a
-closed form; rendering (where bpy is installed) shows exactly the present objects."""
+slots whose attributes include ``none`` (an absent object), absent objects last as rsbench
+numbers them. Counts against brute force and a closed form; rendering (where bpy is installed)
+shows exactly the present objects."""
 from __future__ import annotations
 
 import csv
 import itertools
 import json
-from math import comb
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from nesybench.errors import NesyError
 from nesybench.shortcuts import blender as B
 from nesybench.shortcuts.count import count_rs
 from nesybench.shortcuts.generate import generate
-from nesybench.shortcuts.task import load_task, present_objects
+from nesybench.shortcuts.task import absent_last, load_task, present_objects
 
 ROOT = Path(__file__).resolve().parents[1]
 RANGE = ROOT / "curricula" / "rs" / "cle4evr_range.yaml"
@@ -38,10 +38,14 @@ def test_the_support_is_the_whole_or_absent_worlds_in_range():
         cols, shapes = w[:3], w[3:]
         if any((c == "none") != (s == "none") for c, s in zip(cols, shapes)):
             continue
-        if 2 <= sum(c != "none" for c in cols) <= 3:
+        n = sum(c != "none" for c in cols)
+        # absent objects last: objects 1..n present, the rest absent
+        if 2 <= n <= 3 and all(c != "none" for c in cols[:n]):
             want.append(w)
     assert sorted(sup) == sorted(want)
-    assert len(sup) == comb(3, 2) * 4 ** 2 + comb(3, 3) * 4 ** 3 == 112
+    assert len(sup) == 4 ** 2 + 4 ** 3 == 80
+    assert ("red", "none", "blue", "cube", "none", "cube") not in sup
+    assert ("red", "blue", "none", "cube", "cube", "none") in sup
     assert {present_objects(task, w) for w in sup} == {2, 3}
     # the label needs two present objects alike: an absent pair never counts
     labels = dict(zip(sup, task.labels_of(sup)))
@@ -102,8 +106,12 @@ def test_absent_objects_need_the_none_value():
 def test_shipped_range_task_support():
     task = load_task(RANGE)
     sup = task.support()
-    assert len(sup) == comb(4, 2) * 9 ** 2 + comb(4, 3) * 9 ** 3 == 3402
+    assert len(sup) == 9 ** 2 + 9 ** 3 == 810
     assert {present_objects(task, w) for w in sup} == {2, 3}
+    for w in sup:      # objects 1..n present, n + 1..4 absent
+        n = present_objects(task, w)
+        assert all(x != "none" for x in w[:n] + w[4:4 + n])
+        assert set(w[n:4] + w[4 + n:]) <= {"none"}
 
 
 @pytest.mark.skipif(not B.bpy_available(), reason=f"bpy is not installed ({B.INSTALL_HINT})")
@@ -118,10 +126,12 @@ def test_rendered_scenes_show_exactly_the_present_objects(tmp_path):
             world = tuple(row[f"concept:{v.name}"] for v in task.variables)
             n = present_objects(task, world)
             assert (2 <= n <= 3) == (split == "train")
+            assert absent_last(task, world)
             seen.add(n)
             ann = json.loads((out / split / row["file"].replace(".png", ".json")).read_text())
             objs = ann["objects"]
             assert len(objs) == n
+            assert [o["object"] for o in objs] == list(range(1, n + 1))
             for o in objs:       # each drawn object is its slot's colour and shape
                 assert (o["color"], o["shape"]) == (row[f"concept:color({o['object']})"],
                                                     row[f"concept:shape({o['object']})"])
@@ -149,12 +159,51 @@ def test_entangled_objects_can_be_absent_too():
                                     "domain": ["red_cube", "blue_cube", "none"]}],
                       "support": {"objects": [2, 3]}})
     sup = task.support()
-    assert len(sup) == comb(3, 2) * 2 ** 2 + 2 ** 3 == 20
+    assert len(sup) == 2 ** 2 + 2 ** 3 == 12
     labels = dict(zip(sup, task.labels_of(sup)))
-    assert labels[("red_cube", "none", "red_cube")] == (1,)
-    assert labels[("red_cube", "none", "blue_cube")] == (0,)
+    assert labels[("red_cube", "red_cube", "none")] == (1,)
+    assert labels[("red_cube", "blue_cube", "none")] == (0,)
+    assert ("red_cube", "none", "red_cube") not in labels
     opts = B.options(task, {"resolution": [64, 64]})
-    objs = B.describe(task, ("blue_cube", "none", "red_cube"), opts, seed=0, split="train",
+    objs = B.describe(task, ("blue_cube", "red_cube", "none"), opts, seed=0, split="train",
                       index=0)["objects"]
     assert [(o["object"], o["color"], o["shape"]) for o in objs] == \
-        [(1, "blue", "cube"), (3, "red", "cube")]
+        [(1, "blue", "cube"), (2, "red", "cube")]
+
+
+def test_absent_objects_come_last():
+    """rsbench numbers a scene's objects 1..n and puts absent ones last: a world with an absent
+    object before a present one is neither in the support nor drawn (its picture would be that
+    of the world with the same objects numbered from 1), and a support list holding one is one
+    error line."""
+    task = _task(["red", "blue", "none"], ["cube", "sphere", "none"], 4, 0, 4)
+    sup = task.support()
+    # every prefix of present objects: sum over n of (2 colours * 2 shapes)^n
+    assert len(sup) == sum(4 ** n for n in range(5)) == 341
+    assert all(absent_last(task, w) for w in sup)
+    n_absent_last = 0
+    for w in itertools.product(*[v.domain for v in task.variables]):
+        if present_objects(task, w) is None:
+            continue
+        present = [c != "none" for c in w[:4]]
+        want = present == sorted(present, reverse=True)
+        assert absent_last(task, w) == want == B.drawable(task, w), w
+        n_absent_last += want
+    assert n_absent_last == len(sup)
+    gap = ("red", "none", "blue", "none", "cube", "none", "sphere", "none")
+    assert B.undrawable(task, gap).startswith("has an absent object before a present one")
+    assert "some attributes none" in B.undrawable(task, ("red",) + ("none",) * 7)
+
+
+def test_a_support_world_with_a_gap_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(B, "bpy_available", lambda: True)
+    data = yaml.safe_load(RANGE.read_text())
+    data["knowledge"] = str(ROOT / "kb/shortcuts/cle4evr.lp")
+    data["support"] = ["red,none,blue,none,cube,none,sphere,none"]
+    p = tmp_path / "t.yaml"
+    p.write_text(yaml.safe_dump(data))
+    assert main(["rs", "generate", str(p), "--out", str(tmp_path / "o"), "--samples", "4",
+                 "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "absent object before a present one" in err, err
+    assert not (tmp_path / "o").exists()

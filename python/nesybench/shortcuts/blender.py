@@ -166,20 +166,34 @@ def _objects_of(task, world) -> list[dict]:
             raise NesyError(f"render: blender has no object attribute {name!r} (color, shape, "
                             f"size, material, obj)", file=task.source)
     # an object with an attribute `none` is absent (support {objects: [min, max]})
-    return [objs[i] for i in sorted(objs, key=str)
+    from .task import slot_order  # noqa: PLC0415
+    return [objs[i] for i in slot_order(objs)
             if not any(str(x) == "none" for k, x in objs[i].items() if k != "object")]
 
 
-def drawable(task, world) -> bool:
-    """Whether every object of ``world`` is whole or absent (``none`` in all its attributes);
-    always for tasks without ``none`` values or without per-object concepts."""
+def undrawable(task, world) -> str | None:
+    """Why ``world`` has no picture of its own, or None: an object with some attributes
+    ``none`` and others not (half an object), or an absent object before a present one (the
+    picture of n objects is the world with objects 1..n present, as rsbench numbers them).
+    Always None for tasks without ``none`` values or without per-object concepts."""
     if not any(str(x) == "none" for x in world):
-        return True
-    from .task import present_objects  # noqa: PLC0415
+        return None
+    from .task import absent_last, object_slots, present_objects  # noqa: PLC0415
     try:
-        return present_objects(task, world) is not None
+        slots = object_slots(task)
     except NesyError:
-        return True
+        return None
+    if present_objects(task, world, slots) is None:
+        return "has an object with some attributes none and others not"
+    if not absent_last(task, world, slots):
+        return ("has an absent object before a present one (present objects come first, "
+                "absent ones last)")
+    return None
+
+
+def drawable(task, world) -> bool:
+    """Whether ``world`` has a picture of its own (:func:`undrawable` gives no reason)."""
+    return undrawable(task, world) is None
 
 
 def check_vocabulary(task, opts: dict | None = None) -> None:

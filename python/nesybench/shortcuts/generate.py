@@ -261,14 +261,15 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                 ood.append(w)
         ood = sorted(set(ood), key=str)
     if render == "blender":
-        # a scene can show an object or leave it out, not half of it: with absent objects
-        # (`none` values), OOD worlds are those whose objects are each whole or absent
+        # a scene can show an object or leave it out, not half of it, and shows n objects as
+        # objects 1..n: with absent objects (`none` values), OOD worlds are those whose objects
+        # are each whole or absent, the absent ones last
         from . import blender as B  # noqa: PLC0415
         bad = next((w for w in support if not B.drawable(task, w)), None)
         if bad is not None:
-            raise NesyError(f"support world {','.join(map(str, bad))} has an object with some "
-                            f"attributes none and others not; use support {{objects: [min, "
-                            f"max]}}", file=task.source, field="support")
+            raise NesyError(f"support world {','.join(map(str, bad))} "
+                            f"{B.undrawable(task, bad)}; use support {{objects: [min, max]}}",
+                            file=task.source, field="support")
         ood = [w for w in ood if B.drawable(task, w)]
     pools = {"train": support, "val": support, "test": support, "ood": ood}
     if total is not None:

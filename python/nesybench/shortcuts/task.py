@@ -255,10 +255,33 @@ def present_objects(task, world, slots=None) -> int | None:
     return n
 
 
+def slot_order(slots) -> list:
+    """The object indices of ``slots`` in numbering order (integers by value, then others by
+    name): object 1 first."""
+    return sorted(slots, key=lambda i: (0, i) if isinstance(i, int) else (1, str(i)))
+
+
+def absent_last(task, world, slots=None) -> bool:
+    """Whether every absent object of ``world`` (all its attributes ``none``) comes after every
+    object that is not absent, in :func:`slot_order`: rsbench numbers a scene's objects
+    1..n and puts absent ones last, so a picture of n objects has one concept vector."""
+    slots = object_slots(task) if slots is None else slots
+    gap = False
+    for i in slot_order(slots):
+        absent = all(str(world[k]) == ABSENT for k in slots[i])
+        if absent:
+            gap = True
+        elif gap:
+            return False
+    return True
+
+
 def objects_support(task, rng_objects) -> list[tuple]:
     """``support: {objects: [min, max]}``: every world whose objects are each present (no
-    attribute ``none``) or absent (every attribute ``none``), with ``min``..``max`` present
-    (rsbench's range of objects per image). Worlds with other numbers of objects are OOD."""
+    attribute ``none``) or absent (every attribute ``none``), with ``min``..``max`` present,
+    and the absent ones last (:func:`absent_last`; rsbench's range of objects per image, its
+    objects numbered from 1). Worlds with other numbers of objects, absent ones last, are
+    OOD."""
     lo, hi = rng_objects
     slots = object_slots(task)
     if hi > len(slots):
@@ -275,7 +298,7 @@ def objects_support(task, rng_objects) -> list[tuple]:
     out = []
     for w in task.all_worlds():
         n = present_objects(task, w, slots)
-        if n is not None and lo <= n <= hi:
+        if n is not None and lo <= n <= hi and absent_last(task, w, slots):
             out.append(w)
     if not out:
         raise NesyError("support {objects: ...} holds no world", file=task.source,
