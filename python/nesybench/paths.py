@@ -123,3 +123,96 @@ def shipped_text(name, *, folders: tuple[str, ...] = DATA_FOLDERS) -> str | None
     nesybench ships no such file."""
     path = shipped(name, folders=folders)
     return None if path is None else path.read_text(encoding="utf-8")
+
+
+# -- shipped assets by name ------------------------------------------------------------------
+
+#: the kinds of shipped file a command takes by name: kind -> (folder under :func:`data_root`,
+#: file suffix, what such a file is). A name is the file's path inside its folder without the
+#: suffix: ``easy`` (``curricula/kandy/easy.yaml``), ``xor_counts``, ``easy/t15``.
+ASSET_KINDS: dict[str, tuple[str, str, str]] = {
+    "kandy-curriculum": ("curricula/kandy", ".yaml", "KANDY curriculum"),
+    "rs-task": ("curricula/rs", ".yaml", "reasoning-shortcut task"),
+    "sweep": ("curricula/sweeps", ".yaml", "sweep spec"),
+    "rudas-experiment": ("curricula/rudas", ".yaml", "RuDaS experiment spec"),
+    "kandy-rule": ("kb/kandy/rules", ".pl", "KANDY task rule"),
+    "ski-rules": ("kb/ski", ".pl", "SKI rule file"),
+}
+
+
+def asset_names(kind: str) -> dict[str, str]:
+    """The shipped files of ``kind`` (a key of :data:`ASSET_KINDS`): name -> registry name
+    (``"xor"`` -> ``"curricula/rs/xor.yaml"``), sorted by name."""
+    folder, suffix, _ = ASSET_KINDS[kind]
+    out = {}
+    for reg in sorted(shipped_names()):
+        if reg.startswith(folder + "/") and reg.endswith(suffix):
+            out[reg[len(folder) + 1:-len(suffix)]] = reg
+    return out
+
+
+def _key(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _nearest(value: str, names: list[str], n: int = 5) -> list[str]:
+    """The names closest to ``value`` (difflib's ratio, on the whole name and on its last
+    part, so ``t15`` finds ``easy/t15``), best first."""
+    import difflib  # noqa: PLC0415
+
+    def score(name: str) -> float:
+        return max(difflib.SequenceMatcher(None, _key(value), _key(cand)).ratio()
+                   for cand in {name, name.rsplit("/", 1)[-1]})
+    scored = sorted(((score(name), name) for name in names), key=lambda x: (-x[0], x[1]))
+    return [name for s, name in scored[:n] if s >= 0.5]
+
+
+def resolve_asset(value, kinds: str | tuple[str, ...]) -> Path:
+    """The file ``value`` means where a command takes a shipped file of ``kinds``.
+
+    An existing file always wins: ``value`` is returned as given (anything there but a folder,
+    so that the command's reader refuses a FIFO or a device in its own words). Otherwise ``value`` is the
+    name of a shipped file of one of ``kinds`` (``easy``, ``xor``, ``easy/t15``; ``-`` and
+    ``_`` alike) or its registry name (``curricula/rs/xor.yaml``, the same in a source tree
+    and an installed wheel). Anything else is one :class:`~nesybench.errors.NesyError` that
+    lists the nearest names."""
+    from .errors import NesyError  # noqa: PLC0415
+
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    text = os.fspath(value)
+    if os.path.lexists(text) and not os.path.isdir(text):
+        return Path(text)        # whatever it is, the command's own reader judges it
+    names: dict[str, str] = {}
+    for kind in kinds:
+        for name, reg in asset_names(kind).items():
+            names.setdefault(name, reg)
+    regs = set(names.values())
+    if text in regs:
+        return data_root() / text
+    hits = sorted({reg for name, reg in names.items() if _key(name) == _key(text)})
+    if not hits and "/" not in text:  # a last part alone when it names one file (t18)
+        hits = sorted({reg for name, reg in names.items()
+                       if _key(name.rsplit("/", 1)[-1]) == _key(text)})
+    what = " or ".join(ASSET_KINDS[k][2] for k in kinds)
+    if len(hits) == 1:
+        return data_root() / hits[0]
+    if hits:
+        both = [name for name, reg in names.items() if reg in hits]
+        raise NesyError(f"names more than one shipped {what} ({', '.join(both)}): give one",
+                        file=text)
+    nearest = _nearest(text, list(names))
+    pathlike = "/" in text or os.sep in text or bool(Path(text).suffix)
+    if os.path.isdir(text):
+        problem = f"a folder, not a {what} file"
+    else:
+        problem = f"{what} file not found"
+    if not pathlike:
+        problem += f", and no shipped {what} has that name"
+    if nearest:
+        hint = f"nearest names: {', '.join(nearest)}; `nesybench data list` lists them all"
+    elif pathlike:
+        hint = "`nesybench data list` lists the names of the shipped ones"
+    else:
+        hint = (f"shipped: {', '.join(list(names)[:8])}{' ...' if len(names) > 8 else ''}; "
+                "`nesybench data list` lists them all")
+    raise NesyError(f"{problem} ({hint})", file=text)

@@ -11,8 +11,9 @@
 * a KANDY curriculum YAML or an RS task YAML: generated once into the cache folder, then
   reused;
 * a CSV or ARFF table (the IRT study's reader: target = last column);
-* a built-in name (:func:`names`): ``kandy-easy``, ``kandy-hard`` ... (the shipped curricula),
-  ``rs-xor``, ``rs-mnadd_evenodd`` ... (the shipped RS tasks), ``irt-letter``,
+* a built-in name (:func:`names`): ``kandy-easy``, ``kandy-hard`` ... (the shipped curricula,
+  also by the bare names every command takes: ``easy``, ``hard``), ``rs-xor``,
+  ``rs-mnadd_evenodd`` ... (the shipped RS tasks; ``xor``, ``mnadd_evenodd``), ``irt-letter``,
   ``irt-optdigits``, ``irt-phoneme``, ``ski-bcw``, ``ski-splice``, ``ski-census``.
 
 Generated data sets are cached under ``$NESYBENCH_CACHE`` (default
@@ -26,9 +27,10 @@ import json
 import os
 from pathlib import Path
 
-from nesybench import CURRICULA_DIR, __version__
+from nesybench import __version__
 from nesybench.data.core import BenchmarkData, Column
 from nesybench.errors import NesyError
+from nesybench.paths import asset_names, data_root, resolve_asset
 
 __all__ = ["load", "names", "cache_root", "BenchmarkData", "Column"]
 
@@ -45,13 +47,20 @@ def cache_root() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "nesybench"
 
 
+#: the kinds of shipped file (:data:`nesybench.paths.ASSET_KINDS`) that generate a data set,
+#: and the prefix of their built-in names here
+GENERATED_KINDS = {"kandy-curriculum": "kandy", "rs-task": "rs"}
+
+
 def names() -> dict[str, str]:
-    """Built-in names -> what they load (a shipped curriculum or task file, or a table)."""
+    """Built-in names -> what they load (a shipped curriculum or task file, or a table).
+
+    A shipped curriculum or task is also loaded by its bare name (``easy``, ``xor``), the name
+    every command takes (:func:`nesybench.paths.asset_names`)."""
     out = {}
-    for p in sorted((CURRICULA_DIR / "kandy").glob("*.yaml")):
-        out[f"kandy-{p.stem.replace('_', '-')}"] = str(p.relative_to(CURRICULA_DIR.parent))
-    for p in sorted((CURRICULA_DIR / "rs").glob("*.yaml")):
-        out[f"rs-{p.stem.replace('_', '-')}"] = str(p.relative_to(CURRICULA_DIR.parent))
+    for kind, prefix in GENERATED_KINDS.items():
+        for name, reg in asset_names(kind).items():
+            out[f"{prefix}-{name.replace('_', '-')}"] = reg
     for n in IRT_BUILTIN:
         out[f"irt-{n}"] = f"IRT table {n}"
     for n in SKI_BUILTIN:
@@ -93,10 +102,21 @@ def _load(spec: str, *, seed, progress, verify=True, allow_hardlinks=None) -> Be
                 return kinds.load_ski_table(table, key)
         builtin = names()
         if key in builtin and key.startswith(("kandy-", "rs-")):
-            return _generated(CURRICULA_DIR.parent / builtin[key], key, seed=seed,
+            return _generated(data_root() / builtin[key], key, seed=seed,
                               progress=progress)
-        raise NesyError("no such data set: neither a path nor a built-in name (built-in: "
-                        f"{', '.join(builtin)})", file=spec)
+        try:            # a shipped curriculum's or task's bare or registry name: easy, xor
+            source = resolve_asset(spec, tuple(GENERATED_KINDS))
+        except NesyError:
+            import difflib  # noqa: PLC0415
+
+            known = list(builtin) + [n for k in GENERATED_KINDS for n in asset_names(k)]
+            near = difflib.get_close_matches(spec, known, n=5, cutoff=0.5)
+            raise NesyError("no such data set: neither a path nor a built-in name ("
+                            + (f"nearest names: {', '.join(near)}; " if near else "")
+                            + "`nesybench data list` lists them all)", file=spec) from None
+        prefix = next(p for k, p in GENERATED_KINDS.items() if source.stem in asset_names(k))
+        return _generated(source, f"{prefix}-{source.stem.replace('_', '-')}", seed=seed,
+                          progress=progress)
     path = Path(spec)
     if path.is_dir():
         return load_folder(path, verify=verify, allow_hardlinks=allow_hardlinks)

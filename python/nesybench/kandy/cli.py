@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..cli.assets import ShippedFile
 from ..errors import NesyError
 from ..io import strict
 from ..parallel import default_workers
@@ -59,7 +60,7 @@ def group():
 
 
 @group.command("generate")
-@click.argument("curriculum", type=click.Path(dir_okay=False))
+@click.argument("curriculum", type=ShippedFile("kandy-curriculum"))
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
               help="Dataset folder to create (written atomically).")
 @click.option("--seed", type=int, default=None,
@@ -74,7 +75,8 @@ def group():
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def generate_cmd(curriculum, out, seed, workers, tasks, samples, no_images, overwrite, as_json,
                  quiet):
-    """Generate CURRICULUM (a YAML task list) into --out: images, annotations, manifest."""
+    """Generate CURRICULUM (a YAML task list, or a shipped one's name: easy, hard, easy_large
+    ...) into --out: images, annotations, manifest."""
     from .generate import generate
 
     if samples is not None and not 3 <= samples <= 10_000_000:
@@ -102,10 +104,11 @@ def generate_cmd(curriculum, out, seed, workers, tasks, samples, no_images, over
 
 
 @group.command("validate")
-@click.argument("curriculum", type=click.Path(dir_okay=False))
+@click.argument("curriculum", type=ShippedFile("kandy-curriculum"))
 @click.option("--json", "as_json", is_flag=True)
 def validate_cmd(curriculum, as_json):
-    """Parse CURRICULUM and load every task's rule (syntax, sandbox) without generating."""
+    """Parse CURRICULUM (a file, or a shipped name: easy, hard ...) and load every task's rule
+    (syntax, sandbox) without generating."""
     from .language import load_curriculum
     from .rules import TaskRule
 
@@ -126,7 +129,7 @@ def validate_cmd(curriculum, as_json):
 
 
 @group.command("check")
-@click.argument("rule", type=click.Path(dir_okay=False, exists=True))
+@click.argument("rule", type=ShippedFile("kandy-rule"))
 @click.argument("samples", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
@@ -136,7 +139,9 @@ def check_cmd(ctx, rule, samples, as_json):
     Exit status: 0 when every sample is valid, 1 when some sample is invalid, 2 when the rule
     or a sample is malformed (not a KANDY sample in the natural encoding).
 
-    Example: nesybench kandy check kb/kandy/rules/easy/t15.pl
+    RULE is a file or a shipped rule's name (easy/t00 ... easy/t19, hard/t00 ... hard/t17).
+
+    Example: nesybench kandy check easy/t15
     'side_by_side([stack([triangle_red_small, square_red_small])])'
     """
     from .rules import TaskRule

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..cli.assets import ShippedFile
 from ..errors import NesyError
 from ..io import atomic_output_dir, dumps
 
@@ -147,7 +148,7 @@ def _common(f):
 
 
 @group.command("train")
-@click.argument("task", type=click.Path())
+@click.argument("task", type=ShippedFile("rs-task"))
 @_common
 @budget_options
 @click.option("--inference", default="exact", show_default=True,
@@ -165,7 +166,8 @@ def _common(f):
 def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_sup, concept_vars,
               concept_weight, concept_source, tnorm, epochs, batch, lr, device, threads, seed, out,
               overwrite, as_json, quiet, budget, inference):
-    """Train a model on TASK (a curricula/rs/*.yaml file) and evaluate it on val/test/OOD.
+    """Train a model on TASK (an RS task file, or a shipped task's name: xor, mnadd_evenodd
+    ...) and evaluate it on val/test/OOD.
 
     Writes OUT/config.json, best.pt/last.pt checkpoints, history in metrics.json,
     predictions_{split}.csv (the `rs metrics` format) and plots/.
@@ -412,7 +414,7 @@ def probe_cmd(run, layers, split, fit_split, cv, tcav_runs, alpha, data, checkpo
 
 
 @group.command("sweep")
-@click.argument("task", type=click.Path())
+@click.argument("task", type=ShippedFile("rs-task"))
 @click.option("--models", default="dpl,cbm,nn", show_default=True)
 @click.option("--seeds", default=3, show_default=True, type=int, help="repetitions per cell")
 @click.option("--concept-sup", "sups", default="0", show_default=True,

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from ..cli.assets import ShippedFile
 from ..errors import NesyError
 from ..io import dumps
 from ..parallel import default_workers
@@ -307,7 +308,7 @@ def learn(dataset, system, out, command, aleph, targets, max_body, options, prof
 
 
 @group.command()
-@click.argument("spec", type=click.Path())
+@click.argument("spec", type=ShippedFile("rudas-experiment"))
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
               help="experiment folder: datasets/, the sweep's store, tables/, figure2.png")
 @click.option("--small", is_flag=True, help="apply the spec's `small:` overrides (a quick run)")

@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from ..cli.assets import ShippedFile
 from ..errors import NesyError
 from ..io import dumps
 
@@ -102,7 +103,7 @@ def group():
 
 
 @group.command(context_settings=CTX)
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", type=ShippedFile("sweep"))
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
               help="study folder (created; an existing study of the same spec is extended)")
 @click.option("--force-new", is_flag=True,
@@ -111,7 +112,8 @@ def group():
 @_boundary
 def start(spec, out, force_new, executor, workers, address, threads, fail_fast,
           no_retry_failed, cell_timeout, max_attempts, quiet, as_json, allow_commands):
-    """Run every cell of SPEC that is not done yet into the study folder --out.
+    """Run every cell of SPEC (a grid spec file, or a shipped one's name: toy, xor_counts) that
+    is not done yet into the study folder --out.
 
     SPEC's function is a registered run function (built-in or an installed entry point of
     nesybench.cells); a spec never names a module to import. Shell learners and learner

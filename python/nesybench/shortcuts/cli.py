@@ -5,6 +5,7 @@ import json
 
 import click
 
+from ..cli.assets import ShippedFile
 from ..errors import NesyError
 from ..io import dumps
 from ..logic import asp
@@ -45,7 +46,7 @@ def group():
 
 
 @group.command(context_settings=CTX)
-@click.argument("task_yaml", type=click.Path(dir_okay=False))
+@click.argument("task_yaml", type=ShippedFile("rs-task"))
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="output folder")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--mnist", type=click.Path(exists=True, file_okay=False),
@@ -147,7 +148,7 @@ def browse(dataset, out, overwrite):
 
 
 @group.command(context_settings=CTX)
-@click.argument("task_yaml", type=click.Path(dir_okay=False))
+@click.argument("task_yaml", type=ShippedFile("rs-task"))
 @click.option("--support", "support_file", type=click.Path(),
               help="concept vectors (CSV/JSON) or a generated data set folder (its train split); "
                    "default: the task's support")
@@ -177,7 +178,8 @@ def browse(dataset, out, overwrite):
 @_max_ground_atoms
 def count(task_yaml, support_file, map_class, maps, supervised, list_n, perm_count, engine,
           time_limit, max_states, seed, out, overwrite, as_json, max_ground_atoms):
-    """Count the optimal concept maps (incl. and excl. the identity) of TASK_YAML exactly."""
+    """Count the optimal concept maps (incl. and excl. the identity) of TASK_YAML exactly
+    (a task file, or a shipped task's name: xor, mnadd_evenodd, driving ...)."""
     from .count import count_rs  # noqa: PLC0415
     try:
         if list_n < 0:
@@ -221,8 +223,8 @@ def _split_vars(s: str) -> list[str]:
 
 
 @group.command(context_settings=CTX)
-@click.argument("source_yaml", type=click.Path(dir_okay=False))
-@click.argument("target_yaml", type=click.Path(dir_okay=False))
+@click.argument("source_yaml", type=ShippedFile("rs-task"))
+@click.argument("target_yaml", type=ShippedFile("rs-task"))
 @click.option("--map", "map_class", type=click.Choice(["disentangled", "perm"]), default="disentangled",
               show_default=True)
 @click.option("--maps", type=click.Choice(["shared", "separate"]), default=None)

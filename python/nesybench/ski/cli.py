@@ -7,6 +7,7 @@ import click
 
 from ..errors import NesyError, yaml_error
 from ..io import dumps
+from ..paths import resolve_asset
 
 CTX = {"help_option_names": ["-h", "--help"]}
 
@@ -53,7 +54,8 @@ def group():
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--data-path", "data_paths", multiple=True, metavar="DATASET=PATH",
               help="read a data set from UCI file(s) instead of the cache")
-@click.option("--kb", "kbs", multiple=True, metavar="DATASET=FILE", help="another rule file")
+@click.option("--kb", "kbs", multiple=True, metavar="DATASET=FILE",
+              help="another rule file: a path, or a shipped one's name (bcw, splice, census)")
 @click.option("--injector-option", "inj_opts", multiple=True, metavar="INJECTOR.KEY=VALUE",
               help="an injector option, e.g. kbann.mofn=psyki or kill.weight=0.5 (repeatable)")
 @click.option("--engine", type=click.Choice(["native", "torch"]), default="native",
@@ -81,7 +83,8 @@ def run(datasets, injectors, degradations, reps, epochs, level_stride, levels_pe
         injs = _split(injectors, list(INJECTORS), "injector")
         degs = _split(degradations, list(degrade.DEGRADATIONS), "degradation")
         paths = _pairs(data_paths, dss, "--data-path")
-        kb_files = _pairs(kbs, dss, "--kb")
+        kb_files = {ds: str(resolve_asset(f, "ski-rules"))   # a file, or bcw, splice ...
+                    for ds, f in _pairs(kbs, dss, "--kb").items()}
         options = _injector_options(inj_opts, injs)
         # everything that can be wrong with data or rules fails here, before the study and
         # before the kernel is compiled (a minute on a first run): data first
