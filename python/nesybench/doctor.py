@@ -9,6 +9,7 @@ the report fail (:attr:`Report.ok`; the command exits with 1).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -30,8 +31,9 @@ class Component:
     """One line of the report.
 
     group    ``core``, ``extra``, ``kernel`` or ``data``
-    status   ``ok``, ``missing``, ``old`` (present but too old) or ``off`` (an extra not
-             installed or not configured: not an error)
+    status   ``ok``, ``missing``, ``old`` (present but too old), ``mismatch`` (janus-swi
+             built against another SWI-Prolog than the one it would start with) or ``off``
+             (an extra not installed or not configured: not an error)
     version  the version found ('' when none)
     detail   where it was found, or what is wrong
     fix      what to do ('' when nothing is needed)
@@ -92,18 +94,34 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _swipl_version(exe: str) -> str | None:
-    """``9.3.24`` from ``swipl --dump-runtime-variables`` (PLVERSION=90324), or None."""
+def _swipl_runtime(exe: str) -> dict[str, str]:
+    """``swipl --dump-runtime-variables`` as a dict (PLBASE, PLVERSION ...); {} when it does
+    not run."""
     try:
         out = subprocess.run([exe, "--dump-runtime-variables"], capture_output=True, text=True,
                              timeout=30, check=False).stdout
     except (OSError, subprocess.SubprocessError):
-        return None
+        return {}
+    found = {}
     for line in out.splitlines():
-        if line.startswith("PLVERSION="):
-            n = int(line.split("=", 1)[1].strip('";') or 0)
-            return f"{n // 10000}.{n // 100 % 100}.{n % 100}"
-    return None
+        name, sep, value = line.partition("=")
+        if sep:
+            found[name.strip()] = value.strip().rstrip(";").strip('"')
+    return found
+
+
+def _plversion(runtime: dict[str, str]) -> str | None:
+    """``9.3.24`` from PLVERSION=90324, or None."""
+    try:
+        n = int(runtime.get("PLVERSION", ""))
+    except ValueError:
+        return None
+    return f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+
+
+def _swipl_version(exe: str) -> str | None:
+    """``9.3.24`` from ``swipl --dump-runtime-variables`` (PLVERSION=90324), or None."""
+    return _plversion(_swipl_runtime(exe))
 
 
 SWIPL_FIX = ("put a swipl >= 9.1.12 on PATH (Debian 12's is 9.0.4: too old; in a source tree "
@@ -126,12 +144,119 @@ def check_swipl() -> Component:
     return Component("core", "swipl", "ok", found, exe)
 
 
+#: run in a subprocess by :func:`janus_preflight`: the SWI-Prolog library janus-swi was built
+#: against (its version and file, read without starting it), then janus started as nesybench
+#: starts it. Each finding is one JSON line on stdout, written before the next step, so that
+#: the first is there even when the second aborts the process.
+_PREFLIGHT = r"""
+import ctypes, importlib.machinery, importlib.util, json, os, sys
+out = {}
+try:
+    spec = importlib.util.find_spec("janus_swi")       # the package, not run
+    folder = list(spec.submodule_search_locations)[0]
+    ext = next(os.path.join(folder, f) for f in sorted(os.listdir(folder))
+               if f.startswith("_swipl") and f.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)))
+    lib = ctypes.CDLL(ext, mode=getattr(os, "RTLD_LAZY", 1))   # loads libswipl, starts nothing
+    n = lib.PL_version_info(1)                                  # PL_VERSION_SYSTEM
+    out["lib_version"] = f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+    try:
+        with open("/proc/self/maps") as maps:
+            out["lib"] = next(line.split(None, 5)[5].strip() for line in maps
+                              if "libswipl" in line and len(line.split(None, 5)) == 6)
+    except (OSError, StopIteration):
+        pass
+except Exception as exc:  # noqa: BLE001 - reported, not raised
+    out["lib_error"] = " ".join(str(exc).split())[:200]
+print(json.dumps(out), flush=True)
+import janus_swi
+n = int(janus_swi.query_once("current_prolog_flag(version, V)")["V"])
+print(json.dumps({"runs": f"{n // 10000}.{n // 100 % 100}.{n % 100}"}), flush=True)
+"""
+
+
+def janus_home() -> tuple[str | None, str, str | None]:
+    """The SWI-Prolog home janus starts with in nesybench (as
+    :func:`nesybench.logic.prolog.janus` chooses it), what chose it (``SWI_HOME_DIR``, or the
+    ``swipl`` whose home it is) and that swipl's version (None when unknown)."""
+    given = os.environ.get("SWI_HOME_DIR")
+    if given:
+        return given, "SWI_HOME_DIR", None
+    built = project_swipl()
+    exe = str(built) if built else shutil.which("swipl")
+    if not exe:
+        return None, "no swipl on PATH", None
+    found = _swipl_runtime(exe)
+    return found.get("PLBASE"), exe, _plversion(found)
+
+
+def janus_preflight(timeout: float = 120) -> Component | None:
+    """Start janus in a subprocess first, with the SWI-Prolog home nesybench would give it; a
+    janus that cannot start there (a ``swipl`` on PATH of another version than the library
+    janus-swi was built against aborts with ``incompatible VM-signature``, exit 134) is one
+    component that says which is which and what to do. None when janus starts."""
+    home, chosen_by, home_version = janus_home()
+    env = dict(os.environ)
+    if home:
+        env["SWI_HOME_DIR"] = home
+    try:
+        res = subprocess.run([sys.executable, "-c", _PREFLIGHT], capture_output=True,
+                             text=True, env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return Component("core", "janus", "missing", _dist_version("janus-swi") or "",
+                         f"janus-swi did not start within {timeout:.0f} s", JANUS_FIX)
+    if res.returncode == 0:
+        return None
+    lib: dict = {}
+    for line in res.stdout.splitlines():
+        try:
+            lib.update(json.loads(line))
+        except ValueError:
+            pass
+    built = lib.get("lib_version")
+    where = f" ({lib['lib']})" if lib.get("lib") else ""
+    how = (f"killed by signal {-res.returncode}" if res.returncode < 0
+           else f"exit status {res.returncode}")
+    cause = _last_line(res.stderr)
+    which = ("SWI_HOME_DIR" if chosen_by == "SWI_HOME_DIR"
+             else f"{chosen_by}" + (f" (SWI-Prolog {home_version})" if home_version else ""))
+    if built and home_version != built:
+        detail = (f"janus-swi is built against SWI-Prolog {built}{where}, but would start "
+                  f"with the home of {which}, {home}, and aborts there ({how}"
+                  + (f": {cause}" if cause else "") + ")")
+        fix = (f"put SWI-Prolog {built}'s swipl first on PATH (or set SWI_HOME_DIR to its "
+               "home), or rebuild janus-swi against the swipl on PATH: pip install "
+               "--force-reinstall --no-binary janus-swi janus-swi")
+        return Component("core", "janus", "mismatch", _dist_version("janus-swi") or "",
+                         detail, fix)
+    detail = (f"janus-swi does not start with the home of {which}, {home} ({how}"
+              + (f": {cause}" if cause else "") + ")"
+              + (f"; it is built against SWI-Prolog {built}{where}" if built else ""))
+    return Component("core", "janus", "missing", _dist_version("janus-swi") or "", detail,
+                     JANUS_FIX)
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of a process's stderr that says something (SWI-Prolog's
+    fatal errors end with a bracket line of their own), at most 200 characters."""
+    lines = [" ".join(x.split()).strip("[] ") for x in text.splitlines()]
+    lines = [x for x in lines if x and not x.startswith(("FATAL ERROR: at", "Traceback"))]
+    return lines[-1][:200] if lines else ""
+
+
+JANUS_FIX = "pip install --no-binary janus-swi janus-swi (with swipl >= 9.1.12 on PATH)"
+
+
 def check_janus() -> Component:
-    """janus-swi importable, and the SWI-Prolog it runs (started here, in this process)."""
-    fix = "pip install --no-binary janus-swi janus-swi (with swipl >= 9.1.12 on PATH)"
+    """janus-swi importable, and the SWI-Prolog it runs: first started in a subprocess
+    (:func:`janus_preflight`), so that a janus that aborts is a line of the report, then in
+    this process."""
+    fix = JANUS_FIX
     found = _dist_version("janus-swi")
     if found is None or not _importable("janus_swi"):
         return Component("core", "janus", "missing", "", "janus-swi is not installed", fix)
+    failed = janus_preflight()
+    if failed is not None:
+        return failed
     try:
         from .logic.prolog import janus  # noqa: PLC0415 - starts SWI-Prolog: only when asked
 

@@ -16,9 +16,11 @@ def group(ctx: click.Context, as_json: bool) -> None:
     klay, torch), the extras (ray, hub, clip, docs, Aleph via NESYBENCH_ALEPH), the native
     SKI kernel and the data cache.
 
-    One line per component: status (ok, missing, old, off = extra not installed), version,
-    and where it was found or what to do. Exits with 1 when a core component is missing or
-    too old."""
+    One line per component: status (ok, missing, old, mismatch = janus-swi built against
+    another SWI-Prolog than the swipl whose home it would start with, off = extra not
+    installed), version, and where it was found or what to do. janus is started in a
+    subprocess first, so a janus that aborts is a line of the report. Exits with 1 when a core
+    component is not ok."""
     report = doctor.diagnose()
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))

@@ -1,0 +1,115 @@
+"""`nesybench doctor` starts janus in a subprocess before it starts it in its own process: a
+`swipl` first on PATH of another version than the library janus-swi was built against (janus
+then aborts with SIGABRT, exit 134, `incompatible VM-signature`) is one report line saying
+which is which and what to do, and the exit status 1, never an abort."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nesybench import doctor
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: doctor in a fresh process, with the source tree's own SWI-Prolog out of the way (as in an
+#: installed wheel: janus then takes the home of the swipl on PATH)
+DOCTOR = textwrap.dedent("""
+    import sys
+    import nesybench.doctor as d, nesybench.logic.prolog as lp
+    d.project_swipl = lp.project_swipl = lambda: None
+    from nesybench.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def _library_version() -> str:
+    """The SWI-Prolog version janus-swi is built against, read as the doctor reads it."""
+    res = subprocess.run([sys.executable, "-c", doctor._PREFLIGHT], capture_output=True,
+                         text=True, check=True, timeout=120)
+    return json.loads(res.stdout.splitlines()[0])["lib_version"]
+
+
+def _fake_swipl(tmp_path: Path, plversion: int) -> tuple[Path, Path]:
+    """A `swipl` that says it is SWI-Prolog `plversion` with an (empty) home of its own."""
+    bindir, home = tmp_path / "bin", tmp_path / "home"
+    bindir.mkdir()
+    home.mkdir()
+    exe = bindir / "swipl"
+    exe.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        case "$1" in
+          --dump-runtime-variables) echo 'PLBASE="{home}";'; echo 'PLVERSION="{plversion}";';;
+          *) echo "not SWI-Prolog" >&2; exit 1;;
+        esac
+        """))
+    exe.chmod(0o755)
+    return bindir, home
+
+
+@pytest.mark.parametrize(("plversion", "version", "swipl_status"),
+                         [(90004, "9.0.4", "old"), (90399, "9.3.99", "ok")])
+def test_a_mismatched_swipl_first_on_path_is_one_line_and_exit_1(tmp_path, plversion, version,
+                                                                  swipl_status):
+    built = _library_version()
+    bindir, home = _fake_swipl(tmp_path, plversion)
+    env = {k: v for k, v in os.environ.items() if k != "SWI_HOME_DIR"}
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(ROOT / "python")
+    res = subprocess.run([sys.executable, "-c", DOCTOR, "doctor"], capture_output=True,
+                         text=True, env=env, timeout=300, check=False, cwd=tmp_path)
+    assert res.returncode == 1, (res.returncode, res.stderr[-2000:])     # not 134
+    assert "FATAL" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+    lines = {line.split()[2]: line for line in res.stdout.splitlines()[1:-1]}
+    assert lines["swipl"].startswith(swipl_status)
+    janus = [line for line in res.stdout.splitlines() if line.split()[2:3] == ["janus"]]
+    assert len(janus) == 1
+    line = janus[0]
+    assert line.startswith("mismatch")
+    assert f"built against SWI-Prolog {built}" in line                # the library
+    assert f"{bindir / 'swipl'} (SWI-Prolog {version})" in line and str(home) in line
+    assert "killed by signal 6" in line                                # what janus did
+    assert "first on PATH" in line and "--no-binary janus-swi" in line  # what to do
+    assert res.stdout.splitlines()[-1].startswith("NOT READY")
+    # the same as JSON
+    res = subprocess.run([sys.executable, "-c", DOCTOR, "doctor", "--json"],
+                         capture_output=True, text=True, env=env, timeout=300, check=False,
+                         cwd=tmp_path)
+    assert res.returncode == 1
+    names = {c["name"]: c for c in json.loads(res.stdout)["components"]}
+    assert names["janus"]["status"] == "mismatch" and version in names["janus"]["detail"]
+
+
+def test_a_janus_that_fails_in_the_subprocess_is_not_started_here(monkeypatch):
+    from nesybench.logic import prolog
+
+    monkeypatch.setattr(doctor, "_PREFLIGHT", "import os\nprint('{}', flush=True)\nos.abort()")
+
+    def started(*_a, **_k):
+        raise AssertionError("janus started in the doctor's own process")
+    monkeypatch.setattr(prolog, "janus", started)
+    comp = doctor.check_janus()
+    assert comp.status == "missing" and comp.group == "core"
+    assert "killed by signal 6" in comp.detail and "--no-binary janus-swi" in comp.fix
+    monkeypatch.setattr(doctor, "_PREFLIGHT", "import sys\nsys.exit('no engine here')")
+    comp = doctor.check_janus()
+    assert comp.status == "missing" and "exit status 1: no engine here" in comp.detail
+
+
+def test_a_working_janus_passes_the_subprocess_check():
+    assert doctor.janus_preflight() is None
+
+
+def test_the_home_is_the_one_janus_would_take(monkeypatch, tmp_path):
+    monkeypatch.setenv("SWI_HOME_DIR", str(tmp_path))
+    assert doctor.janus_home() == (str(tmp_path), "SWI_HOME_DIR", None)
+    monkeypatch.delenv("SWI_HOME_DIR")
+    bindir, home = _fake_swipl(tmp_path, 90299)
+    monkeypatch.setattr(doctor, "project_swipl", lambda: None)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    assert doctor.janus_home() == (str(home), str(bindir / "swipl"), "9.2.99")
