@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Idempotent set-up of nesybench on a fresh Debian 12 machine:
 #   1. SWI-Prolog >= 9.1.12 (one on PATH, else a cached build from Debian's source tarball),
-#   2. a project virtual environment .venv with janus-swi and the Python dependencies.
+#   2. a project virtual environment .venv with janus-swi and the Python dependencies
+#      (PyTorch's CPU build).
 # Re-running it when everything is present takes about a second.
+# Environment: NESYBENCH_WHEELS=DIR installs torch from the local wheels in DIR instead of
+# PyTorch's CPU index; NESYBENCH_TORCH_INDEX=URL takes torch from another index;
+# NESYBENCH_SWIPL_SUITE picks the Debian suite of the SWI-Prolog source; NESYBENCH_NO_BROWSER=1
+# skips Chromium.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -94,8 +99,22 @@ else
   export PATH="$(dirname "$swipl"):$PATH"
   export SWI_HOME_DIR="$("$swipl" --dump-runtime-variables | sed -n 's/^PLBASE="\(.*\)";/\1/p')"
   pip() { "$venv/bin/python" -m pip -q --disable-pip-version-check "$@"; }
-  torch_wheel=$(ls /opt/wheels/torch-2.13.0*.whl 2>/dev/null | head -n 1 || true)
-  pip install "${torch_wheel:-torch==2.13.0}"
+  # PyTorch's CPU build (a plain `pip install torch` on Linux is the CUDA build, with some
+  # twenty CUDA packages): from PyTorch's CPU wheel index, or from a folder of local wheels
+  # when NESYBENCH_WHEELS names one (a machine that cannot reach that index);
+  # NESYBENCH_TORCH_INDEX names another index (a CUDA one, say).
+  torch_req=$(sed -n 's/^ *"\(torch[<>=!~][^"]*\)",\{0,1\}$/\1/p' pyproject.toml | head -n 1)
+  if [ -n "${NESYBENCH_WHEELS:-}" ]; then
+    log "torch ($torch_req) from the local wheels in $NESYBENCH_WHEELS"
+    pip install --no-deps --no-index --find-links "$NESYBENCH_WHEELS" "$torch_req"
+    pip install "$torch_req"                      # its dependencies, from the package index
+  else
+    torch_index=${NESYBENCH_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
+    pip install --index-url "$torch_index" "$torch_req" || {
+      log "could not install $torch_req from $torch_index: set NESYBENCH_WHEELS to a folder" \
+          "with a torch CPU wheel, or NESYBENCH_TORCH_INDEX to an index this machine reaches"
+      exit 1; }
+  fi
   pip install --no-cache-dir --no-binary janus-swi janus-swi
   # ray: the distributed sweep executor (an extra for users; installed here so its tests run);
   # docs: MkDocs for `make docs`; hub: datasets/pyarrow/mlcroissant for `nesybench export`;
