@@ -488,10 +488,13 @@ def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
 
     ``copy`` {REL: BASE} copies a prepared folder (``rudas_ds``: a generated RuDaS data set,
     ``rs_ds``: a generated RS data set) to ``d/REL``; ``files`` {REL: TEXT} writes files;
+    ``gzip`` {REL: [TEXT, N]} writes TEXT followed by N zero bytes, gzip-compressed (a
+    small file that decompresses to N bytes);
     ``links`` {REL: TARGET} makes symbolic links, ``hardlinks`` {REL: TARGET} hard links;
     ``unchanged`` [REL, ...] names folders that must be left exactly as they were; then ``args`` runs the command (exit status in ``ok``, default ``[2]``, one line)
     or ``call`` calls the loader ``surface`` of :data:`LOADERS` (it must raise one
-    NesyError). Placeholders: ``{d}`` (the scratch folder), ``{secret}`` (:data:`SECRET`),
+    NesyError); ``says`` is text the error must hold (the refusal is the one meant).
+    Placeholders: ``{d}`` (the scratch folder), ``{secret}`` (:data:`SECRET`),
     ``{root}`` (the repository). Nothing may open the secret, print it or leave ``d/o``
     behind after a refusal."""
     from nesybench.errors import NesyError  # noqa: PLC0415
@@ -502,6 +505,10 @@ def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
     for rel, text in case.get("files", {}).items():
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
         (d / rel).write_text(_fill(text, names), encoding="utf-8")
+    for rel, (text, zeros) in case.get("gzip", {}).items():
+        import gzip  # noqa: PLC0415
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_bytes(gzip.compress(_fill(text, names).encode("utf-8") + bytes(zeros)))
     for rel, target in case.get("links", {}).items():
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
         (d / rel).unlink(missing_ok=True)
@@ -529,6 +536,8 @@ def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
                 assert "\n" not in printed.strip(), f"{what}: {printed}"
             else:
                 raise AssertionError(f"{what}: accepted")
+    if "says" in case:
+        assert _fill(case["says"], names) in printed, f"{what}: not the refusal meant: {printed}"
     assert STATS["outside_reads"] == before, f"{what}: read {_WATCH.get('seen')}"
     assert "NESYBENCH-SECRET" not in printed, f"{what}: printed the secret"
     if case.get("ok", [2]) == [2]:

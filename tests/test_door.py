@@ -36,11 +36,15 @@ _STUDY = "an artifact nesybench wrote into a study folder of its own"
 
 #: (module, function, what) -> why the call site may read a path itself
 ALLOWED: dict[tuple[str, str, str], str] = {
+    ("data/__init__.py", "_load", "data_root() / a value"):
+        "a value of the built-in data-set registry (names()), looked up by the user's key",
     ("data/export.py", "export", "Path.rglob"): "sizes the temporary export it just wrote",
     ("datafiles.py", "fetch", "Path.read_bytes"): _CACHE,
     ("datafiles.py", "verify", "Path.read_bytes"): _CACHE,
     ("doctor.py", "check_shipped", "ROOT / a value"):
         "a loop over three literal shipped names",
+    ("doctor.py", "janus_preflight", "json.loads"):
+        "the lines of JSON the preflight subprocess doctor started printed (no file)",
     ("io.py", "check_replaceable", "check_output_path(a resolved path)"):
         "check_output_path gets the path as given; the name is resolved later in the function",
     ("io.py", "checksums", "Path.rglob"): _OWN_OUTPUT,
@@ -94,6 +98,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the resume folder nesybench made (its marker checked by open_partial)",
     ("shortcuts/blender.py", "_done", "json.loads"): "the resume folder nesybench made",
     ("shortcuts/blender.py", "_render_job", "os.open"): "a log nesybench writes",
+    ("shortcuts/blender.py", "_render_job", "open"):
+        "the PNG Blender has just rendered into nesybench's own output folder",
     ("shortcuts/generate.py", "generate", "Path.read_text"): "the resume folder nesybench made",
     ("shortcuts/generate.py", "generate", "json.loads"): "the resume folder nesybench made",
     ("ski/data.py", "_bcw", "Path.read_bytes"): _CACHE,
@@ -110,9 +116,6 @@ PENDING: dict[tuple[str, str, str], str] = {
         "the task's rule file: read it through the data set's DataFolder",
     ("kandy/ilp/evaluate.py", "evaluate_theory", "Path.read_text"):
         "the task's rule file: read it through the data set's DataFolder",
-    ("kandy/language.py", "_parse_task", "Path.read_text"):
-        "a curriculum's rule_file beside it: read through a DataFolder of the curriculum's "
-        "folder once curricula with '../' rule files are ruled out",
     ("kandy/learn/models.py", "_read_state_dict", "torch.load"):
         "--weights FILE: read_input + folder.check_zip, then torch.load(BytesIO)",
     ("shortcuts/generate.py", "load_digits_source", "Image.open"):

@@ -269,3 +269,53 @@ def test_reference_format_with_positive_rule(tmp_path, root):
     cur = load_curriculum(root / "tests" / "data" / "reference_style.yaml")
     assert len(cur.tasks) == 2 and cur.tasks[0].rule_text.startswith("valid(C)")
     assert cur.tasks[0].rule_line == 10      # the rule text starts on line 11 of the file
+
+
+_RULE_TASK = "  rule_file: {rule}\n"
+
+
+def _rule_curriculum(tmp_path, rule: str):
+    return _curriculum(tmp_path, "- in: [{shape: ~, color: ~, size: ~}]",
+                       extra=_RULE_TASK.format(rule=rule))
+
+
+def test_rule_file_beside_the_curriculum_or_a_shipped_name(tmp_path):
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "r.pl").write_text("valid(_).\n")
+    task = _rule_curriculum(tmp_path, "rules/r.pl").tasks[0]
+    assert task.rule_text == "valid(_).\n" and task.rule_source == str(tmp_path / "rules/r.pl")
+    task = _rule_curriculum(tmp_path, "kb/kandy/rules/easy/t00.pl").tasks[0]
+    assert "valid(" in task.rule_text and task.rule_source.endswith("kb/kandy/rules/easy/t00.pl")
+
+
+@pytest.mark.parametrize("rule, says", [
+    ("../outside.pl", "outside the curriculum's folder"),
+    ("../../kb/kandy/rules/easy/t00.pl", "(write kb/kandy/rules/easy/t00.pl)"),
+    ("/etc/passwd", "outside the curriculum's folder"),
+    ("Makefile", "rule file not found: Makefile"),
+    ("kb/kandy/bk.pl", "rule file not found"),
+    ("link.pl", "resolves outside"),
+    ("big.pl", "over the limit"),
+])
+def test_rule_file_outside_the_folder_is_one_error(tmp_path, rule, says, monkeypatch):
+    import nesybench.kandy.language as language
+    (tmp_path / "outside.pl").write_text("valid(_).\n")
+    sub = tmp_path / "c"
+    sub.mkdir()
+    (sub / "link.pl").symlink_to(tmp_path / "outside.pl")
+    (sub / "big.pl").write_text("valid(_).\n" * 200)
+    monkeypatch.setattr(language, "MAX_RULE_BYTES", 1000)
+    with pytest.raises(NesyError) as exc:
+        _rule_curriculum(sub, rule)
+    msg = str(exc.value)
+    assert says in msg and "\n" not in msg and exc.value.field == "rule_file", msg
+
+
+def test_shipped_curricula_name_their_rules():
+    from nesybench.paths import data_root
+    for path in sorted((data_root() / "curricula" / "kandy").glob("*.yaml")):
+        text = path.read_text()
+        assert "../" not in text, path.name
+        if "rule_file" in text:
+            cur = load_curriculum(path)
+            assert all(t.rule_text for t in cur.tasks), path.name

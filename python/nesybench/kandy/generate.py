@@ -13,7 +13,6 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from ..errors import NesyError
 from ..io import atomic_output_dir, checksums, derive_seed, sha256_file, write_json
 from ..parallel import map_streamed
 from ..yamlsafe import safe_load
-from .language import Curriculum, TaskSpec, load_curriculum
+from .language import Curriculum, TaskSpec, load_curriculum, read_rule_file
 from .render import RenderConfig, render_chunk
 from .rules import TaskRule
 from .sampler import SPLITS, Sample, TaskStats, draw_symbols, split_samples
@@ -253,7 +252,7 @@ def _copy_curriculum(src: Path, out: Path) -> None:
     (``nesybench kandy generate OUT/curriculum.yaml`` gives the same annotations)."""
     from ..folder import read_input_text  # noqa: PLC0415
     lines = read_input_text(src).splitlines(keepends=True)
-    copies: dict[Path, str] = {}
+    copies: dict[str, str] = {}
     for i, line in enumerate(lines):
         m = _RULE_FILE_LINE.match(line.rstrip("\r\n"))
         if not m:
@@ -264,18 +263,20 @@ def _copy_curriculum(src: Path, out: Path) -> None:
             continue
         if not isinstance(value, str):
             continue
-        target = (src.parent / value).resolve()
-        if not target.is_file():
-            continue    # the parser already refused missing files of used tasks
-        if target not in copies:
+        try:        # a file beside the curriculum or a shipped rule, as the parser read it
+            label, text = read_rule_file(value, src.parent)
+        except NesyError:
+            continue    # the parser already refused the rule files of used tasks
+        if label not in copies:
+            target = Path(label)
             name, k = target.name, 1
             while f"rules/files/{name}" in copies.values():   # same name, other folder
                 name, k = f"{target.stem}_{k}{target.suffix}", k + 1
-            copies[target] = f"rules/files/{name}"
+            copies[label] = f"rules/files/{name}"
             (out / "rules" / "files").mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(target, out / copies[target])
+            (out / copies[label]).write_bytes(text.encode("utf-8"))
         end = line[len(line.rstrip("\r\n")):]
-        lines[i] = f"{m['lead']}{json.dumps(copies[target])}{end}"
+        lines[i] = f"{m['lead']}{json.dumps(copies[label])}{end}"
     (out / "curriculum.yaml").write_text("".join(lines), encoding="utf-8")
 
 

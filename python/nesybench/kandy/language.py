@@ -511,16 +511,11 @@ def _parse_task(raw, index: int, domain: Domain, source: str, base_dir: Path) ->
         rule_text, rule_source = values["positive_rule"], source
         rule_line = _scalar_line(source, raw, "positive_rule")
     elif "rule_file" in values:
-        path = (base_dir / values["rule_file"]).resolve()
-        if not path.is_file():
-            raise parser.error(f"rule file not found: {path}", "rule_file", line)
         try:
-            rule_text, rule_source = path.read_text(encoding="utf-8"), str(path)
-        except UnicodeDecodeError:
-            raise parser.error(f"rule file is not UTF-8 text: {path}", "rule_file", line) from None
-        except OSError as exc:
-            raise parser.error(f"cannot read rule file {path}: {exc.strerror}", "rule_file",
-                               line) from None
+            rule_source, rule_text = read_rule_file(values["rule_file"], base_dir)
+        except NesyError as exc:
+            raise parser.error(exc.message if exc.file in (None, source) else
+                               f"{exc.file}: {exc.message}", "rule_file", line) from None
     spec = TaskSpec(
         index=index, name=values["name"], samples=values["samples"],
         train_split=values["train_split"], val_split=values["val_split"],
@@ -563,6 +558,57 @@ class _KeyLineLoader(_LineLoader):
 
 _KeyLineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
                                _KeyLineLoader.construct_mapping)
+
+
+#: the shipped folder of KANDY task rules: a curriculum's ``rule_file`` may name one of its
+#: files (``kb/kandy/rules/easy/t00.pl``)
+RULES_FOLDER = "kb/kandy/rules"
+#: the largest rule file read from a curriculum's folder
+MAX_RULE_BYTES = 1 << 20
+
+
+def rule_file_name(value, base_dir) -> tuple[str, str]:
+    """Where a curriculum's ``rule_file`` is: ``("folder", rel)`` for a file inside the
+    curriculum's folder ``base_dir`` (present there), ``("shipped", name)`` for the name of a
+    rule nesybench ships (``kb/kandy/rules/easy/t00.pl``). Anything else is one
+    :class:`NesyError`: an absolute path, a path with ``..`` (it would leave the curriculum's
+    folder; a shipped rule is named, not reached by ``../../kb/...``), a file that is missing,
+    or a link that leaves the folder."""
+    from ..folder import DataFolder, relative  # noqa: PLC0415
+    from ..paths import shipped  # noqa: PLC0415
+    if not isinstance(value, str) or not value.strip():
+        raise NesyError(f"expected a file name, got {value!r}")
+    text = value.strip().replace("\\", "/")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts or text.startswith(("/", "~")):
+        top = RULES_FOLDER.split("/")
+        hint = next(("/".join(parts[i:]) for i in range(len(parts))
+                     if parts[i:i + len(top)] == top
+                     and shipped("/".join(parts[i:]), folders=("kb",)) is not None), None)
+        raise NesyError(f"rule file {value!r} is outside the curriculum's folder; a rule file "
+                        "is a file beside the curriculum or the name of a shipped rule"
+                        + (f" (write {hint})" if hint else f" ({RULES_FOLDER}/easy/t00.pl)"))
+    rel = relative(value)
+    folder = DataFolder(base_dir)
+    if folder.exists(rel):                  # inside the folder, a regular file, no link out
+        return "folder", rel
+    if shipped(rel, folders=("kb",)) is not None and rel.startswith(RULES_FOLDER + "/"):
+        return "shipped", rel
+    raise NesyError(f"rule file not found: {rel} (neither in the curriculum's folder "
+                    f"{base_dir} nor a shipped rule such as {RULES_FOLDER}/easy/t00.pl)")
+
+
+def read_rule_file(value, base_dir) -> tuple[str, str]:
+    """``(label, text)`` of a curriculum's ``rule_file`` (see :func:`rule_file_name`): a file
+    of the curriculum's folder read through :class:`~nesybench.folder.DataFolder` (bounded,
+    UTF-8), or a shipped rule read by its name."""
+    from ..folder import DataFolder  # noqa: PLC0415
+    from ..paths import shipped, shipped_text  # noqa: PLC0415
+    kind, name = rule_file_name(value, base_dir)
+    if kind == "shipped":
+        return str(shipped(name, folders=("kb",))), shipped_text(name, folders=("kb",))
+    folder = DataFolder(base_dir)
+    return folder.label(name), folder.read_text(name, max_bytes=MAX_RULE_BYTES)
 
 
 def load_curriculum(path: str | os.PathLike, *, domain: Domain | None = None) -> Curriculum:
