@@ -112,12 +112,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 #: call sites that still read a user's path themselves; each says what is left to do. Keep
 #: this list short: move the read to nesybench.folder and delete the entry.
 PENDING: dict[tuple[str, str, str], str] = {
-    ("kandy/ilp/evaluate.py", "_fresh_samples", "Path.read_text"):
-        "the task's rule file: read it through the data set's DataFolder",
-    ("kandy/ilp/evaluate.py", "evaluate_theory", "Path.read_text"):
-        "the task's rule file: read it through the data set's DataFolder",
-    ("kandy/learn/models.py", "_read_state_dict", "torch.load"):
-        "--weights FILE: read_input + folder.check_zip, then torch.load(BytesIO)",
     ("shortcuts/generate.py", "load_digits_source", "Image.open"):
         "rs generate --mnist DIR: read through DataFolder(DIR) (and folder.gunzip)",
     ("shortcuts/generate.py", "load_digits_source", "Path.glob"):

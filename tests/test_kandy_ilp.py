@@ -534,3 +534,36 @@ def test_a_task_is_read_once_for_export_and_scoring(dataset, tmp_path, monkeypat
     calls.update(manifest=0, samples=0)
     ilp.export_all(dataset, tmp_path / "all", encodings=["natural"], kbs=["minimal"])
     assert calls["manifest"] == 1 and calls["samples"] == len(ilp.task_ids(dataset))
+
+
+@pytest.mark.parametrize("how, says", [
+    ("dotdot", "leaves the data-set folder"),
+    ("link", "resolves outside"),
+    ("hard", "hard links"),
+])
+def test_ground_truth_rule_read_inside_the_folder(dataset, tmp_path, how, says):
+    """The task's rule file is read through the data set's contained reader: a rule_file
+    with `..`, a rules/NN.pl linked or hard-linked to a file outside, is one error line
+    (exit 2), never read."""
+    from nesybench.cli import main
+    d = tmp_path / "ds"
+    shutil.copytree(dataset, d)
+    secret = tmp_path / "secret.pl"
+    secret.write_text("valid(_).\n")
+    man = json.loads((d / "manifest.json").read_text())
+    if how == "dotdot":
+        man["tasks"] = [dict(t, rule_file="../secret.pl") if t["id"] == 15 else t
+                        for t in man["tasks"]]
+        (d / "manifest.json").write_text(json.dumps(man))
+    else:
+        (d / "rules" / "15.pl").unlink()
+        if how == "link":
+            (d / "rules" / "15.pl").symlink_to(secret)
+        else:
+            os.link(secret, d / "rules" / "15.pl")
+    th = tmp_path / "t.pl"
+    th.write_text("valid(_).\n")
+    with pytest.raises(NesyError) as exc:
+        ilp.evaluate_theory(d, 15, th, fresh=0)
+    assert says in str(exc.value) and "\n" not in str(exc.value)
+    assert main(["kandy", "ilp-eval", str(d), "15", str(th)]) == 2

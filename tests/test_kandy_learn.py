@@ -153,6 +153,31 @@ def test_model_shapes_and_weights(tmp_path):
         build_model("vgg", size=32, heads=2)
 
 
+def test_weights_read_through_the_door(tmp_path, monkeypatch, tiny, capsys):
+    """--weights is read as one bounded input file, its zip entries' declared sizes checked
+    before torch decompresses anything; every refusal is one error line (exit 2), no --out."""
+    import nesybench.kandy.learn.models as models
+    bomb = ROOT / "tests/data/fuzz/bddoia/inputs-zip-bomb.pt"     # 16 KB declaring 16 MB
+    with pytest.raises(NesyError, match="decompression bomb") as exc:
+        build_model("resnet50_h", size=32, heads=2, weights=str(bomb))
+    assert exc.value.field == "weights"
+    with pytest.raises(NesyError, match="not a regular file"):
+        build_model("resnet50_h", size=32, heads=2, weights="/dev/zero")
+    big = tmp_path / "big.pt"
+    torch.save({"w": torch.zeros(1000)}, big)
+    monkeypatch.setattr(models, "MAX_WEIGHTS_BYTES", 1000)
+    with pytest.raises(NesyError, match="over the limit"):
+        build_model("resnet50_h", size=32, heads=2, weights=str(big))
+    monkeypatch.undo()
+    for weights in (bomb, "/dev/zero"):
+        out = tmp_path / "o"
+        rc = cli_main(["kandy", "train", str(tiny), "--model", "resnet50_h", "--weights",
+                       str(weights), "--epochs", "1", "--out", str(out), "-q"])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.startswith("nesybench: error:") and err.count("\n") == 1, err
+        assert not out.exists()
+
+
 # ----------------------------------------------------------------------------- data + settings
 
 def test_data_loading(tiny):

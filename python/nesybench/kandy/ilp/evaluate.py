@@ -142,9 +142,14 @@ def _fresh_samples(task: IlpTask, n: int) -> list[tuple[Symbol, int]]:
     from ..rules import TaskRule
     from ..sampler import draw_symbols
 
+    from ...folder import DataFolder  # noqa: PLC0415
+
     cur_file = task.root / "curriculum.yaml"
-    rule = task.rule_path
-    if n <= 0 or not cur_file.is_file() or rule is None:
+    # the data set's own copy: a regular file inside the folder (no link out), then parsed
+    if n <= 0 or not DataFolder(task.root).exists("curriculum.yaml"):
+        return []
+    rule = task.rule()
+    if rule is None:
         return []
     cur = load_curriculum(cur_file)
     spec = next((t for t in cur.tasks if t.index == task.id), None)
@@ -152,8 +157,7 @@ def _fresh_samples(task: IlpTask, n: int) -> list[tuple[Symbol, int]]:
         return []
     spec = dataclasses.replace(spec, samples=n, patience=max(spec.patience, 10 * n))
     seed = derive_seed(task.seed, "ilp-fresh")
-    checker = TaskRule(rule.read_text(encoding="utf-8"), source=str(rule), task=str(task.id),
-                       field="rule_file")
+    checker = TaskRule(rule[1], source=rule[0], task=str(task.id), field="rule_file")
     try:
         accepted, _ = draw_symbols(spec, cur.domain, seed, checker)
     finally:
@@ -249,9 +253,9 @@ def evaluate_theory(dataset: "str | os.PathLike | IlpTask", task_id: int | None,
                                         for f, (_, y) in zip(fresh_flags, fresh_set))
     score.correct_generalises = (score.correct and score.task_disagreements == 0
                                  and not score.fresh_disagreements)
-    rule = task.rule_path
+    rule = task.rule()
     if rule is not None:
-        c_gt, l_gt, _ = theory_size(rule.read_text(encoding="utf-8"), source=str(rule))
+        c_gt, l_gt, _ = theory_size(rule[1], source=rule[0])
         score.clauses_gt, score.literals_gt = c_gt, l_gt
         score.c_ratio = c_gt / c_lt if c_lt else None
         score.l_ratio = l_gt / l_lt if l_lt else None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import NesyError
-from ...folder import DataFolder
+from ...folder import DataFolder, checksum_map, relative
 from ..symbols import Symbol, from_prolog
 from .bias import SPLITS
 
@@ -41,14 +41,25 @@ class IlpTask:
     manifest: dict | None
     splits: dict[str, list[Sample]] = field(default_factory=dict)
 
-    @property
-    def rule_path(self) -> Path | None:
-        """The ground-truth rule file: the manifest's ``rule_file``, else ``rules/NN.pl``."""
-        cands = []
+    def rule(self) -> tuple[str, str] | None:
+        """``(label, text)`` of the ground-truth rule file (the manifest's ``rule_file``, else
+        ``rules/NN.pl``), read through the data set's :class:`~nesybench.folder.DataFolder`:
+        a relative path inside the folder, a regular file without a link out, its SHA-256
+        checked when the manifest's ``files`` lists it. None when the data set has no rule
+        file; a ``rule_file`` that leaves the folder is one :class:`NesyError`."""
+        man = self.manifest or {}
+        mfile = str(self.root / "manifest.json")
+        folder = DataFolder(self.root, checksums=checksum_map(
+            man.get("files") if isinstance(man, dict) else None, file=mfile, field="files"))
+        cands: list[tuple[str, dict]] = []
         if self.meta.get("rule_file"):
-            cands.append(self.root / self.meta["rule_file"])
-        cands += [self.root / "rules" / f"{self.id:02d}.pl", self.root / "rules" / f"{self.id}.pl"]
-        return next((p for p in cands if p.is_file()), None)
+            cands.append((self.meta["rule_file"],
+                          {"file": mfile, "field": "rule_file"}))
+        cands += [(f"rules/{self.id:02d}.pl", {}), (f"rules/{self.id}.pl", {})]
+        for rel, where in cands:
+            if folder.exists(rel, **where):
+                return folder.label(relative(rel)), folder.read_text(rel, **where)
+        return None
 
     @property
     def seed(self) -> int:

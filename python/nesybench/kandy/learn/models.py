@@ -272,15 +272,38 @@ def _resize_pos_embedding(pe: torch.Tensor, tokens: int) -> torch.Tensor:
     return torch.cat([pe[:, :1], grid.permute(0, 2, 3, 1).reshape(1, g_new * g_new, -1)], 1)
 
 
+#: the largest --weights file read (a ViT-B/16 checkpoint is about 330 MB)
+MAX_WEIGHTS_BYTES = 1 << 30
+
+
 def _read_state_dict(path) -> tuple[Path, dict]:
+    """The ``state_dict`` of the checkpoint ``path`` (``--weights``), read through
+    :func:`nesybench.folder.read_input` (a regular file of at most :data:`MAX_WEIGHTS_BYTES`)
+    and, for a zip checkpoint (torch's format since 1.6), its entries' declared sizes checked
+    by :func:`nesybench.folder.check_zip` before torch decompresses anything; then
+    ``torch.load(..., weights_only=True)`` on the bytes (tensors only, no code)."""
+    import io  # noqa: PLC0415
+    import warnings  # noqa: PLC0415
+
+    from ...folder import check_zip, read_input  # noqa: PLC0415
     p = Path(path)
-    if not p.is_file():
+    if not p.exists() and not p.is_symlink():
         raise NesyError("weights file not found", file=str(p), field="weights")
     try:
-        sd = torch.load(p, map_location="cpu", weights_only=True)
+        data = read_input(p, max_bytes=MAX_WEIGHTS_BYTES)
+        if data[:2] == b"PK":           # the zip format; the legacy format is not compressed
+            check_zip(data, str(p), max_bytes=MAX_WEIGHTS_BYTES)
+    except NesyError as exc:
+        raise exc.where(field="weights") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sd = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unpickling problem is bad input
-        raise NesyError(f"cannot read weights (a torch state_dict is expected): {exc}",
+        raise NesyError(f"cannot read weights (a torch state_dict is expected): "
+                        f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}",
                         file=str(p), field="weights") from None
+    del data
     if isinstance(sd, dict) and isinstance(sd.get("state_dict"), dict):
         sd = sd["state_dict"]
     if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
