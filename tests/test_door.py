@@ -112,10 +112,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 #: call sites that still read a user's path themselves; each says what is left to do. Keep
 #: this list short: move the read to nesybench.folder and delete the entry.
 PENDING: dict[tuple[str, str, str], str] = {
-    ("shortcuts/generate.py", "load_digits_source", "Image.open"):
-        "rs generate --mnist DIR: read through DataFolder(DIR) (and folder.gunzip)",
-    ("shortcuts/generate.py", "load_digits_source", "Path.glob"):
-        "rs generate --mnist DIR: list through DataFolder(DIR).files",
     # nesybench/nesy/ is being reworked separately; its reads move to the door there
     ("nesy/budget.py", "resident_mb", "open"): "/proc/self/statm (allow once moved)",
     ("nesy/cells.py", "nesy_train_cell", "ROOT / a value"): "use paths.shipped for the task",

@@ -125,3 +125,74 @@ def test_support_from_generated_dataset(tmp_path):
                            "--target-support", str(a3), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["average"] > 0.25   # balanced target data: more positives
+
+
+def _idx(dims, payload: bytes) -> bytes:
+    import struct
+    return b"\0\0\x08" + bytes([len(dims)]) + struct.pack(">" + "I" * len(dims), *dims) + payload
+
+
+def _mnist(folder, n=40, gz=True):
+    import gzip
+
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+    y = np.arange(n, dtype=np.uint8) % 10
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in (("train-images-idx3-ubyte", _idx(x.shape, x.tobytes())),
+                       ("train-labels-idx1-ubyte", _idx(y.shape, y.tobytes()))):
+        if gz:
+            (folder / f"{name}.gz").write_bytes(gzip.compress(data))
+        else:
+            (folder / name).write_bytes(data)
+    return x, y
+
+
+def test_mnist_folder_read_through_the_door(tmp_path):
+    import gzip
+    import os
+
+    import numpy as np
+    x, y = _mnist(tmp_path / "m")
+    gx, gy = load_digits_source(str(tmp_path / "m"))
+    assert np.array_equal(gx, x) and np.array_equal(gy, y)
+    _mnist(tmp_path / "plain", gz=False)
+    assert np.array_equal(load_digits_source(str(tmp_path / "plain"))[0], x)
+
+    secret = tmp_path / "secret"
+    _mnist(secret)
+    cases = {}
+    d = tmp_path / "link"                   # every file a link out: none is followed
+    d.mkdir()
+    for f in secret.iterdir():
+        (d / f.name).symlink_to(f)
+    cases["link"] = (d, "symbolic links are not followed")
+    d = tmp_path / "pngs"                   # a digit folder linked out
+    for k in range(1, 10):
+        (d / str(k)).mkdir(parents=True)
+    (d / "0").symlink_to(secret, target_is_directory=True)
+    cases["png-link"] = (d, "resolves outside")
+    d = tmp_path / "bomb"                   # 100 MB of zeros in 100 KB of gzip
+    _mnist(d)
+    (d / "train-images-idx3-ubyte.gz").write_bytes(
+        gzip.compress(_idx((130000, 28, 28), bytes(130000 * 784)), 9))
+    cases["bomb"] = (d, "decompression bomb")
+    d = tmp_path / "header"                 # the header claims more pictures than it holds
+    _mnist(d, gz=False)
+    data = (d / "train-images-idx3-ubyte").read_bytes()
+    (d / "train-images-idx3-ubyte").write_bytes(_idx((41, 28, 28), data[16:]))
+    cases["header"] = (d, "the IDX header declares")
+    d = tmp_path / "hard"                   # a file hard-linked to one elsewhere
+    d.mkdir()
+    for f in secret.iterdir():
+        os.link(f, d / f.name)
+    cases["hard"] = (d, "hard links")
+    for name, (folder, says) in cases.items():
+        with pytest.raises(NesyError) as exc:
+            load_digits_source(str(folder))
+        assert says in str(exc.value) and "\n" not in str(exc.value), (name, exc.value)
+        out = tmp_path / f"o-{name}"
+        res = CliRunner().invoke(group, ["generate", "mnist_logic", "--mnist", str(folder),
+                                         "--out", str(out), "--samples", "8"])
+        assert res.exit_code == 2 and says in res.output and not out.exists(), (name, res.output)

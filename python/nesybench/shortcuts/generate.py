@@ -19,7 +19,7 @@ Output (written atomically)::
 from __future__ import annotations
 
 import csv
-import gzip
+import fnmatch
 import json
 import os
 import random
@@ -33,6 +33,7 @@ import yaml
 from PIL import Image, ImageDraw
 
 from ..errors import NesyError
+from ..folder import DataFolder, gunzip
 from ..io import (FORMAT_VERSION, atomic_output_dir, check_replaceable, checksums, derive_seed,
                   progress_delay, write_json)
 from .task import Task
@@ -51,38 +52,69 @@ class GenerateResult:
 
 
 # -- digit pools -----------------------------------------------------------------------------
-def _read_idx(path: Path) -> np.ndarray:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        data = fh.read()
-    magic, = struct.unpack(">I", data[:4])
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+#: the MNIST IDX files of a --mnist folder (uncompressed or .gz)
+_IDX_IMAGES, _IDX_LABELS = "*images-idx3-ubyte*", "*labels-idx1-ubyte*"
+
+
+def _read_idx(folder: DataFolder, rel: str, ndim: int) -> np.ndarray:
+    """The unsigned-byte array of the IDX file ``rel`` of ``folder`` (gzip when it ends in
+    ``.gz``), read through the contained reader (decompressed in bounded steps), its header
+    checked: type 0x08 (unsigned bytes), ``ndim`` dimensions whose product is the number of
+    bytes that follow."""
+    label = folder.label(rel)
+    data = folder.read_bytes(rel)
+    if rel.endswith(".gz"):
+        data = gunzip(data, label)
+    if len(data) < 4 or data[:3] != b"\0\0\x08" or data[3] != ndim:
+        raise NesyError(f"not an MNIST IDX file of {ndim}-d unsigned bytes (its magic number "
+                        f"should be 0x0000080{ndim})", file=label)
+    head = 4 + 4 * ndim
+    if len(data) < head:
+        raise NesyError("the IDX header is cut short", file=label)
+    dims = struct.unpack(">" + "I" * ndim, data[4:head])
+    if int(np.prod(dims, dtype=object)) != len(data) - head:
+        raise NesyError(f"the IDX header declares {' x '.join(map(str, dims))} bytes, the file "
+                        f"holds {len(data) - head:,}", file=label)
+    return np.frombuffer(data, dtype=np.uint8, offset=head).reshape(dims)
 
 
 def load_digits_source(mnist: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(images uint8 [N, 28, 28], labels [N])`` from an MNIST IDX folder, a folder of PNGs in
-    ``0/`` ... ``9/``, or scikit-learn's bundled digits (default)."""
+    ``0/`` ... ``9/``, or scikit-learn's bundled digits (default). A folder is read through
+    :class:`~nesybench.folder.DataFolder`: regular files inside it (a link out, a FIFO or a file
+    over the size limit is one error), gzip decompressed in bounded steps, pictures' pixels
+    counted before decoding."""
     if mnist:
         root = Path(mnist)
+        folder = DataFolder(root)
         if all((root / str(d)).is_dir() for d in range(10)):   # PNG folders 0/ ... 9/
             xs, ys = [], []
             for d in range(10):
-                for f in sorted((root / str(d)).glob("*.png")):
-                    xs.append(np.asarray(Image.open(f).convert("L").resize((28, 28))))
-                    ys.append(d)
+                for rel in folder.files(str(d)):
+                    if rel.endswith(".png"):
+                        xs.append(np.asarray(folder.image(rel).convert("L").resize((28, 28))))
+                        ys.append(d)
             if not xs:
                 raise NesyError("no PNG digits under 0/ ... 9/", file=str(root))
             return np.stack(xs), np.array(ys)
-        imgs = sorted(list(root.glob("*images-idx3-ubyte*")))
-        labs = sorted(list(root.glob("*labels-idx1-ubyte*")))
+        names = folder.files()
+        imgs = [n for n in names if fnmatch.fnmatchcase(n, _IDX_IMAGES)]
+        labs = [n for n in names if fnmatch.fnmatchcase(n, _IDX_LABELS)]
         if not imgs or len(imgs) != len(labs):
-            raise NesyError("no MNIST IDX files (*images-idx3-ubyte[.gz], *labels-idx1-ubyte[.gz])",
+            raise NesyError("no MNIST IDX files (*images-idx3-ubyte[.gz], *labels-idx1-ubyte[.gz]; "
+                            "symbolic links are not followed)",
                             file=str(root))
-        x = np.concatenate([_read_idx(p) for p in imgs])
-        y = np.concatenate([_read_idx(p) for p in labs]).astype(int)
-        return x, y
+        xs = [_read_idx(folder, n, 3) for n in imgs]
+        ys = [_read_idx(folder, n, 1) for n in labs]
+        for n, a in zip(imgs, xs):
+            if a.shape[1:] != xs[0].shape[1:]:
+                raise NesyError(f"pictures of {a.shape[1]}x{a.shape[2]} pixels, {imgs[0]} has "
+                                f"{xs[0].shape[1]}x{xs[0].shape[2]}", file=folder.label(n))
+        for (n, a), b in zip(zip(imgs, xs), ys):
+            if len(a) != len(b):
+                raise NesyError(f"{len(a):,} pictures, its labels file has {len(b):,}",
+                                file=folder.label(n))
+        return np.concatenate(xs), np.concatenate(ys).astype(int)
     from sklearn.datasets import load_digits  # noqa: PLC0415 - bundled, no download
     d = load_digits()
     x = (d.images / 16.0 * 255).astype(np.uint8)
