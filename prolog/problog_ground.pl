@@ -722,6 +722,11 @@ arith(min, [A, B], V) :- integer(A), integer(B), !, V is min(A, B).
 arith(max, [A, B], V) :- integer(A), integer(B), !, V is max(A, B).
 arith(-, [A], V) :- integer(A), !, V is -A.
 arith(abs, [A], V) :- integer(A), !, V is abs(A).
+arith(F, [A, B], V) :-                 % IEEE operations: the same double in Python
+    float_operands(F, A, B),
+    catch(float_op(F, A, B, V0), _, fail),
+    finite(V0), !,
+    V = V0.
 arith(F, Vs, V) :-
     py_call('nesybench.nesy.arith':apply(F, Vs), R),
     (   R = [1, V0]
@@ -732,9 +737,31 @@ arith(F, Vs, V) :-
 
 int_bits(X, B) :- ( X =:= 0 -> B = 0 ; B is msb(abs(X)) + 1 ).
 
+%   float_operands(+F, +A, +B): A F B is one IEEE operation in Python and here: + - * with a
+%   float operand, / of any two, every operand finite and every integer exact as a double (a
+%   non-finite result, a division by zero: Python's table, for its error)
+float_operands(F, A, B) :-
+    memberchk(F, [+, -, *, /]),
+    exact_double(A), exact_double(B),
+    (   F == (/) -> true ; float(A) -> true ; float(B) ).
+
+exact_double(X) :- float(X), !, finite(X).
+exact_double(X) :- integer(X), abs(X) =< 9007199254740992.
+
+float_op(+, A, B, V) :- V is float(A) + float(B).
+float_op(-, A, B, V) :- V is float(A) - float(B).
+float_op(*, A, B, V) :- V is float(A) * float(B).
+float_op(/, A, B, V) :- V is float(A) / float(B).
+
+finite(V) :- float_class(V, C), memberchk(C, [zero, subnormal, normal]).
+
 %   stored_value(+V0, -V): the constant is/2 binds (a float rounded to 15 decimals)
 stored_value(V0, V) :-
-    (   float(V0) -> py_call('nesybench.nesy.arith':result(V0), V) ; V = V0 ).
+    (   float(V0), finite(V0)
+    ->  format(atom(S), "~15f", [V0]), atom_number(S, V1), V = V1
+    ;   float(V0) -> py_call('nesybench.nesy.arith':result(V0), V)
+    ;   V = V0
+    ).
 
 compare_values(Op, A, B) :-
     pg_eval(A, X),

@@ -208,3 +208,34 @@ def test_auto_does_not_fall_back_on_a_program_error(monkeypatch):
         ground("0.5::a.\nq(X) :- a, X is 1 / 0.\n", ["q(X)"])
     with pytest.raises(NesyError, match="not sufficiently instantiated"):
         ground("0.5::a.\nq(X) :- a, X is Y + 1.\n", ["q(X)"])
+
+
+# -- arithmetic computed in SWI-Prolog itself: the same numbers as ProbLog's table -----------
+
+_NUMBER = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.integers(min_value=-2**60, max_value=2**60),
+    st.sampled_from([0.1, 0.2, 1 / 3, 1e16 / 3, 5e-16, 1.0000000000000005, -0.0, 0, 1, -1,
+                     2**53, 2**53 + 1, 1e300, 1e-300]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["+", "-", "*", "/", "//", "mod", "rem", "min", "max"]), _NUMBER,
+       _NUMBER)
+def test_arithmetic_done_in_prolog_is_problogs(op, a, b):
+    """The steps the SWI-Prolog grounder computes itself (integer operations, one IEEE
+    operation on floats, the 15-decimal rounding of a stored float) give the number ProbLog's
+    table gives, or an error where it does."""
+    import janus_swi as janus
+    from nesybench.nesy import arith
+    ground("0.5::a.\nq :- a.\n", ["q"], grounder="prolog")     # the grounder is loaded
+    want = arith.apply(op, [a, b])
+    got = janus.query_once(
+        "catch((_X =.. [Op, A, B], problog_ground:pg_eval(_X, _V0), "
+        "problog_ground:stored_value(_V0, V)), _, V = error)", {"Op": op, "A": a, "B": b})
+    if want[0] == 0:
+        assert got["V"] == "error"
+        return
+    w = arith.result(want[1])
+    assert type(got["V"]) is type(w)
+    assert got["V"] == w or (w != w and got["V"] != got["V"])

@@ -89,7 +89,7 @@ class _Encoder:
         if goal:
             functor = functor.strip("'")
         else:
-            self.spellings.setdefault(functor.strip("'"), set()).add(functor)
+            self.spellings.setdefault((functor.strip("'"), arity), set()).add(functor)
         if functor == "." and arity == 2 and not goal:
             return ["l", self.term(t.args[0]), self.term(t.args[1])]
         if arity == 0:
@@ -143,8 +143,9 @@ def _clause_items(cl):
 
 
 def check_spellings(spellings: dict) -> None:
-    """Raise :class:`Unsupported` where one name is written two ways, as ``'abc'`` and
-    ``abc``, ``'[]'`` and ``[]``, or ``'5'`` and the number 5.
+    """Raise :class:`Unsupported` where one name of one arity is written two ways, as
+    ``'abc'`` and ``abc``, ``'[]'`` and ``[]``, or ``'5'`` and the number 5 (``spellings``:
+    ``(unquoted name, arity)`` to the names as written).
 
     ProbLog keeps a quoted atom's quotes, and tells the two spellings apart in some places
     and not in others: clause lookup on a ground argument and ``==`` compare the spelling,
@@ -153,8 +154,8 @@ def check_spellings(spellings: dict) -> None:
     of a term, so such a program is ProbLog's own grounder's."""
     import re
     number = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|nan)")
-    for bare, written in sorted(spellings.items()):
-        lists = bare in ("[]", ".")
+    for (bare, arity), written in sorted(spellings.items()):
+        lists = (bare, arity) in (("[]", 0), (".", 2))
         if len(written) > 1 or (lists or number.fullmatch(bare)) and written != {bare}:
             shown = " and ".join(sorted(written | {bare}))
             raise Unsupported(f"the name {bare} written as {shown}, which ProbLog's "
