@@ -110,10 +110,13 @@ else
     pip install "$torch_req"                      # its dependencies, from the package index
   else
     torch_index=${NESYBENCH_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
-    pip install --index-url "$torch_index" "$torch_req" || {
-      log "could not install $torch_req from $torch_index: set NESYBENCH_WHEELS to a folder" \
-          "with a torch CPU wheel, or NESYBENCH_TORCH_INDEX to an index this machine reaches"
-      exit 1; }
+    # few retries: pip's own configuration (find-links, another index) still answers when
+    # that index cannot be reached, and the plain index is the last resort
+    pip install --retries 1 --timeout 20 --index-url "$torch_index" "$torch_req" || {
+      log "could not install $torch_req from $torch_index; trying pip's configured index" \
+          "(set NESYBENCH_WHEELS to a folder with a torch CPU wheel, or" \
+          "NESYBENCH_TORCH_INDEX to an index this machine reaches)"
+      pip install "$torch_req"; }
   fi
   pip install --no-cache-dir --no-binary janus-swi janus-swi
   # ray: the distributed sweep executor (an extra for users; installed here so its tests run);
