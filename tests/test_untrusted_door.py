@@ -238,3 +238,108 @@ def test_gunzip_stops_at_the_bound():
         gunzip(small * 30, "s.gz", max_bytes=1000)
     with pytest.raises(NesyError, match="cut short|not readable"):
         gunzip(small[:-12], "s.gz")
+
+
+def test_npz_sizes_are_checked_before_numpy_opens_it(tmp_path):
+    import numpy as np
+
+    from nesybench.folder import load_npz
+    buf = io.BytesIO()
+    np.savez_compressed(buf, a=np.arange(6).reshape(2, 3), meta=np.array("{}"))
+    z = load_npz(buf.getvalue(), "ok.npz")
+    assert z["a"].tolist() == [[0, 1, 2], [3, 4, 5]] and str(z["meta"]) == "{}"
+    bomb = io.BytesIO()
+    np.savez_compressed(bomb, a=np.zeros(3 << 20, dtype=np.uint8))   # 3 MiB from ~3 KB
+    with pytest.raises(NesyError, match="decompression bomb"):
+        load_npz(bomb.getvalue(), "bomb.npz")
+    with pytest.raises(NesyError, match="over the limit of 100"):
+        load_npz(buf.getvalue(), "ok.npz", max_bytes=100)
+    pickled = io.BytesIO()
+    np.savez(pickled, a=np.array([{"x": 1}], dtype=object))
+    with pytest.raises(NesyError, match="not a readable .npz"):
+        load_npz(pickled.getvalue(), "p.npz")
+    other = io.BytesIO()
+    with zipfile.ZipFile(other, "w") as zf:
+        zf.writestr("a.txt", "x")
+    with pytest.raises(NesyError, match="not an .npz archive"):
+        load_npz(other.getvalue(), "o.npz")
+
+
+def test_read_head_reads_a_header_only(tmp_path):
+    (tmp_path / "secret").write_text(SECRET)
+    tmp_path = tmp_path / "f"
+    tmp_path.mkdir()
+    (tmp_path / "big.bin").write_bytes(b"HEAD" + bytes(1 << 20))
+    (tmp_path / "link.bin").symlink_to(tmp_path.parent / "secret")
+    folder = DataFolder(tmp_path)
+    assert folder.read_head("big.bin", 4) == (b"HEAD", 4 + (1 << 20))
+    with pytest.raises(NesyError, match="resolves outside"):
+        folder.read_head("link.bin", 4)
+    os.link(tmp_path / "big.bin", tmp_path / "hard.bin")
+    with pytest.raises(NesyError, match="hard links"):
+        folder.read_head("hard.bin", 4)
+
+
+def test_json_constants_only_when_asked():
+    with pytest.raises(NesyError, match="not JSON"):
+        parse_json('{"a": NaN}', "x.json")
+    assert parse_json('{"a": NaN}', "x.json", constants=True)["a"] != 0
+    with pytest.raises(NesyError, match="duplicate key"):
+        parse_json('{"a": NaN, "a": 1}', "x.json", constants=True)
+
+
+def test_user_cache_entries_are_read_contained(tmp_path, monkeypatch):
+    """The caches nesybench keeps (compiled circuits, CLIP embeddings, world tables) are read
+    back through the contained reader: an entry that is a link out, damaged JSON (a key twice)
+    or an archive declaring too much is not used (it is recomputed), never an error."""
+    import numpy as np
+
+    from nesybench.nesy import cache as circuit_cache
+    from nesybench.nesy import clip, semantics
+    monkeypatch.setenv("NESYBENCH_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "secret.npy").write_bytes(b"not read")
+    # CLIP embeddings
+    root = clip.cache_dir()
+    root.mkdir(parents=True)
+    np.save(root / "good.npy", np.ones((2, 1, 3), dtype=np.float32))
+    assert clip.read_cached_embeddings("good.npy").shape == (2, 1, 3)
+    (root / "link.npy").symlink_to(tmp_path / "secret.npy")
+    assert clip.read_cached_embeddings("link.npy") is None
+    assert clip.read_cached_embeddings("missing.npy") is None
+    # compiled circuits: a meta.json naming a key twice is removed, then missed
+    entry = circuit_cache.cache_dir() / "k1"
+    entry.mkdir(parents=True)
+    (entry / "circuit.sdd").write_text("sdd")
+    (entry / "meta.json").write_text('{"labels": [], "labels": []}')
+    assert circuit_cache.lookup("k1") is None and not entry.exists()
+    entry.mkdir()
+    (entry / "circuit.sdd").write_text("sdd")
+    (entry / "meta.json").write_text('{"labels": []}')
+    assert circuit_cache.lookup("k1") == (entry, {"labels": []})
+    # world tables: an .npz whose entries declare more than the bound is not opened
+    root = semantics.cache_dir()
+    root.mkdir(parents=True)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, meta=np.array(json.dumps({"components": [], "label_domains": []})))
+    (root / "worlds-a.npz").write_bytes(buf.getvalue())
+    assert semantics._read_world_cache("worlds-a.npz") == ([], [])
+    monkeypatch.setattr(semantics, "MAX_WORLD_CACHE_BYTES", 10)
+    assert semantics._read_world_cache("worlds-a.npz") is None
+
+
+def test_nesy_data_checks_the_manifest_checksums(tmp_path):
+    """`nesy train`/`nesy eval` read an RS data set with the SHA-256 its manifest lists: a
+    changed labels.csv is one error naming the file."""
+    from nesybench.nesy.data import NesyData
+    from nesybench.shortcuts.generate import generate
+    from nesybench.shortcuts.task import load_task
+    task = load_task(ROOT / "curricula/rs/xor.yaml")
+    ds = tmp_path / "ds"
+    generate(task, ds, seed=0, samples={"train": 8, "val": 4, "test": 4})
+    doms = [[0, 1]] * len(task.label_names())
+    assert len(NesyData.from_folder(ds, "val", task, doms)) == 4
+    rows = (ds / "val" / "labels.csv").read_text().splitlines(keepends=True)
+    (ds / "val" / "labels.csv").write_text("".join(rows[:-1]))
+    with pytest.raises(NesyError, match="SHA-256 mismatch") as exc:
+        NesyData.from_folder(ds, "val", task, doms)
+    assert "val/labels.csv" in str(exc.value)

@@ -85,6 +85,21 @@ def verify(key: str) -> Path:
     return path
 
 
+def read_verified(key: str) -> bytes:
+    """The bytes of the cached data file ``key``, read once through
+    :func:`nesybench.folder.read_input` (a regular file, bounded) and checked against its
+    pinned SHA-256 (the same bytes are checked and returned: nothing can change between the
+    check and the read)."""
+    from .folder import read_input  # noqa: PLC0415
+    path = data_path(key)
+    data = read_input(path)
+    digest = _sha256(data)
+    if digest != DATA_FILES[key].sha256:
+        raise NesyError(f"checksum mismatch for {key}: expected {DATA_FILES[key].sha256}, got "
+                        f"{digest}; delete it and run `nesybench data fetch`", file=str(path))
+    return data
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -148,13 +148,16 @@ def _refuse_hardlink(st: os.stat_result, label: str) -> None:
                         file=label)
 
 
-def _read_regular(path: str, label: str, max_bytes: int, *,
-                  hardlinks: bool = True) -> tuple[bytes, os.stat_result]:
+def _read_regular(path: str, label: str, max_bytes: int, *, hardlinks: bool = True,
+                  head: int | None = None) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file ``path`` (no FIFO, device, socket; at most
-    ``max_bytes``; with ``hardlinks=False`` a file of more than one hard link is refused)."""
+    ``max_bytes``; with ``hardlinks=False`` a file of more than one hard link is refused).
+    With ``head``, only the first ``head`` bytes are read, whatever the file's size."""
     st = _regular_stat(path, label)
     if not hardlinks:
         _refuse_hardlink(st, label)
+    if head is not None:
+        max_bytes = max(st.st_size, head)
     if st.st_size > max_bytes:
         raise NesyError(f"file is {st.st_size:,} bytes, over the limit of {max_bytes:,}",
                         file=label)
@@ -170,12 +173,14 @@ def _read_regular(path: str, label: str, max_bytes: int, *,
             raise NesyError("not a regular file; only regular files are read", file=label)
         if not hardlinks:
             _refuse_hardlink(st, label)
+        if head is not None:
+            max_bytes = max(st.st_size, head)
         if st.st_size > max_bytes:
             raise NesyError(f"file is {st.st_size:,} bytes, over the limit of {max_bytes:,}",
                             file=label)
         with os.fdopen(fd, "rb", closefd=True) as fh:
             fd = -1
-            data = fh.read(max_bytes + 1)
+            data = fh.read(max_bytes + 1 if head is None else head)
     except OSError as exc:
         raise NesyError(f"cannot read: {exc.strerror or exc}", file=label) from None
     finally:
@@ -316,6 +321,16 @@ class DataFolder:
     def read_json(self, rel, **where):
         return parse_json(self.read_text(rel, **where), self.label(relative(rel)))
 
+    def read_head(self, rel, size: int, **where) -> tuple[bytes, int]:
+        """``(the first size bytes, the file's size)`` of the regular file ``rel`` (a header
+        read before a library opens the file; no SHA-256 check, no size limit: nothing more
+        is read)."""
+        rel = relative(rel, **where)
+        real = self.locate(rel, **where)
+        data, st = _read_regular(str(real), self.label(rel), 0, head=size,
+                                 hardlinks=self.allow_hardlinks)
+        return data, st.st_size
+
     def sha256(self, rel, **where) -> str:
         """The SHA-256 of ``rel``: the manifest's (checked) when listed, else computed."""
         rel = relative(rel, **where)
@@ -374,18 +389,21 @@ def _unique_keys(pairs: list) -> dict:
     return out
 
 
-def json_loads(text):
+def json_loads(text, *, constants: bool = False):
     """``json.loads`` for text from outside: a key named twice in one object, ``NaN`` and
-    ``Infinity`` raise ``ValueError`` (:class:`DuplicateKeyError` for the first)."""
-    return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    ``Infinity`` raise ``ValueError`` (:class:`DuplicateKeyError` for the first).
+    ``constants=True`` reads ``NaN`` and ``Infinity`` as floats (for a caller that checks
+    each number itself, and names the field)."""
+    return json.loads(text, parse_constant=float if constants else _no_constant,
+                      object_pairs_hook=_unique_keys)
 
 
 def parse_json(text, label: str | None = None, *, field: str | None = None,
-               line: int | None = None):
+               line: int | None = None, constants: bool = False):
     """:func:`json_loads` with every problem one :class:`NesyError` naming ``label`` (the
     file), e.g. ``DS/manifest.json: duplicate key 'checksums' in one object ...``."""
     try:
-        return json_loads(text)
+        return json_loads(text, constants=constants)
     except DuplicateKeyError as exc:
         raise NesyError(str(exc), file=label, field=field, line=line) from None
     except (ValueError, RecursionError) as exc:
@@ -427,6 +445,26 @@ def check_zip(data: bytes, label: str, *, max_bytes: int = MAX_FILE_BYTES,
                         f"the ratio {max_ratio}; a decompression bomb); nothing was "
                         "decompressed", file=label)
     return infos
+
+
+def load_npz(data: bytes, label: str, *, max_bytes: int = MAX_FILE_BYTES,
+             max_ratio: int = MAX_ARCHIVE_RATIO) -> dict:
+    """The arrays of the ``.npz`` archive ``data`` (``{name: ndarray}``, read eagerly), its
+    entries' declared sizes checked by :func:`check_zip` **before NumPy opens it** (a small
+    ``.npz`` may declare gigabytes), no pickled objects; every problem one
+    :class:`NesyError` naming ``label``."""
+    import numpy as np  # noqa: PLC0415
+
+    infos = check_zip(data, label, max_bytes=max_bytes, max_ratio=max_ratio)
+    if not all(i.filename.endswith(".npy") for i in infos):
+        raise NesyError("not an .npz archive (an entry is not a .npy array)", file=label)
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {name: z[name] for name in z.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile,
+            NotImplementedError) as exc:
+        raise NesyError(f"not a readable .npz archive: {' '.join(str(exc).split())[:200]}",
+                        file=label) from None
 
 
 def gunzip(data: bytes, label: str, *, max_bytes: int = MAX_FILE_BYTES,
@@ -614,7 +652,7 @@ def checksum_map(value, *, file: str, field: str) -> dict[str, str]:
 
 
 __all__ = ["DataFolder", "read_input", "read_input_text", "read_user_file", "check_input_file",
-           "relative", "parse_json", "json_loads", "DuplicateKeyError", "check_zip", "gunzip",
+           "relative", "parse_json", "json_loads", "DuplicateKeyError", "check_zip", "load_npz", "gunzip",
            "hardlinks_allowed",
            "parse_csv", "decode_image", "png_size", "need", "int64", "checksum_map",
            "MAX_FILE_BYTES", "MAX_TEXT_BYTES", "MAX_IMAGE_PIXELS", "MAX_CSV_FIELD",

@@ -1,7 +1,7 @@
 """The sweep cell of ``nesybench nesy sweep``: one training run inside the runs store.
 
-Registered as ``nesy.train`` in :mod:`nesybench.runs.registry`. ``params``: ``task`` (YAML
-path) and ``data`` (a generated data set folder, shared by every cell) are required; the
+Registered as ``nesy.train`` in :mod:`nesybench.runs.registry`. ``params``: ``task`` (a YAML
+path or the name of a shipped task) and ``data`` (a generated data set folder, shared by every cell) are required; the
 other keys are :class:`~nesybench.nesy.train.RunConfig` fields (``model``, ``concept_sup``,
 ``epochs``, ``concept_source`` ...). The cell's seed seeds the networks and the batch order. Per-epoch curves go
 to ``ctx.log``; the test (and OOD) figures are the final metrics (``test_label_accuracy``,
@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import torch  # noqa: F401 - the runner seeds torch when the cell module imports it
 
-from .. import ROOT
 from ..io import write_json
+from ..paths import resolve_asset
 from .train import EvalResult, RunConfig, run_experiment, summary_row
 
 
 def nesy_train_cell(params: dict, seed: int, ctx) -> dict[str, float]:
     """Train and evaluate one model (module docstring)."""
     p = dict(params)
-    task = str(p.pop("task"))
-    if not task.startswith("/"):
-        task = str(ROOT / task)
+    # a task file, or the name of a shipped task (xor, curricula/rs/xor.yaml), never a path
+    # looked up in the installation
+    task = str(resolve_asset(str(p.pop("task")), "rs-task"))
     cfg = RunConfig(task=task, seed=seed, **p)
     summary = run_experiment(cfg, None, progress=False, log=ctx.log)
     path = ctx.artifact_dir / "metrics.json"

@@ -18,7 +18,6 @@ log semiring (default; ``semiring="real"`` available), with explicit negative-li
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -170,9 +169,9 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
                                list(concept_order) if concept_order is not None else None,
                                concept_decls, vtree, budget.grounder)
         if use_cache:
-            hit = _cache.lookup(key)
+            hit = _cache.lookup(key)            # meta.json read through the contained reader
             if hit is not None:
-                meta = json.loads((hit / "meta.json").read_text())
+                hit, meta = hit
                 meta.setdefault("stats", {})["cache_hit"] = True
                 return cls(meta, hit / "circuit.sdd", semiring=semiring)
         import time

@@ -1,7 +1,6 @@
 """``nesybench nesy``: train, evaluate and sweep NeSy models on the reasoning-shortcut tasks."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -209,10 +208,10 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
 
 def _fix_data_path(tmp: Path, final: Path) -> None:
     """config.json names the generated data set where it will be after the move."""
-    p = tmp / "config.json"
-    cfg = json.loads(p.read_text(encoding="utf-8"))
+    from ..folder import DataFolder  # noqa: PLC0415
+    cfg = DataFolder(tmp).read_json("config.json")     # the run's own file, read contained
     cfg["data"] = str(final)
-    p.write_text(dumps(cfg) + "\n", encoding="utf-8")
+    (tmp / "config.json").write_text(dumps(cfg) + "\n", encoding="utf-8")
 
 
 @group.command("infer")
@@ -304,11 +303,13 @@ def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
     run = Path(run)
     cfg, task, label_domains, root, model, epoch = load_run(run, checkpoint, data, device)
     out = {"run": str(run), "checkpoint": checkpoint, "epoch": epoch, "results": {}}
+    from ..folder import DataFolder  # noqa: PLC0415
+    folder = DataFolder(root)               # contained: no symbolic link out, regular files
     for split in [s.strip() for s in splits.split(",") if s.strip()]:
-        p = Path(root) / split / "labels.csv"
-        if not p.is_file():
-            raise NesyError(f"split {split!r} is missing", file=str(p))
-        if sum(1 for _ in open(p)) <= 1:
+        rel = f"{split}/labels.csv"
+        if not folder.exists(rel, field="split"):
+            raise NesyError(f"split {split!r} is missing", file=folder.label(rel))
+        if not folder.csv_rows(rel)[1]:     # a header only: an empty split
             continue
         ds = NesyData.from_folder(root, split, task, label_domains)
         ev = evaluate(model, ds, task, label_domains, device=device, shortcut=(split != "ood"))

@@ -122,26 +122,31 @@ def check_config(cfg: dict, file: str = "config.json") -> int:
     return total
 
 
-def check_safetensors(path: Path) -> None:
-    """Check a ``.safetensors`` file's header (its length, JSON, and every tensor's byte range
-    inside the file) before the library reads it; one :class:`NesyError` otherwise."""
-    from ..folder import check_input_file  # noqa: PLC0415
+def check_safetensors(folder, rel: str) -> None:
+    """Check the ``.safetensors`` file ``rel`` of ``folder`` (a
+    :class:`~nesybench.folder.DataFolder`): its header (its length, JSON with each key once,
+    and every tensor's byte range inside the file), read through the contained reader before
+    the library reads the file; one :class:`NesyError` otherwise."""
+    from ..folder import parse_json  # noqa: PLC0415
 
-    label = str(path)
-    check_input_file(path)
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        head = fh.read(8)
-        n = int.from_bytes(head, "little") if len(head) == 8 else -1
-        if n < 2 or n > MAX_SAFETENSORS_HEADER or n > size - 8:
-            raise NesyError("not a safetensors file (its header length is "
-                            f"{'missing' if n < 0 else f'{n:,} bytes'}, the file has "
-                            f"{size:,})", file=label)
-        raw = fh.read(n)
+    label = folder.label(rel)
+    head, size = folder.read_head(rel, 8)
+    n = int.from_bytes(head, "little") if len(head) == 8 else -1
+    if n < 2 or n > MAX_SAFETENSORS_HEADER or n > size - 8:
+        raise NesyError("not a safetensors file (its header length is "
+                        f"{'missing' if n < 0 else f'{n:,} bytes'}, the file has "
+                        f"{size:,})", file=label)
+    raw = folder.read_head(rel, 8 + n)[0][8:]
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise NesyError("not a safetensors file (its header is not JSON)", file=label) from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NesyError("not a safetensors file (its header is not UTF-8 JSON)",
+                        file=label) from None
+    try:
+        header = parse_json(text, label)
+    except NesyError as exc:
+        raise NesyError(f"not a safetensors file (its header: {exc.message})",
+                        file=label) from None
     if not isinstance(header, dict):
         raise NesyError("not a safetensors file (its header is not a JSON object)", file=label)
     data = size - 8 - n
@@ -156,16 +161,14 @@ def check_safetensors(path: Path) -> None:
                             "file", file=label)
 
 
-def check_preprocessor(path: Path) -> dict:
-    """``image_mean``/``image_std`` of a ``preprocessor_config.json``: three finite numbers
-    each, every std > 0 (a NaN or zero would make every embedding NaN or infinite)."""
-    from ..folder import read_input_text  # noqa: PLC0415
+def check_preprocessor(text: str, label: str) -> dict:
+    """``image_mean``/``image_std`` of the text of a ``preprocessor_config.json`` (named
+    ``label``): JSON with each key once, three finite numbers each, every std > 0 (a NaN or
+    zero would make every embedding NaN or infinite)."""
+    from ..folder import parse_json  # noqa: PLC0415
 
-    try:
-        js = json.loads(read_input_text(path, max_bytes=1 << 20),
-                        parse_constant=lambda c: float(c))
-    except (ValueError, RecursionError):
-        raise NesyError("not JSON", file=str(path)) from None
+    path = label
+    js = parse_json(text, label, constants=True)    # NaN is refused below, by its field
     if not isinstance(js, dict):
         raise NesyError("not a JSON object", file=str(path))
     out = {}
@@ -188,9 +191,33 @@ def check_preprocessor(path: Path) -> dict:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("NESYBENCH_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "nesybench"
-    return base / "clip"
+    """The embedding cache: ``clip/`` in the user cache (:func:`nesybench.paths.cache_root`)."""
+    from ..paths import cache_root  # noqa: PLC0415
+    return cache_root() / "clip"
+
+
+#: the largest cached embedding file read back
+MAX_EMBEDDINGS_BYTES = 4 << 30
+
+
+def read_cached_embeddings(name: str) -> np.ndarray | None:
+    """The array of the embedding cache's file ``name`` (``<key>.npy``), read through the
+    contained reader (a regular file inside the cache, bounded; ``.npy`` without pickles), or
+    None when it is missing or damaged (it is then computed and written again)."""
+    import io  # noqa: PLC0415
+
+    from ..folder import DataFolder  # noqa: PLC0415
+    root = cache_dir()
+    if not os.path.isdir(root):
+        return None
+    try:
+        folder = DataFolder(root, allow_hardlinks=False)
+        if not folder.exists(name):
+            return None
+        data = folder.read_bytes(name, max_bytes=MAX_EMBEDDINGS_BYTES)
+        return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+    except (NesyError, OSError, ValueError, EOFError):
+        return None                                      # a damaged entry: recompute it
 
 
 def parse_source(source: str) -> str:
@@ -245,7 +272,7 @@ def load_clip(name: str, device: str = "cpu"):
                          folder.label("config.json"))
         for rel in folder.files():
             if rel.endswith(".safetensors"):
-                check_safetensors(folder.locate(rel))
+                check_safetensors(folder, rel)
     try:
         with _offline():
             # safetensors only: a pickled weights file from someone else could run code
@@ -278,8 +305,16 @@ def load_clip(name: str, device: str = "cpu"):
             pc = Path(hit) if isinstance(hit, str) else pc
         except Exception:  # noqa: BLE001 - optional: CLIP's defaults then
             pass
-    if pc.is_file():
-        pre.update(check_preprocessor(pc))
+    if path.is_dir():
+        from ..folder import DataFolder  # noqa: PLC0415
+        folder = DataFolder(path)
+        if folder.exists("preprocessor_config.json"):
+            pre.update(check_preprocessor(
+                folder.read_text("preprocessor_config.json", max_bytes=1 << 20),
+                folder.label("preprocessor_config.json")))
+    elif pc.is_file():      # in the Hugging Face cache: one input file
+        from ..folder import read_input_text  # noqa: PLC0415
+        pre.update(check_preprocessor(read_input_text(pc, max_bytes=1 << 20), str(pc)))
     model.to(torch.device(device)).eval()
     return model, tok, pre
 
@@ -425,13 +460,9 @@ class ClipConcepts:
                              list(self.pre["image_std"]), list(xc.shape), str(xc.dtype)]).encode())
         h.update(xc.numpy().tobytes())
         path = cache_dir() / f"{h.hexdigest()[:32]}.npy"
-        if path.is_file():
-            try:
-                arr = np.load(path, allow_pickle=False)
-                if arr.shape[:2] == (len(xc), n_crops):
-                    return torch.from_numpy(arr), var_crop
-            except (OSError, ValueError):
-                pass                                     # a damaged entry: recompute it
+        arr = read_cached_embeddings(path.name)
+        if arr is not None and arr.ndim == 3 and arr.shape[:2] == (len(xc), n_crops):
+            return torch.from_numpy(arr), var_crop
         emb = self._encode(self._crops(xc, layout, n_crops)).reshape(len(xc), n_crops, -1)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.npy")

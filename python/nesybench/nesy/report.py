@@ -1,11 +1,11 @@
 """Summaries of ``nesybench nesy sweep`` studies (read back from the runs store)."""
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from ..errors import NesyError
+from ..folder import DataFolder
 
 
 def summarise(study) -> tuple[list[dict], list[dict]]:
@@ -17,6 +17,7 @@ def summarise(study) -> tuple[list[dict], list[dict]]:
     if not (path / "results.sqlite").is_file():
         raise NesyError("not a sweep study (no results.sqlite)", file=str(path))
     res = Study(path)
+    folder = DataFolder(path)       # the study's artifacts, read contained (no link out)
     groups: dict[tuple, list[dict]] = {}
     for r in res.rows():
         groups.setdefault((r.get("model"), float(r.get("concept_sup", 0.0))), []).append(r)
@@ -32,11 +33,16 @@ def summarise(study) -> tuple[list[dict], list[dict]]:
             if vals:
                 row[k] = (statistics.fmean(vals), statistics.pstdev(vals))
         for r in rs:
-            art = path / "artifacts" / r["cell_id"] / "metrics.json"
-            if not art.is_file():
+            rel = f"artifacts/{r['cell_id']}/metrics.json"
+            if not folder.exists(rel, field="cell_id"):
                 continue
-            summary = json.loads(art.read_text(encoding="utf-8"))
-            sc = summary.get("results", {}).get("test", {}).get("shortcut")
+            summary = folder.read_json(rel, field="cell_id")
+            res_ = summary.get("results") if isinstance(summary, dict) else None
+            sc = res_.get("test", {}).get("shortcut") if isinstance(res_, dict) else None
+            if sc is not None and not (isinstance(sc, dict) and sc.get("verdict") in
+                                       row["verdicts"]):
+                raise NesyError("results.test.shortcut is not a verdict of nesybench's",
+                                file=folder.label(rel))
             if sc:
                 row["verdicts"][sc["verdict"]] += 1
                 if sc["verdict"] == "shortcut":

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from ..errors import NesyError
+from ..folder import read_input
 from ..paths import cache_root
 
 #: worlds (per component) that :class:`WorldEnumeration` is willing to label and sum over
@@ -89,8 +90,8 @@ def task_fingerprint(task) -> str:
     """SHA-256 of what determines the labels: variables, knowledge text, parameters."""
     h = hashlib.sha256()
     h.update(json.dumps([[v.name, list(v.domain)] for v in task.variables]).encode())
-    for k in task.knowledge:
-        h.update(Path(k).read_bytes())
+    for k in task.knowledge:            # a shipped or a user's file: one input file each
+        h.update(read_input(k))
     h.update(repr(sorted(map(repr, task.params))).encode())
     h.update(json.dumps([task.labels, task.depends], sort_keys=True).encode())
     return h.hexdigest()
@@ -127,6 +128,35 @@ def _components(task) -> list[tuple[list[int], list[str] | None]]:
     return out
 
 
+#: the most bytes a cached world table may declare (decompressed); a world table of
+#: WORLD_BUDGET worlds is far smaller
+MAX_WORLD_CACHE_BYTES = 1 << 30
+
+
+def _read_world_cache(name: str) -> tuple[list[Component], list[list]] | None:
+    """The world table cached as ``name`` in :func:`cache_dir`, read through the contained
+    reader (a regular file inside the cache, bounded; the ``.npz`` entries' declared sizes
+    checked before NumPy opens it, no pickles; its ``meta`` strict JSON), or None when it is
+    missing or damaged (it is then rebuilt). The ratio bound is not applied: nesybench writes
+    these tables compressed, and the sum of the declared sizes is bounded."""
+    from ..folder import DataFolder, load_npz, parse_json  # noqa: PLC0415
+    root = cache_dir()
+    if not os.path.isdir(root):
+        return None
+    try:
+        folder = DataFolder(root, allow_hardlinks=False)
+        if not folder.exists(name):
+            return None
+        z = load_npz(folder.read_bytes(name, max_bytes=MAX_WORLD_CACHE_BYTES),
+                     folder.label(name), max_bytes=MAX_WORLD_CACHE_BYTES,
+                     max_ratio=MAX_WORLD_CACHE_BYTES)
+        meta = parse_json(str(z["meta"]), folder.label(name))
+        return ([Component(c["vars"], c["labels"], z[f"v{k}"], z[f"l{k}"])
+                 for k, c in enumerate(meta["components"])], meta["label_domains"])
+    except (NesyError, KeyError, TypeError, ValueError):
+        return None     # a damaged cache is rebuilt
+
+
 def world_table(task, *, budget: int = WORLD_BUDGET, cache: bool = True,
                 progress: bool = False) -> tuple[list[Component], list[list]]:
     """Label every world (per component) through the task's knowledge, once.
@@ -148,16 +178,11 @@ def world_table(task, *, budget: int = WORLD_BUDGET, cache: bool = True,
     if key in _MEMO:
         return _MEMO[key]
     path = cache_dir() / f"worlds-{key[:24]}.npz"
-    if cache and path.is_file():
-        try:
-            z = np.load(path, allow_pickle=False)
-            meta = json.loads(str(z["meta"]))
-            out = ([Component(c["vars"], c["labels"], z[f"v{k}"], z[f"l{k}"])
-                    for k, c in enumerate(meta["components"])], meta["label_domains"])
+    if cache:
+        out = _read_world_cache(path.name)
+        if out is not None:
             _MEMO[key] = out
             return out
-        except (OSError, ValueError, KeyError):
-            pass  # a damaged cache is rebuilt below
     names = task.label_names() if task.labels else None
     raw: list[tuple[list[int], list[int], np.ndarray, list[tuple]]] = []
     first = [v.domain[0] for v in task.variables]

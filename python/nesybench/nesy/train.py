@@ -183,13 +183,27 @@ def _save(path: Path, model, epoch: int) -> None:
     tmp.replace(path)
 
 
-def load_checkpoint(model, path) -> int:
-    """Load weights saved by :func:`fit`; returns the epoch."""
+#: the largest checkpoint read back (``best.pt`` of a run)
+MAX_CHECKPOINT_BYTES = 1 << 30
+
+
+def load_checkpoint(model, path, data: bytes | None = None) -> int:
+    """Load weights saved by :func:`fit`; returns the epoch. The file is read through
+    :func:`nesybench.folder.read_input` (``data``: its bytes, already read through a run
+    folder's :class:`~nesybench.folder.DataFolder`), its zip entries' declared sizes checked
+    before torch decompresses anything, and loaded with ``weights_only=True``."""
+    import io  # noqa: PLC0415
+
+    from ..folder import check_zip, read_input  # noqa: PLC0415
     p = Path(path)
-    if not p.is_file():
-        raise NesyError("checkpoint not found", file=str(p))
+    if data is None:
+        if not p.exists() and not p.is_symlink():
+            raise NesyError("checkpoint not found", file=str(p))
+        data = read_input(p, max_bytes=MAX_CHECKPOINT_BYTES)
+    if data[:2] == b"PK":       # torch's zip format; the legacy format is not compressed
+        check_zip(data, str(p), max_bytes=MAX_CHECKPOINT_BYTES)
     try:
-        blob = torch.load(p, map_location="cpu", weights_only=True)
+        blob = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         if not isinstance(blob, dict):
             raise ValueError("not a nesybench checkpoint (no state_dict record)")
         model.load_state_dict(blob["state_dict"])
@@ -352,15 +366,20 @@ def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: boo
 
 def _label_domains_of(root: Path, task) -> list[list]:
     """Label values seen in any split of a data set (cbm/nn), sorted (numbers numerically)."""
+    from ..folder import DataFolder  # noqa: PLC0415
     names = task.label_names()
     seen = [set() for _ in names]
+    folder = DataFolder(root)               # contained: no symbolic link out, regular files
     for split in ("train", "val", "test", "ood"):
-        p = root / split / "labels.csv"
-        if p.is_file():
-            with open(p, newline="") as fh:
-                for row in list(csv.reader(fh))[1:]:
-                    for j in range(len(names)):
-                        seen[j].add(row[1 + j])
+        rel = f"{split}/labels.csv"
+        if folder.exists(rel):
+            for line, row in folder.csv_rows(rel)[1]:
+                for j, name in enumerate(names):
+                    value = row.get(f"label:{name}")
+                    if value is None:
+                        raise NesyError(f"no column label:{name}", file=folder.label(rel),
+                                        line=line)
+                    seen[j].add(value)
     return [[int(v) if v.lstrip("-").isdigit() else v for v in
              sorted(s, key=lambda v: (0, int(v), "") if v.lstrip("-").isdigit() else (1, 0, v))]
             for s in seen]
@@ -415,9 +434,12 @@ def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: b
                  seed=cfg.seed, device=cfg.device, concept_mask=mask, out=out,
                  progress=progress, log=log, concept_targets=targets)
     results = {}
+    from ..folder import DataFolder  # noqa: PLC0415
+    folder = DataFolder(data)               # contained: no symbolic link out, regular files
     for split in ["val", *cfg.splits]:
-        p = Path(data) / split / "labels.csv"
-        if split != "val" and (not p.is_file() or sum(1 for _ in open(p)) <= 1):
+        rel = f"{split}/labels.csv"
+        if split != "val" and (not folder.exists(rel, field="splits")
+                               or not folder.csv_rows(rel)[1]):
             continue
         ds = val if split == "val" else NesyData.from_folder(data, split, task, label_domains)
         if cfg.model == "clip-logic":
@@ -444,8 +466,6 @@ def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: b
 def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
     """A trained run folder (from ``nesy train``) back in memory: ``(config dict, task,
     label_domains, data root, model with the checkpoint's weights, epoch)``."""
-    import json  # noqa: PLC0415
-
     from ..shortcuts.task import load_task  # noqa: PLC0415
     from .engines import build_semantics  # noqa: PLC0415
     from .models import build_model  # noqa: PLC0415
@@ -459,11 +479,8 @@ def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
         raise NesyError("not a run folder (no config.json)", file=str(run))
     # the contained reader: a config.json that is a link out of the folder, a FIFO or a
     # device is refused, and its size is bounded
-    text = DataFolder(run).read_text("config.json")
-    try:
-        cfg = json.loads(text)
-    except ValueError as exc:
-        raise NesyError(f"config.json is not JSON: {exc}", file=str(cfg_path)) from None
+    folder = DataFolder(run)
+    cfg = folder.read_json("config.json")   # strict JSON: each key once
     if not isinstance(cfg, dict) or not {"task", "model", "data", "label_domains"} <= set(cfg):
         raise NesyError("config.json lacks task, model, data or label_domains",
                         file=str(cfg_path))
@@ -484,7 +501,13 @@ def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
     model = build_model(cfg["model"], task, layout=layout_of(first.render, first.input_shape),
                         input_shape=first.input_shape, semantics=sem, label_domains=label_domains,
                         tnorm=cfg.get("tnorm", "product"), clip=clip)
-    epoch = 0 if clip is not None else load_checkpoint(model, run / checkpoint)
+    epoch = 0
+    if clip is None:    # the checkpoint is a file of the run folder (no link out, bounded)
+        if not folder.exists(checkpoint, field="checkpoint"):
+            raise NesyError("checkpoint not found", file=str(run / checkpoint))
+        epoch = load_checkpoint(model, run / checkpoint,
+                                folder.read_bytes(checkpoint, max_bytes=MAX_CHECKPOINT_BYTES,
+                                                  field="checkpoint"))
     return cfg, task, label_domains, root, model, epoch
 
 
