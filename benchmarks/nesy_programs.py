@@ -162,7 +162,7 @@ def run_large_child(n: int, which: str) -> None:
         comp = compile_program(gp, budget=budget)
         t2 = time.perf_counter()
         print(json.dumps({"ground": t1 - t0, "compile": t2 - t1, "sdd": comp.sdd.size(),
-                          "strategy": comp.strategy}), flush=True)
+                          "strategy": comp.strategy, "nodes": len(gp.nodes) - 1}), flush=True)
     elif which == "api":
         from nesybench.nesy.budget import Budget
         from nesybench.nesy.circuit import CompiledProgram

@@ -173,7 +173,9 @@ class Clock:
         lim = self.budget.max_ground_nodes
         if lim is not None and nodes > lim:
             raise BudgetExceeded(f"grounding stopped at --max-grounding-atoms {lim:,}: the ground "
-                                 f"program reached {nodes:,} nodes after {self.elapsed():.1f} s")
+                                 f"program reached {nodes:,} nodes after {self.elapsed():.1f} s; "
+                                 "raise it (textbook addition with 3 digits per number needs "
+                                 "about 1,004,300) or use --inference sample:S")
 
     def check_stack(self, frames: int) -> None:
         lim = self.budget.max_stack
