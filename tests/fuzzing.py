@@ -37,7 +37,8 @@ KANDY_KEYS = ["name", "samples", "train_split", "val_split", "gamma", "beta", "n
               "recall", "alias", "sort", "keys", "order", "argsort", "idx", "any_composition"]
 RS_KEYS = ["name", "concepts", "knowledge", "formula", "coef", "maps", "support", "supervised",
            "depends", "labels", "facts", "generate", "domain", "count", "map", "range",
-           "sample", "seed", "prop_in_dist", "file", "samples", "render", "train"]
+           "sample", "seed", "prop_in_dist", "file", "samples", "render", "train", "generator",
+           "n_config"]
 
 scalars = (st.none() | st.booleans() | st.integers(-10**7, 10**7)
            | st.floats(allow_nan=False, allow_infinity=False, width=32)

@@ -176,8 +176,15 @@ def test_perm_with_supervision_matches_brute_force(formula):
 def test_driving_components_and_ambulance_severity():
     from nesybench.shortcuts.severity import severity
     d = load_task("curricula/rs/driving.yaml")
+    r = count_rs(d)             # rsbench's miniBOIA worlds: 46 x 47 x 47 maps
+    assert [c["count"] for c in r.components] == [46, 47, 47]
+    assert r.count == math.prod(c["count"] for c in r.components) == 101_614
+    # 300 uniform worlds: 39 maps, few enough for an exhaustive severity
+    d.support_spec = {"sample": 300, "seed": 0}
+    amb = load_task("curricula/rs/driving_ambulance.yaml")
+    amb.support_spec = {"sample": 300, "seed": 1}
     r = count_rs(d)
     assert len(r.components) == 3
     assert r.count == math.prod(c["count"] for c in r.components)
-    s = severity(d, load_task("curricula/rs/driving_ambulance.yaml"))
+    s = severity(d, amb)
     assert s.exhaustive and s.n_maps == r.count_without_identity

@@ -1,6 +1,8 @@
 """Reasoning-shortcut data sets: images + labels + concept vectors, per split.
 
-* in-distribution worlds = the task's support (train / val / test), OOD worlds = the rest;
+* in-distribution worlds = the task's support (train / val / test), OOD worlds = the rest
+  (a generated support, ``{generator: miniboia}``, brings its own: the generator's draws left
+  out of the support; its splits draw a world as often as the generator kept it);
 * every split is balanced over the label values (positives and negatives for a Boolean
   label; every label vector for multilabel tasks) as far as the split's worlds allow;
 * digits come from held-out pools: scikit-learn's bundled 8x8 handwritten digits (upscaled
@@ -282,9 +284,11 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                         field="generate.render")
     support = task.support(seed=seed)
     sset = set(support)
-    if task.n_worlds <= 200_000:
+    generated = task.generated_pools(seed=seed)   # a generated support brings its own pools
+    kept, ood = generated or (support, None)
+    if ood is None and task.n_worlds <= 200_000:
         ood = [w for w in task.all_worlds() if w not in sset]
-    else:
+    elif ood is None:
         rng0 = random.Random(derive_seed("rs-ood", task.name, seed))
         ood = []
         for _ in range(20 * max(1, samples.get("ood", 0))):
@@ -303,7 +307,7 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                             f"{B.undrawable(task, bad)}; use support {{objects: [min, max]}}",
                             file=task.source, field="support")
         ood = [w for w in ood if B.drawable(task, w)]
-    pools = {"train": support, "val": support, "test": support, "ood": ood}
+    pools = {"train": kept, "val": kept, "test": kept, "ood": ood}
     if total is not None:
         samples = _share(total, has_ood=bool(ood))
     lab_of = dict(zip(support + ood, task.labels_of(support + ood)))

@@ -13,6 +13,7 @@ A task YAML (``curricula/rs/*.yaml``)::
     maps: separate                 # shared (one map per concept name) | separate (one per variable)
     support: all                   # | [[0, 1, 1], ...] | {prop_in_dist: 0.5, seed: 0}
                                    # | {sample: 300, seed: 0} | {file: x.csv}
+                                   # | {generator: miniboia, n_config: 100, seed: 0}
     supervised: []                 # concept supervision on these variables
     # a concept may add prompts: "a photo of the digit {value}" (or a list of templates):
     # the zero-shot CLIP prompts of its values (nesybench.nesy.clip)
@@ -201,6 +202,10 @@ class Task:
             return sorted(got, key=_key)
         if isinstance(spec, dict) and "objects" in spec:
             return objects_support(self, spec["objects"])
+        if isinstance(spec, dict) and "generator" in spec:
+            from . import miniboia  # noqa: PLC0415
+            return sorted(set(miniboia.support(self, spec.get("n_config", N_CONFIG),
+                                               spec.get("seed", seed))), key=_key)
         if isinstance(spec, dict) and "prop_in_dist" in spec:
             p = float(spec["prop_in_dist"])
             if not 0 < p <= 1:
@@ -218,6 +223,28 @@ class Task:
                 seen[self.check_world(w, f"support[{i}]")] = True
             return sorted(seen, key=_key)
         raise NesyError(f"cannot read support {spec!r}", file=self.source, field="support")
+
+
+    def generated_pools(self, spec=None, *, seed: int = 0) -> tuple[list, list] | None:
+        """For a generated support (``{generator: miniboia}``): the worlds ``rs generate`` draws
+        its splits from, ``(kept, ood)``: ``kept`` every kept configuration in the generator's
+        order, repeats included (rsbench gives each configuration of an action vector the same
+        share of its images, so a world kept twice is drawn twice as often), ``ood`` the sorted
+        draws that found their action's bucket full, not in the support. None for other
+        supports (their OOD worlds are the worlds outside the support)."""
+        spec = self.support_spec if spec is None else spec
+        if not (isinstance(spec, dict) and "generator" in spec):
+            return None
+        from . import miniboia  # noqa: PLC0415
+        n, s = spec.get("n_config", N_CONFIG), spec.get("seed", seed)
+        return (miniboia.support(self, n, s),
+                sorted(set(miniboia.left_out(self, n, s)), key=_key))
+
+
+#: configurations per action vector of ``support: {generator: miniboia}`` (rsbench's default)
+N_CONFIG = 100
+#: the largest n_config accepted (the generator stops after 2,004 draws whatever it is)
+MAX_N_CONFIG = 100_000
 
 
 def _key(w):
@@ -533,12 +560,21 @@ def _validate_support(spec, bad) -> None:
                           f"support[{i}]")
         return
     if isinstance(spec, dict):
-        kinds = [k for k in ("file", "sample", "prop_in_dist", "objects") if k in spec]
+        kinds = [k for k in ("file", "sample", "prop_in_dist", "objects", "generator")
+                 if k in spec]
         extra = sorted(str(k) for k in spec
-                       if k not in ("file", "sample", "prop_in_dist", "objects", "seed"))
-        if len(kinds) != 1 or extra:
+                       if k not in ("file", "sample", "prop_in_dist", "objects", "generator",
+                                    "n_config", "seed"))
+        if len(kinds) != 1 or extra or ("n_config" in spec and kinds != ["generator"]):
             raise bad("support is 'all', a list of worlds, {file: F}, {sample: N, seed: S}, "
-                      "{prop_in_dist: P, seed: S} or {objects: [min, max]}", "support")
+                      "{prop_in_dist: P, seed: S}, {objects: [min, max]} or "
+                      "{generator: miniboia, n_config: N, seed: S}", "support")
+        if "generator" in spec and spec["generator"] not in ("miniboia",):
+            raise bad(f"unknown support generator {_one_line(spec['generator'])[:60]!r} "
+                      "(miniboia)", "support.generator")
+        if "n_config" in spec and (isinstance(spec["n_config"], bool) or not isinstance(
+                spec["n_config"], int) or not 1 <= spec["n_config"] <= MAX_N_CONFIG):
+            raise bad(f"n_config must be an integer in 1..{MAX_N_CONFIG}", "support.n_config")
         if "objects" in spec:
             o = spec["objects"]
             if not (isinstance(o, list) and len(o) == 2 and all(
@@ -557,7 +593,8 @@ def _validate_support(spec, bad) -> None:
             raise bad("prop_in_dist must be a number in (0, 1]", "support.prop_in_dist")
         return
     raise bad(f"cannot read support {spec!r}: give 'all', a list of worlds, {{file: F}}, "
-              "{sample: N} or {prop_in_dist: P}", "support")
+              "{sample: N}, {prop_in_dist: P}, {objects: [min, max]} or {generator: miniboia}",
+              "support")
 
 
 # -- loading ---------------------------------------------------------------------------------
