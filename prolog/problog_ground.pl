@@ -383,6 +383,7 @@ solve(_, G, _) :- var(G), !, throw(error(instantiation_error, _)).
 solve(_, '$b'(G), _) :- !, tagged_builtin(G).
 solve(M, '$d'(G), D) :- !, solve_defined(M, G, D).
 solve(_, '$p'(G), _) :- !, probabilistic_here(G).
+solve(M, G, D) :- runtime_goal(G, G1), !, solve(M, G1, D).
 solve(_, true, _) :- !.
 solve(M, (A, B), D) :- !, solve(M, A, D), solve(M, B, D).
 solve(M, (C -> T ; E), D) :- !,
@@ -475,6 +476,16 @@ meta(_, G, _, G1) :-
     (   var(G0) -> throw(error(instantiation_error, _)) ; true ),
     unquoted_goal(G0, G00),
     add_args(G00, Extra, G1).
+
+%   runtime_goal(+G, -G1): G, a goal built at run time from a term whose name ProbLog's reader
+%   quoted (an operator term such as 1 < 2 in a list, '_consult'(...)), as the goal of the
+%   unquoted name that ProbLog calls
+runtime_goal(G, G1) :-
+    callable(G),
+    functor(G, F, _),
+    atom(F),
+    quoted_name(F),
+    unquoted_goal(G, G1).
 
 %   unquoted_goal(+G0, -G): G0 as a goal: its name without the quotes ProbLog's reader
 %   keeps (a goal built at run time from a quoted atom calls the predicate of that name)
@@ -828,6 +839,7 @@ prove(_, _, G, _, _) :- var(G), !, throw(error(instantiation_error, _)).
 prove(_, _, '$b'(G), L, L) :- !, tagged_builtin(G).
 prove(_, M, '$d'(G), L, L) :- !, solve_defined(M, G, 0).
 prove(S, M, '$p'(G), L0, L) :- !, prove_probabilistic(S, M, G, L0, L).
+prove(S, M, G, L0, L) :- runtime_goal(G, G1), !, prove(S, M, G1, L0, L).
 prove(_, _, true, L, L) :- !.
 prove(S, M, (A, B), L0, L) :- !, prove(S, M, A, L0, L1), prove(S, M, B, L1, L).
 prove(S, M, (C -> T ; E), L0, L) :- !,
@@ -1005,6 +1017,7 @@ solve_possible(_, G) :- var(G), !, throw(error(instantiation_error, _)).
 solve_possible(_, '$b'(G)) :- !, tagged_builtin(G).
 solve_possible(M, '$d'(G)) :- !, solve_defined(M, G, 0).
 solve_possible(M, '$p'(G)) :- !, d(M, G).
+solve_possible(M, G) :- runtime_goal(G, G1), !, solve_possible(M, G1).
 solve_possible(_, true) :- !.
 solve_possible(M, (A, B)) :- !, solve_possible(M, A), solve_possible(M, B).
 solve_possible(M, (C -> T ; E)) :- !,
@@ -1025,6 +1038,8 @@ prove_c(_, _, G, _, _, _, _, _) :- var(G), !, throw(error(instantiation_error, _
 prove_c(_, _, '$b'(G), _, L, L, H, H) :- !, tagged_builtin(G).
 prove_c(_, M, '$d'(G), _, L, L, H, H) :- !, solve_defined(M, G, 0).
 prove_c(S, M, '$p'(G), Anc, L0, L, H0, H) :- !, prove_c_probabilistic(S, M, G, Anc, L0, L, H0, H).
+prove_c(S, M, G, Anc, L0, L, H0, H) :- runtime_goal(G, G1), !,
+    prove_c(S, M, G1, Anc, L0, L, H0, H).
 prove_c(_, _, true, _, L, L, H, H) :- !.
 prove_c(S, M, (A, B), Anc, L0, L, H0, H) :- !,
     prove_c(S, M, A, Anc, L0, L1, H0, H1), prove_c(S, M, B, Anc, L1, L, H1, H).

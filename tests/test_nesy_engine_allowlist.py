@@ -292,11 +292,19 @@ def test_an_unknown_network_is_refused_when_the_networks_are_given():
 
 
 def test_grounding_errors_name_the_calling_goals_line_and_column():
+    """ProbLog's engine names the goal's position; the SWI-Prolog grounder (the default)
+    names the clause's (its `:-`), where the program crossed to Prolog as data."""
+    from nesybench.nesy.budget import Budget
+    text = "b.\na :- b,\n     X is foo + 1.\nquery(a)."
     with pytest.raises(NesyError) as err:
-        CompiledProgram.from_program("b.\na :- b,\n     X is foo + 1.\nquery(a).", None,
-                                     use_cache=False)
+        CompiledProgram.from_program(text, None, use_cache=False,
+                                     budget=Budget(grounder="problog"))
     assert (err.value.line, err.value.column) == (3, 8)
     assert "Unknown function 'foo'/0" in err.value.message
+    with pytest.raises(NesyError) as err:
+        CompiledProgram.from_program(text, None, use_cache=False)
+    assert (err.value.line, err.value.column) == (2, 3)
+    assert "unknown arithmetic function foo/0" in err.value.message
     # an error inside a library clause has no position in the user's text
     with pytest.raises(NesyError) as err:
         CompiledProgram.from_program(":- use_module(library(lists)).\na :- sum_list([x], S).\n"

@@ -15,6 +15,7 @@ scenes of one colour tell it which object is which)."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -56,6 +57,11 @@ def data(tmp_path_factory):
     with path.open("w", newline="") as fh:
         csv.writer(fh, lineterminator="\n").writerows(
             [rows[0]] + [r[:2] + [SWAP[x] for x in r[2:]] for r in rows[1:]])
+    # a deliberate edit: the manifest lists the edited file's checksum, as a user would fix it
+    manifest = d / "swapped" / "manifest.json"
+    meta = json.loads(manifest.read_text())
+    meta["checksums"]["train/labels.csv"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest.write_text(json.dumps(meta, indent=2, sort_keys=True))
     return d
 
 
