@@ -27,8 +27,11 @@ from nesybench.cli import main
 from nesybench.errors import NesyError
 from nesybench.shortcuts import miniboia as M
 from nesybench.shortcuts.generate import generate
-from nesybench.shortcuts.task import load_task
+from nesybench.shortcuts.task import load_task, miniboia_labels
 from test_shortcuts_ambulance import ood_sddoia_k, sddoia_k
+
+#: the in-distribution knowledge's labels, which sort the generator's draws
+LABELS = miniboia_labels()
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ["driving", "driving_ambulance", "driving_3d", "driving_ambulance_3d"]
@@ -59,20 +62,20 @@ def _rsbench_names(w: dict) -> dict:
 
 @pytest.mark.parametrize("n_config,seed", [(5, 0), (100, 0), (20, 3)])
 def test_no_world_has_contradictory_concepts(n_config, seed):
-    d = M.draws(n_config, seed)
+    d = M.draws(n_config, seed, LABELS)
     worlds = [w for ws in d.buckets.values() for w in ws] + list(d.left_out)
     assert len(worlds) == d.draws
     assert [contradictions(w) for w in worlds if contradictions(w)] == []
 
 
 def test_the_action_vectors_are_balanced_up_to_n_config():
-    d = M.draws(5, 0)
+    d = M.draws(5, 0, LABELS)
     assert {b: len(ws) for b, ws in d.buckets.items()} == {b: 5 for b in M.BUCKETS}
     assert len(M.BUCKETS) == 8 and all(s != f for s, f, _, _ in M.BUCKETS)
     assert d.draws == 4 * d.rounds < 2004           # stopped because every bucket was full
     # rsbench's default: both turns open is rare (only the stop and forward scenes draw it),
     # so its two buckets stay short when the 2,000-draw budget runs out
-    d = M.draws(100, 0)
+    d = M.draws(100, 0, LABELS)
     sizes = {"".join(map(str, b)): len(ws) for b, ws in d.buckets.items()}
     assert sizes == {"0100": 100, "0101": 100, "0110": 100, "0111": 8,
                      "1000": 100, "1001": 100, "1010": 100, "1011": 11}
@@ -83,7 +86,7 @@ def test_buckets_are_the_labels_of_the_rules():
     """The bucket of each kept configuration is its label under driving.lp and under the
     transcription of rsbench's sddoiaK; the ambulance task labels the same worlds by
     oodSDDoiaK."""
-    d = M.draws(20, 1)
+    d = M.draws(20, 1, LABELS)
     task, amb = _task("driving"), _task("driving_ambulance")
     names = task.label_names()
     worlds = [w for ws in d.buckets.values() for w in ws]
@@ -141,11 +144,12 @@ def test_same_seed_same_worlds_in_any_process():
     """The multiset of kept configurations of seed 0 and n_config 5 is rsbench's (pinned
     digest), and so in a fresh process under another hash seed."""
     code = ("import hashlib; from nesybench.shortcuts import miniboia as M\n"
-            "d = M.draws(5, 0)\n"
+            "from nesybench.shortcuts.task import miniboia_labels\n"
+            "d = M.draws(5, 0, miniboia_labels())\n"
             "rows = sorted(''.join(str(w[c]) for c in M.CONCEPTS)"
             " for ws in d.buckets.values() for w in ws)\n"
             "print(hashlib.sha256(','.join(rows).encode()).hexdigest())")
-    d = M.draws(5, 0)
+    d = M.draws(5, 0, LABELS)
     rows = sorted("".join(str(w[c]) for c in M.CONCEPTS) for ws in d.buckets.values() for w in ws)
     here = hashlib.sha256(",".join(rows).encode()).hexdigest()
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -153,7 +157,7 @@ def test_same_seed_same_worlds_in_any_process():
             for h in ("1", "2")}
     assert outs == {here}
     assert here == PINNED_SEED0_N5
-    assert M.draws(5, 1).buckets != d.buckets
+    assert M.draws(5, 1, LABELS).buckets != d.buckets
 
 
 #: sha256 of seed 0, n_config 5's 40 kept configurations (rsbench's configurations_split gives

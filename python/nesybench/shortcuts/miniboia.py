@@ -198,20 +198,13 @@ def draw_world(rng: random.Random, action: str) -> dict:
     return w
 
 
-def _rules():
-    """A task over :data:`CONCEPTS` with the in-distribution knowledge, for the buckets."""
-    from .task import load_task  # noqa: PLC0415
-    return load_task({"name": "miniboia_rules",
-                      "concepts": [{"name": c, "domain": [0, 1]} for c in CONCEPTS],
-                      "knowledge": "kb/shortcuts/driving.lp",
-                      "labels": ["stop", "forward", "left", "right"]})
-
-
 @functools.lru_cache(maxsize=8)
-def draws(n_config: int, seed: int) -> Draws:
+def draws(n_config: int, seed: int, labels_of) -> Draws:
     """Run the generator: rounds of (forward, stop, left, right) draws from
     ``random.Random(seed)`` until every action vector holds ``n_config`` configurations or the
-    budget is spent (see the module docstring)."""
+    budget is spent (see the module docstring). ``labels_of`` sorts draws into action vectors:
+    the in-distribution knowledge's labels of worlds over :data:`CONCEPTS` in that order
+    (:func:`nesybench.shortcuts.task.miniboia_labels`)."""
     if isinstance(n_config, bool) or not isinstance(n_config, int) or n_config < 1:
         raise NesyError(f"n_config must be a positive integer, not {n_config!r}",
                         field="support.n_config")
@@ -222,7 +215,7 @@ def draws(n_config: int, seed: int) -> Draws:
         if 4 * len(rounds) > BUDGET:
             break
     flat = [w for r in rounds for w in r]
-    labels = _rules().labels_of([tuple(w[c] for c in CONCEPTS) for w in flat])
+    labels = labels_of([tuple(w[c] for c in CONCEPTS) for w in flat])
     buckets: dict = {b: [] for b in BUCKETS}
     left_out = []
     made = 0
@@ -256,15 +249,16 @@ def _in_task_order(task, worlds) -> list[tuple]:
     return [tuple(w[CONCEPTS[i]] for i in order) for w in worlds]
 
 
-def support(task, n_config: int, seed: int) -> list[tuple]:
-    """The distinct kept configurations of ``draws(n_config, seed)`` as worlds of ``task``."""
-    d = draws(n_config, seed)
+def support(task, n_config: int, seed: int, labels_of) -> list[tuple]:
+    """The distinct kept configurations of ``draws(n_config, seed, labels_of)`` as worlds of
+    ``task``."""
+    d = draws(n_config, seed, labels_of)
     return _in_task_order(task, [w for ws in d.buckets.values() for w in ws])
 
 
-def left_out(task, n_config: int, seed: int) -> list[tuple]:
+def left_out(task, n_config: int, seed: int, labels_of) -> list[tuple]:
     """The distinct draws that found their bucket full, as worlds of ``task``, less the
     support's worlds."""
-    d = draws(n_config, seed)
-    sup = set(support(task, n_config, seed))
+    d = draws(n_config, seed, labels_of)
+    sup = set(support(task, n_config, seed, labels_of))
     return list(dict.fromkeys(w for w in _in_task_order(task, d.left_out) if w not in sup))

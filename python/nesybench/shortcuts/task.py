@@ -23,6 +23,8 @@ Concept values are ints or lowercase atoms; a *world* is a tuple with one value 
 """
 from __future__ import annotations
 
+import functools
+
 import ast
 import csv
 import io
@@ -205,7 +207,8 @@ class Task:
         if isinstance(spec, dict) and "generator" in spec:
             from . import miniboia  # noqa: PLC0415
             return sorted(set(miniboia.support(self, spec.get("n_config", N_CONFIG),
-                                               spec.get("seed", seed))), key=_key)
+                                               spec.get("seed", seed), miniboia_labels())),
+                          key=_key)
         if isinstance(spec, dict) and "prop_in_dist" in spec:
             p = float(spec["prop_in_dist"])
             if not 0 < p <= 1:
@@ -237,8 +240,20 @@ class Task:
             return None
         from . import miniboia  # noqa: PLC0415
         n, s = spec.get("n_config", N_CONFIG), spec.get("seed", seed)
-        return (miniboia.support(self, n, s),
-                sorted(set(miniboia.left_out(self, n, s)), key=_key))
+        return (miniboia.support(self, n, s, miniboia_labels()),
+                sorted(set(miniboia.left_out(self, n, s, miniboia_labels())), key=_key))
+
+
+@functools.lru_cache(maxsize=1)
+def miniboia_labels():
+    """``labels_of`` of a task over miniBOIA's concepts (in ``miniboia.CONCEPTS`` order) with
+    the in-distribution driving knowledge: what sorts the generator's draws into action
+    vectors, whatever the task's own rules (the ambulance tasks get the same worlds)."""
+    from . import miniboia  # noqa: PLC0415
+    return load_task({"name": "miniboia_rules",
+                      "concepts": [{"name": c, "domain": [0, 1]} for c in miniboia.CONCEPTS],
+                      "knowledge": "kb/shortcuts/driving.lp",
+                      "labels": ["stop", "forward", "left", "right"]}).labels_of
 
 
 #: configurations per action vector of ``support: {generator: miniboia}`` (rsbench's default)
