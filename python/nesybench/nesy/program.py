@@ -218,18 +218,8 @@ def _name_anonymous(cl):
     """``cl`` with each anonymous variable ``_`` of its body renamed apart (``_Anon1``, ...).
     The meaning is the same; ProbLog's clause compiler crashes on a bare ``_`` as an argument of
     ``findall/3`` and the other aggregates, which it mistakes for its own wrapper."""
-    from problog.logic import AnnotatedDisjunction, Clause, Term, Var
-    count = [0]
-
-    def rename(t):
-        if isinstance(t, Var):
-            if t.name != "_":
-                return t
-            count[0] += 1
-            return Var(f"_Anon{count[0]}")
-        if isinstance(t, Term) and t.args:
-            return t.with_args(*(rename(a) for a in t.args))
-        return t
+    from problog.logic import AnnotatedDisjunction, Clause
+    rename = _anonymous_renamer("_Anon")
 
     if isinstance(cl, AnnotatedDisjunction):
         return AnnotatedDisjunction(cl.heads, rename(cl.body))
@@ -410,6 +400,12 @@ def _ground(text_or_path, queries, *, networks, concept_order, concept_decls, bu
 def _name_anonymous_query(qt):
     """``qt`` with each anonymous variable ``_`` named apart (``_Q1``, ...): each is a free
     variable of the query whose answers are told apart, as ProbLog's ``query(p(_))``."""
+    return _anonymous_renamer("_Q")(qt)
+
+
+def _anonymous_renamer(prefix: str):
+    """A function renaming each anonymous variable ``_`` of a term apart (``prefix`` 1, 2, ...,
+    counting on across the calls of one renamer)."""
     from problog.logic import Term, Var
     count = [0]
 
@@ -418,11 +414,11 @@ def _name_anonymous_query(qt):
             if t.name != "_":
                 return t
             count[0] += 1
-            return Var(f"_Q{count[0]}")
+            return Var(f"{prefix}{count[0]}")
         if isinstance(t, Term) and t.args:
             return t.with_args(*(rename(a) for a in t.args))
         return t
-    return rename(qt)
+    return rename
 
 
 def _from_swi(raw, nn_values, source):
