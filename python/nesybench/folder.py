@@ -213,6 +213,22 @@ def read_user_file(path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     return read_input(path, max_bytes=max_bytes)
 
 
+def read_cache_entry(root, name: str, *, max_bytes: int) -> tuple[bytes, str] | None:
+    """The bytes of ``name`` in nesybench's cache folder ``root`` and its label, read as any
+    folder's file (a regular file inside it, no link out, no hard link, at most ``max_bytes``),
+    or None when the folder or the entry is missing or refused: a cache entry is recomputed,
+    never trusted."""
+    if not os.path.isdir(root):
+        return None
+    try:
+        folder = DataFolder(root, allow_hardlinks=False)
+        if not folder.exists(name):
+            return None
+        return folder.read_bytes(name, max_bytes=max_bytes), folder.label(name)
+    except (NesyError, OSError):
+        return None
+
+
 def check_input_file(path) -> Path:
     """``path`` checked as an input file without reading it: it exists and is a regular file
     (no FIFO or device, which would hang or never end)."""

@@ -206,17 +206,13 @@ def read_cached_embeddings(name: str) -> np.ndarray | None:
     None when it is missing or damaged (it is then computed and written again)."""
     import io  # noqa: PLC0415
 
-    from ..folder import DataFolder  # noqa: PLC0415
-    root = cache_dir()
-    if not os.path.isdir(root):
+    from ..folder import read_cache_entry  # noqa: PLC0415
+    entry = read_cache_entry(cache_dir(), name, max_bytes=MAX_EMBEDDINGS_BYTES)
+    if entry is None:
         return None
     try:
-        folder = DataFolder(root, allow_hardlinks=False)
-        if not folder.exists(name):
-            return None
-        data = folder.read_bytes(name, max_bytes=MAX_EMBEDDINGS_BYTES)
-        return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
-    except (NesyError, OSError, ValueError, EOFError):
+        return np.lib.format.read_array(io.BytesIO(entry[0]), allow_pickle=False)
+    except (ValueError, EOFError):
         return None                                      # a damaged entry: recompute it
 
 

@@ -139,18 +139,15 @@ def _read_world_cache(name: str) -> tuple[list[Component], list[list]] | None:
     checked before NumPy opens it, no pickles; its ``meta`` strict JSON), or None when it is
     missing or damaged (it is then rebuilt). The ratio bound is not applied: nesybench writes
     these tables compressed, and the sum of the declared sizes is bounded."""
-    from ..folder import DataFolder, load_npz, parse_json  # noqa: PLC0415
-    root = cache_dir()
-    if not os.path.isdir(root):
+    from ..folder import load_npz, parse_json, read_cache_entry  # noqa: PLC0415
+    entry = read_cache_entry(cache_dir(), name, max_bytes=MAX_WORLD_CACHE_BYTES)
+    if entry is None:
         return None
+    data, label = entry
     try:
-        folder = DataFolder(root, allow_hardlinks=False)
-        if not folder.exists(name):
-            return None
-        z = load_npz(folder.read_bytes(name, max_bytes=MAX_WORLD_CACHE_BYTES),
-                     folder.label(name), max_bytes=MAX_WORLD_CACHE_BYTES,
+        z = load_npz(data, label, max_bytes=MAX_WORLD_CACHE_BYTES,
                      max_ratio=MAX_WORLD_CACHE_BYTES)
-        meta = parse_json(str(z["meta"]), folder.label(name))
+        meta = parse_json(str(z["meta"]), label)
         return ([Component(c["vars"], c["labels"], z[f"v{k}"], z[f"l{k}"])
                  for k, c in enumerate(meta["components"])], meta["label_domains"])
     except (NesyError, KeyError, TypeError, ValueError):
