@@ -236,6 +236,11 @@ RS = "name: t\nconcepts: [{name: b, count: 2, domain: [0, 1]}]\nknowledge: kb/sh
     ("coef: {y: {b(1): abc}}\n", "coef.y.b(1)"),
     ("maps: sharde\n", "maps must be"),
     ("support: {sample: -3}\n", "support.sample"),
+    # integers clingo cannot hold: refused at load, not an OverflowError in the solver
+    ("coef: {y: {b(1): 100000000000000000000000000}}\n", "coef.y.b(1): coefficients"),
+    ("coef: {y: {b(9999999999): 1}}\n", "coef.y.b(9999999999)"),
+    ("coef: {y: {b(1): 2000000000, b(2): 2000000000}}\n", "can reach 4000000000"),
+    ("facts: [[f, 100000000000000000000000000]]\n", "facts[0]"),
 ])
 def test_bad_rs_task_files(tmp_path, capsys, extra, msg):
     p = tmp_path / "t.yaml"

@@ -524,6 +524,9 @@ def validate_task_data(data, source: str | None = None) -> None:
             for t, a in cs.items():
                 if not isinstance(a, int) or isinstance(a, bool):
                     raise bad(f"coefficient {a!r} is not an integer", f"coef.{lab}.{t}")
+                if not _in_clingo(a) or not all(_in_clingo(i) for i in _term_ints(t)):
+                    raise bad("coefficients and term indices must fit clingo's 32-bit "
+                              f"integers ({CLINGO_INT[0]}..{CLINGO_INT[1]})", f"coef.{lab}.{t}")
     if data.get("depends") is not None:
         dep = data["depends"]
         if not isinstance(dep, dict) or not all(
@@ -537,6 +540,10 @@ def validate_task_data(data, source: str | None = None) -> None:
                 and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in f)
                 for f in facts):
             raise bad("facts must be a list of [name, arg, ...] lists", "facts")
+        for i, f in enumerate(facts):
+            if not all(_in_clingo(x) for x in f if isinstance(x, int)):
+                raise bad("fact arguments must fit clingo's 32-bit integers "
+                          f"({CLINGO_INT[0]}..{CLINGO_INT[1]})", f"facts[{i}]")
     if "generate" in data and data["generate"] is not None:
         gen = data["generate"]
         if not isinstance(gen, dict):
@@ -625,6 +632,15 @@ def _term(name: str, idx: tuple):
 CLINGO_INT = (-(2 ** 31), 2 ** 31 - 1)
 
 
+def _in_clingo(x: int) -> bool:
+    return CLINGO_INT[0] <= x <= CLINGO_INT[1]
+
+
+def _term_ints(t) -> list[int]:
+    parsed = _parse_term(t)
+    return list(parsed[1:]) if isinstance(parsed, tuple) else []
+
+
 def _domain(spec, where, source):
     if isinstance(spec, dict) and "range" in spec:
         lo, hi = spec["range"]
@@ -707,7 +723,8 @@ def parse_formula(text: str, variables: list[Variable], source=None) -> list[tup
 
 def _parse_term(s: str):
     s = str(s).strip()
-    m = re.match(r"^([a-z][A-Za-z0-9_]*)\(([\d,\s]+)\)$", s)
+    # at most 10 digits an index: longer ones are not ints Python may parse (4,300-digit limit)
+    m = re.match(r"^([a-z][A-Za-z0-9_]*)\(((?:\s*\d{1,10}\s*,)*\s*\d{1,10}\s*)\)$", s)
     if m:
         return (m.group(1), *[int(x) for x in m.group(2).split(",")])
     return s
@@ -790,9 +807,20 @@ def load_task(path_or_dict, *, source: str | None = None, base=None) -> Task:
         _prolog_table(task, prolog_kb[0])
     if "formula" in data:
         task.params += parse_formula(str(data["formula"]), variables, source)
+    by_term = {v.term: v for v in variables}
     for lab, coefs in (data.get("coef") or {}).items():
+        # clingo's #sum wraps silently past 32 bits: refuse a label whose sum could leave them
+        reach = 0
         for t, a in coefs.items():
             task.params.append(("coef", str(lab), _parse_term(t), int(a)))
+            v = by_term.get(_parse_term(t))
+            if v is not None:
+                reach += abs(int(a)) * max((abs(x) for x in v.domain if isinstance(x, int)),
+                                           default=0)
+        if reach > CLINGO_INT[1]:
+            raise NesyError(f"label {lab}: the sum of coefficient × value can reach {reach}, "
+                            f"past clingo's 32-bit integers ({CLINGO_INT[1]})", file=source,
+                            task=name, field=f"coef.{lab}")
     for f in data.get("facts", []) or []:
         task.params.append(tuple(f))
     if data.get("depends"):
