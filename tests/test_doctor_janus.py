@@ -113,3 +113,35 @@ def test_the_home_is_the_one_janus_would_take(monkeypatch, tmp_path):
     monkeypatch.setattr(doctor, "project_swipl", lambda: None)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     assert doctor.janus_home() == (str(home), str(bindir / "swipl"), "9.2.99")
+
+
+@pytest.mark.parametrize("command", [["kandy", "check", "easy/t15", "in([circle_red_small])"],
+                                     ["rudas", "generate", "--out", "ds", "--seed", "1"]])
+def test_every_janus_command_refuses_a_mismatched_swipl_in_one_line(tmp_path, command):
+    """Not only the doctor: any command that would start janus with the home of another
+    SWI-Prolog than its library's says so in one line (exit 2) before SWI-Prolog aborts."""
+    built = _library_version()
+    bindir, home = _fake_swipl(tmp_path, 90004)
+    env = {k: v for k, v in os.environ.items() if k != "SWI_HOME_DIR"}
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(ROOT / "python")
+    res = subprocess.run([sys.executable, "-c", DOCTOR, *command], capture_output=True,
+                         text=True, env=env, timeout=300, check=False, cwd=tmp_path)
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])     # not 134
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "FATAL" not in res.stderr, res.stderr
+    assert f"built against SWI-Prolog {built}" in lines[0]
+    assert f"{bindir / 'swipl'} is SWI-Prolog 9.0.4" in lines[0] and str(home) in lines[0]
+    assert "--no-binary janus-swi" in lines[0]
+    assert not (tmp_path / "ds").exists()                              # nothing half-written
+
+
+def test_a_matching_home_passes_the_version_guard():
+    from nesybench.logic import prolog
+
+    built = prolog.janus_library_version()
+    assert built and built.count(".") == 2
+    prolog._check_versions("/somewhere", "swipl", built)               # same version: fine
+    prolog._check_versions("/somewhere", "SWI_HOME_DIR", None)         # unknown: doctor's job
+    with pytest.raises(Exception, match="is SWI-Prolog 1.2.3"):
+        prolog._check_versions("/somewhere", "swipl", "1.2.3")

@@ -14,6 +14,9 @@ Prolog exceptions become :class:`nesybench.errors.PrologError`.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import importlib.machinery
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -29,10 +32,11 @@ _janus = None
 _loaded: set[str] = set()
 
 
-def _swi_home() -> str | None:
-    """Locate SWI-Prolog's home: the project-local build first, then ``swipl`` on PATH."""
+def _swi_home() -> tuple[str | None, str, str | None]:
+    """SWI-Prolog's home (the project-local build first, then ``swipl`` on PATH), what chose
+    it (``SWI_HOME_DIR`` or the ``swipl``) and that swipl's version (None when unknown)."""
     if os.environ.get("SWI_HOME_DIR"):
-        return os.environ["SWI_HOME_DIR"]
+        return os.environ["SWI_HOME_DIR"], "SWI_HOME_DIR", None
     built = project_swipl()
     candidates = [built] if built else []
     on_path = shutil.which("swipl")
@@ -40,12 +44,52 @@ def _swi_home() -> str | None:
         candidates.append(Path(on_path))
     for exe in candidates:
         if exe.exists():
-            out = subprocess.run([str(exe), "--dump-runtime-variables"], capture_output=True,
-                                 text=True, check=False).stdout
-            for line in out.splitlines():
-                if line.startswith("PLBASE="):
-                    return line.split("=", 1)[1].strip('";')
-    return None
+            try:
+                out = subprocess.run([str(exe), "--dump-runtime-variables"], capture_output=True,
+                                     text=True, check=False, timeout=60).stdout
+            except (OSError, subprocess.SubprocessError):
+                continue
+            found = dict(line.partition("=")[::2] for line in out.splitlines() if "=" in line)
+            home = found.get("PLBASE", "").strip('";')
+            if home:
+                return home, str(exe), _version_text(found.get("PLVERSION", "").strip('";'))
+    return None, "", None
+
+
+def _version_text(plversion: str) -> str | None:
+    """``9.3.24`` from ``90324``, None when it is not a number."""
+    return (f"{int(plversion) // 10000}.{int(plversion) // 100 % 100}.{int(plversion) % 100}"
+            if plversion.isdigit() else None)
+
+
+def janus_library_version() -> str | None:
+    """The SWI-Prolog version the installed janus-swi extension is linked against, read with
+    ``PL_version_info`` without starting Prolog (None when it cannot be read)."""
+    try:
+        spec = importlib.util.find_spec("janus_swi")
+        folder = list(spec.submodule_search_locations or [])[0]
+        ext = next(os.path.join(folder, f) for f in sorted(os.listdir(folder))
+                   if f.startswith("_swipl")
+                   and f.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)))
+        n = ctypes.CDLL(ext, mode=getattr(os, "RTLD_LAZY", 1)).PL_version_info(1)
+    except (ImportError, OSError, AttributeError, IndexError, StopIteration, TypeError,
+            ValueError):
+        return None
+    return f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n > 0 else None
+
+
+def _check_versions(home: str | None, chosen_by: str, home_version: str | None) -> None:
+    """Refuse, in one line, to start janus with the home of another SWI-Prolog than the one
+    its library is built against: SWI-Prolog would abort the whole process there
+    (``incompatible VM-signature``, SIGABRT) instead of raising."""
+    built = janus_library_version()
+    if not (home and built and home_version) or built == home_version:
+        return
+    raise NesyError(
+        f"janus-swi is built against SWI-Prolog {built}, but {chosen_by} is SWI-Prolog "
+        f"{home_version} (home {home}); put SWI-Prolog {built}'s swipl first on PATH, or "
+        "rebuild janus-swi against this one: pip install --force-reinstall --no-binary "
+        "janus-swi janus-swi (`nesybench doctor` says more)")
 
 
 def janus():
@@ -55,7 +99,8 @@ def janus():
         if _janus is None:
             # started whole: a Ctrl-C in the middle would leave a half-started engine
             with _DeferredSignals():
-                home = _swi_home()
+                home, chosen_by, home_version = _swi_home()
+                _check_versions(home, chosen_by, home_version)
                 if home:
                     os.environ.setdefault("SWI_HOME_DIR", home)
                 try:
