@@ -42,42 +42,9 @@ find_swipl() {
   fi
 }
 
-build_swipl() {
+build_swipl() {               # the same build `nesybench setup-prolog` runs, into .deps/swipl
   log "building SWI-Prolog from the Debian '$swipl_suite' source tarball into $prefix (once)"
-  apt_install ca-certificates cmake ninja-build gcc g++ make pkg-config libgmp-dev zlib1g-dev \
-    libssl-dev libreadline-dev libedit-dev libpcre2-dev libarchive-dev libyaml-dev libffi-dev \
-    python3-dev dpkg-dev
-  local src_list=/etc/apt/sources.list.d/nesybench-src.sources
-  if [ ! -f "$src_list" ]; then
-    log "adding a deb-src entry for $swipl_suite (source packages only)"
-    # Same mirror as the machine's own Debian entry, so nothing here names a host.
-    local uri; uri=$(grep -h -m1 -E '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | awk '{print $2}')
-    [ -n "$uri" ] || uri=$(grep -h -m1 -E '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}')
-    printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-      "$uri" "$swipl_suite" | as_root tee "$src_list" >/dev/null
-    apt_updated=0
-  fi
-  if [ $apt_updated = 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
-  mkdir -p "$deps/src"
-  # Only the upstream .orig tarball is needed; the mirror may lack the .dsc, so a partial
-  # failure of apt-get is fine as long as the tarball arrived with the checksum apt expects.
-  ( cd "$deps/src" && { ls swi-prolog_*.orig.tar.* >/dev/null 2>&1 || apt-get source --download-only -qq "swi-prolog/$swipl_suite" >/dev/null 2>&1 || true; } )
-  local tarball; tarball=$(ls "$deps"/src/swi-prolog_*.orig.tar.* 2>/dev/null | head -n 1)
-  [ -n "$tarball" ] || { log "could not download the swi-prolog source tarball for $swipl_suite"; exit 1; }
-  local want_sum; want_sum=$(cd /tmp && apt-get source --print-uris -qq "swi-prolog/$swipl_suite" | awk -v f="$(basename "$tarball")" '$2==f {sub("SHA256:","",$4); print $4}')
-  if [ -n "$want_sum" ] && [ "$(sha256sum "$tarball" | cut -d' ' -f1)" != "$want_sum" ]; then
-    log "checksum mismatch for $tarball"; rm -f "$tarball"; exit 1
-  fi
-  rm -rf "$deps/src/tree" && mkdir -p "$deps/src/tree"
-  tar -xf "$tarball" -C "$deps/src/tree" --strip-components=1
-  cmake -S "$deps/src/tree" -B "$deps/src/build" -G Ninja \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
-    -DSWIPL_PACKAGES_X=OFF -DSWIPL_PACKAGES_JAVA=OFF -DSWIPL_PACKAGES_ODBC=OFF \
-    -DSWIPL_PACKAGES_QT=OFF -DSWIPL_PACKAGES_GUI=OFF -DINSTALL_DOCUMENTATION=OFF -DBUILD_TESTING=OFF \
-    -DUSE_GMP=ON >"$deps/src/cmake.log" 2>&1 || { tail -n 40 "$deps/src/cmake.log" >&2; exit 1; }
-  cmake --build "$deps/src/build" -j "$(nproc)" >"$deps/src/build.log" 2>&1 || { tail -n 40 "$deps/src/build.log" >&2; exit 1; }
-  cmake --install "$deps/src/build" >"$deps/src/install.log" 2>&1
-  rm -rf "$deps/src/tree" "$deps/src/build"
+  bash "$root/python/nesybench/logic/build_swipl.sh" --prefix "$prefix" --suite "$swipl_suite"
 }
 
 # Headless Chromium + driver: the HTML dataset browser is tested in a real browser.

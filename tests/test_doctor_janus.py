@@ -110,7 +110,9 @@ def test_the_home_is_the_one_janus_would_take(monkeypatch, tmp_path):
     assert doctor.janus_home() == (str(tmp_path), "SWI_HOME_DIR", None)
     monkeypatch.delenv("SWI_HOME_DIR")
     bindir, home = _fake_swipl(tmp_path, 90299)
-    monkeypatch.setattr(doctor, "project_swipl", lambda: None)
+    from nesybench.logic import prolog
+    monkeypatch.setattr(prolog, "project_swipl", lambda: None)
+    monkeypatch.setattr(prolog, "cache_swipl", lambda: None)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     assert doctor.janus_home() == (str(home), str(bindir / "swipl"), "9.2.99")
 
@@ -145,3 +147,22 @@ def test_a_matching_home_passes_the_version_guard():
     prolog._check_versions("/somewhere", "SWI_HOME_DIR", None)         # unknown: doctor's job
     with pytest.raises(Exception, match="is SWI-Prolog 1.2.3"):
         prolog._check_versions("/somewhere", "swipl", "1.2.3")
+
+
+def test_the_swipl_of_janus_own_version_wins_over_another_first_on_path(monkeypatch, tmp_path):
+    """A `setup-prolog` build in the user cache (janus built against it) is found even while
+    an older `swipl` comes first on PATH."""
+    from nesybench.logic import prolog
+
+    real = prolog.project_swipl() or prolog.cache_swipl()
+    if real is None or prolog._runtime(real)[1] != prolog.janus_library_version():
+        pytest.skip("no SWI-Prolog build of janus-swi's own version outside PATH")
+    bindir, _ = _fake_swipl(tmp_path, 90004)
+    monkeypatch.delenv("SWI_HOME_DIR", raising=False)
+    monkeypatch.setattr(prolog, "project_swipl", lambda: None)
+    monkeypatch.setattr(prolog, "cache_swipl", lambda: real)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    home, chosen_by, version = prolog._swi_home()
+    assert (chosen_by, version) == (str(real), prolog.janus_library_version())
+    monkeypatch.setattr(prolog, "cache_swipl", lambda: None)         # only the old one left
+    assert prolog._swi_home()[1:] == (str(bindir / "swipl"), "9.0.4")

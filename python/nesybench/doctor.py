@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import ROOT, __version__
 from .errors import NesyError
-from .paths import cache_root, project_swipl, source_tree
+from .paths import cache_root, cache_swipl, project_swipl, source_tree
 
 #: the SWI-Prolog janus-swi needs
 SWIPL_MIN = (9, 1, 12)
@@ -124,14 +124,15 @@ def _swipl_version(exe: str) -> str | None:
     return _plversion(_swipl_runtime(exe))
 
 
-SWIPL_FIX = ("put a swipl >= 9.1.12 on PATH (Debian 12's is 9.0.4: too old; in a source tree "
-             "`make setup` builds one), then reinstall janus-swi against it: "
+SWIPL_FIX = ("put a swipl >= 9.1.12 on PATH (Debian 12's is 9.0.4: too old; "
+             "`nesybench setup-prolog` builds one), then reinstall janus-swi against it: "
              "pip install --no-binary janus-swi janus-swi")
 
 
 def check_swipl() -> Component:
-    """The ``swipl`` executable: the source tree's built one, else the one on PATH."""
-    built = project_swipl()
+    """The ``swipl`` executable: the source tree's built one, else the user cache's
+    (``nesybench setup-prolog``), else the one on PATH."""
+    built = project_swipl() or cache_swipl()
     exe = str(built) if built else shutil.which("swipl")
     if not exe:
         return Component("core", "swipl", "missing", "", "no swipl on PATH", SWIPL_FIX)
@@ -178,15 +179,10 @@ def janus_home() -> tuple[str | None, str, str | None]:
     """The SWI-Prolog home janus starts with in nesybench (as
     :func:`nesybench.logic.prolog.janus` chooses it), what chose it (``SWI_HOME_DIR``, or the
     ``swipl`` whose home it is) and that swipl's version (None when unknown)."""
-    given = os.environ.get("SWI_HOME_DIR")
-    if given:
-        return given, "SWI_HOME_DIR", None
-    built = project_swipl()
-    exe = str(built) if built else shutil.which("swipl")
-    if not exe:
-        return None, "no swipl on PATH", None
-    found = _swipl_runtime(exe)
-    return found.get("PLBASE"), exe, _plversion(found)
+    from .logic.prolog import _swi_home  # noqa: PLC0415 - the same choice, not a copy of it
+
+    home, chosen_by, version = _swi_home()
+    return home, chosen_by or "no swipl on PATH", version
 
 
 def janus_preflight(timeout: float = 120) -> Component | None:

