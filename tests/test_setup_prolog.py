@@ -99,3 +99,29 @@ def test_dry_run_and_the_script_is_the_one_make_setup_runs(tmp_path):
     assert not (tmp_path / "p").exists()
     assert Path(build_script()).resolve() == (ROOT / "python/nesybench/logic/build_swipl.sh")
     assert "python/nesybench/logic/build_swipl.sh" in (ROOT / "scripts/setup.sh").read_text()
+
+
+def test_a_hostile_source_archive_writes_nothing_outside_its_build_folder(tmp_path):
+    """Members that climb out (`../`), absolute names and a link followed by a file through it:
+    tar keeps them inside the build folder (or refuses), and the build fails cleanly."""
+    import io
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    archive = tmp_path / "evil.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        def add(name, data=b"x", **kw):
+            info = tarfile.TarInfo(name)
+            for k, v in kw.items():
+                setattr(info, k, v)
+            info.size = len(data) if info.type == tarfile.REGTYPE else 0
+            tar.addfile(info, io.BytesIO(data) if info.type == tarfile.REGTYPE else None)
+        add("top/../../outside/climbed")
+        add(f"top/{outside}/absolute")
+        add("top/link", type=tarfile.SYMTYPE, linkname=str(outside))
+        add("top/link/through")
+        add("top/CMakeLists.txt", b"this is not cmake\n")
+    res = _run("--prefix", tmp_path / "p", "--source", archive, "--no-packages", "--force")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert sorted(p.name for p in outside.iterdir()) == []
+    assert not (tmp_path / "climbed").exists()

@@ -33,13 +33,16 @@ EXPECTED = {
     ("nesy sweep", "task"): "rs-task",
     ("runs start", "spec"): "sweep",
     ("rudas experiment", "spec"): "rudas-experiment",
+    ("irt fit", "responses"): "irt-responses",
 }
 #: a minimal command line around the name (required options), parsed but not run
 REQUIRED = {"kandy generate": ["-o", "x"], "kandy check": [SAMPLE], "rs generate": ["-o", "x"],
-            "rs severity": ["and3"], "runs start": ["-o", "x"], "rudas experiment": ["-o", "x"]}
+            "rs severity": ["and3"], "runs start": ["-o", "x"], "rudas experiment": ["-o", "x"],
+            "irt fit": []}
 #: a name of each kind
 NAME = {"kandy-curriculum": "easy", "kandy-rule": "easy/t15", "rs-task": "xor",
-        "sweep": "xor_counts", "rudas-experiment": "experiment", "ski-rules": "bcw"}
+        "sweep": "xor_counts", "rudas-experiment": "experiment", "ski-rules": "bcw",
+        "irt-responses": "example_responses"}
 
 
 def _walk(cmd: click.Command, path: str, out: dict) -> None:
@@ -93,6 +96,8 @@ def test_each_command_resolves_a_name_to_the_shipped_file(command, param, tmp_pa
     def args(value):
         if param == "target_yaml":
             return ["and3", value]
+        if param == "responses":
+            return ["--responses", value]
         return [value, *REQUIRED.get(command, [])]
     ctx = cmd.make_context(command, args(NAME[kind]))
     expected = data_root() / asset_names(kind)[NAME[kind]]
@@ -116,6 +121,8 @@ def test_names_run_end_to_end(tmp_path, monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["count"] == 36
     assert main(["runs", "start", "xor_counts", "-o", "st", "-j", "0", "-q"]) == 0
     assert (tmp_path / "st" / "results.sqlite").is_file()
+    assert main(["irt", "fit", "--responses", "example_responses"]) == 0   # shown by its name
+    assert capsys.readouterr().out.startswith("example_responses: 1PL on 30 × 40: b 0.477")
 
 
 def test_an_existing_file_wins_over_a_name(tmp_path, monkeypatch, capsys):

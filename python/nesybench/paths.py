@@ -144,6 +144,7 @@ ASSET_KINDS: dict[str, tuple[str, str, str]] = {
     "rudas-experiment": ("curricula/rudas", ".yaml", "RuDaS experiment spec"),
     "kandy-rule": ("kb/kandy/rules", ".pl", "KANDY task rule"),
     "ski-rules": ("kb/ski", ".pl", "SKI rule file"),
+    "irt-responses": ("kb/irt", ".csv", "IRT response matrix"),
 }
 
 
@@ -156,6 +157,17 @@ def asset_names(kind: str) -> dict[str, str]:
         if reg.startswith(folder + "/") and reg.endswith(suffix):
             out[reg[len(folder) + 1:-len(suffix)]] = reg
     return out
+
+
+def asset_label(path, kind: str) -> str:
+    """How a command names a file it was given: a shipped file of ``kind`` by its name
+    (``example_responses``, the same from a clone and a wheel), any other file as given."""
+    folder, suffix, _ = ASSET_KINDS[kind]
+    base = data_root() / folder
+    p = Path(path)
+    if p.suffix == suffix and p.is_absolute() and p.is_relative_to(base):
+        return p.relative_to(base).with_suffix("").as_posix()
+    return os.fspath(path)
 
 
 def _key(name: str) -> str:

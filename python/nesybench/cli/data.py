@@ -46,6 +46,7 @@ TAKEN_BY = {
     "rudas-experiment": "rudas experiment",
     "kandy-rule": "kandy check",
     "ski-rules": "ski run --kb DATASET=NAME",
+    "irt-responses": "irt fit --responses",
 }
 
 

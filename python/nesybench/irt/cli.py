@@ -5,8 +5,10 @@ from pathlib import Path
 
 import click
 
+from ..cli.assets import ShippedFile
 from ..errors import NesyError
 from ..io import dumps
+from ..paths import asset_label
 
 DEFAULT_DATASETS = "letter,optdigits,phoneme"
 
@@ -106,9 +108,10 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
 @group.command("fit")
 @click.option("--study", type=click.Path(file_okay=False), help="study folder (after "
                                                                   "`irt population`)")
-@click.option("--responses", type=click.Path(dir_okay=False, exists=True),
+@click.option("--responses", type=ShippedFile("irt-responses"),
               help="or a response matrix of your own: .npy or .csv of 0/1, respondents × "
-                   "items (NaN, NA or an empty field: not administered)")
+                   "items (NaN, NA or an empty field: not administered); "
+                   "`example_responses` is a shipped 30 × 40 one")
 @click.option("--model", "irt_model", type=click.Choice(["1pl", "2pl"]), default="1pl",
               show_default=True, help="1PL (Rasch) as the paper; 2PL as its reference code")
 @click.option("--bins", type=click.IntRange(1), default=5, show_default=True,
@@ -134,6 +137,7 @@ def fit_cmd(study, responses, irt_model, bins, outlier, slope_prior, out, overwr
                         field="--slope-prior")
     if responses:
         import numpy as np  # noqa: PLC0415
+        shown = asset_label(responses, "irt-responses")
 
         from .fit import fit_irt  # noqa: PLC0415
 
@@ -160,7 +164,7 @@ def fit_cmd(study, responses, irt_model, bins, outlier, slope_prior, out, overwr
         s = fit.summary()
         _warn_2pl(fit)
         click.echo(dumps(s) if as_json else
-                   f"{responses}: {irt_model.upper()} on {s['respondents']} × {s['items']}: "
+                   f"{shown}: {irt_model.upper()} on {s['respondents']} × {s['items']}: "
                    f"b {s['b_mean']:.3f} ± {s['b_sd']:.3f}, {s['kept']} kept, "
                    f"{s['all_right']} all right, {s['all_wrong']} all wrong, {s['outliers']} "
                    f"|b| > {outlier:g}, {s['negative_a']} negative a, {s['misfit']} infit outside "

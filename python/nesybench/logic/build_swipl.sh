@@ -29,7 +29,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$prefix" ] || { echo "build_swipl.sh: --prefix DIR is required" >&2; exit 2; }
-prefix=$(mkdir -p "$prefix" && cd "$prefix" && pwd)
+# absolute, without creating PREFIX itself: a failed build leaves nothing there
+prefix="$(mkdir -p "$(dirname "$prefix")" && cd "$(dirname "$prefix")" && pwd)/$(basename "$prefix")"
 work="$prefix.build"
 jobs=${jobs:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 
@@ -106,8 +107,15 @@ if [ -n "$want_sum" ] && [ "$(sha256sum "$tarball" | cut -d' ' -f1)" != "$want_s
 fi
 
 stage "2/5" "configuring $(basename "$tarball") (cmake)"
-rm -rf "$work/tree" "$work/build" && mkdir -p "$work/tree"
-tar -xf "$tarball" -C "$work/tree" --strip-components=1
+rm -rf "$work/tree" "$work/build" "$work/unpack" && mkdir -p "$work/unpack"
+# no --strip-components: GNU tar would strip after it drops a leading "/", so "top//abs/path"
+# would land at /abs/path; unpacked whole, members stay inside (tar drops "/" and "..")
+tar -xf "$tarball" -C "$work/unpack" --no-same-owner \
+  || fail "could not unpack $tarball"
+tops=("$work"/unpack/*)
+[ ${#tops[@]} = 1 ] && [ -d "${tops[0]}" ] && [ ! -L "${tops[0]}" ] \
+  || fail "$(basename "$tarball") does not hold one top folder"
+mv "${tops[0]}" "$work/tree" && rm -rf "$work/unpack"
 cmake -S "$work/tree" -B "$work/build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
   -DSWIPL_PACKAGES_X=OFF -DSWIPL_PACKAGES_JAVA=OFF -DSWIPL_PACKAGES_ODBC=OFF \
