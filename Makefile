@@ -13,8 +13,8 @@ demo: setup       ## generate the KANDY Easy curriculum and its browser page int
 	$(NB) kandy browse out/kandy-easy
 	@echo "KANDY Easy curriculum: out/kandy-easy   browser page: out/kandy-easy/browse/index.html"
 
-test: setup       ## the whole test suite (what CI runs)
-	$(PY) -m pytest -q
+test: setup       ## the whole test suite (what CI runs), one pytest worker per CPU
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 docs: setup       ## the documentation site into site/ (mkdocs build --strict: broken links fail)
 	$(PY) -m mkdocs build --strict --site-dir site

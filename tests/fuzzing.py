@@ -143,7 +143,8 @@ HANG_S = 30.0
 
 #: a file no input may reach: hostile cases point symbolic links and paths at it; the audit
 #: hook counts every open of it (and of the system files below) while a case runs
-SECRET = Path(tempfile.gettempdir()) / f"secret-for-fuzzing-{os.getuid()}"
+SECRET = Path(tempfile.gettempdir()) / (f"secret-for-fuzzing-{os.getuid()}"
+                                          f"-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")
 SECRETS = {str(SECRET), "/etc/passwd", "/etc/shadow", "/etc/hostname"}
 _WATCH = {"on": False}
 
