@@ -1,12 +1,26 @@
 """Time KANDY generation end to end: Hard curriculum, 1000 samples per task (18k images).
 
-Prints symbols/s, rule checks/s, images/s and peak memory; with --reference PATH (a checkout of
-continual-nesy/KANDYBenchmark whose requirements are importable) it also times the reference on
-the same job and prints the ratio. The issue's reference figure on this machine class is
-2 min 54 s for this job; that figure is printed for comparison when the reference cannot run.
+Three jobs, run interleaved for ``--rounds`` rounds (default 3) so that load on the machine
+falls on all of them alike; each is reported as its median and its range over the rounds:
 
-    .venv/bin/python benchmarks/kandy_generate.py [--samples 1000] [--workers 2]
-        [--reference PATH [--reference-python PY]]
+* **nesybench**: :func:`nesybench.kandy.generate.generate` on the curriculum, ``--workers``
+  processes (symbols, rule checks, pictures, PNG files, annotations, manifest);
+* **PNG floor**: only writing the same pictures' PNG files, from their pixels already in memory
+  (a RAM-backed array, decoded from the first round's files, not timed), with the same
+  encoder and options
+  (:func:`nesybench.kandy.render.write_pngs`), the same jobs of ``RENDER_CHUNK`` pictures and
+  the same number of worker processes, pool start-up included. No generator can write these
+  files faster with this encoder, so ``nesybench / floor`` is how far the job is from
+  being bound by writing its output;
+* **reference** (with ``--reference PATH``, a checkout of continual-nesy/KANDYBenchmark): its
+  own ``hard.yml`` with every task's ``samples`` set to ``--samples``, every split streamed and
+  each image saved as PNG, as its ``main.py`` does (one process: it has no parallel mode).
+
+It prints the symbols-only time once, each round's times, the machine's load average before
+and after, and a Markdown table of the medians (the table on docs/performance.md).
+
+    .venv/bin/python benchmarks/kandy_generate.py [--samples 1000] [--workers 2] [--rounds 3]
+        [--workdir DIR] [--reference PATH [--reference-python PY]]
 
 The reference needs pyswip, which is not a nesybench dependency: make a side venv, e.g.
 ``python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install pyswip numpy pillow pyyaml``,
@@ -19,14 +33,16 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE_SECONDS = 174.0   # measured for the issue: 2 min 54 s on this machine class
 
 
 def peak_rss_mb() -> float:
@@ -42,55 +58,185 @@ def cpu_seconds() -> tuple[float, float, float, float]:
     return own.ru_utime, own.ru_stime, kids.ru_utime, kids.ru_stime
 
 
+def load_average() -> str:
+    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--curriculum", default=str(ROOT / "curricula" / "kandy" / "hard.yaml"))
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workdir", default=None,
                     help="folder for the generated data (default: the system temp folder). "
                          "On ext4, creating many files soon after deleting many (e.g. a "
                          "previous run) costs much kernel time; /dev/shm avoids the disk")
+    ap.add_argument("--no-floor", action="store_true", help="skip the PNG floor job")
     ap.add_argument("--reference", default=None, help="path to a KANDYBenchmark checkout")
     ap.add_argument("--reference-python", default=sys.executable,
                     help="Python interpreter with the reference's requirements (pyswip, numpy, "
                          "pillow, pyyaml); default: this one")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
 
-    from nesybench.kandy.generate import generate
+    from nesybench.kandy.generate import RENDER_CHUNK, generate
+    from nesybench.kandy.render import PNG_DEFLATE
 
+    print(f"load average         {load_average()} (1, 5, 15 min) before, "
+          f"{os.cpu_count()} CPUs")
     tmp = Path(tempfile.mkdtemp(prefix="kandy-bench-", dir=args.workdir))
+    store = None
+    times: dict[str, list[float]] = {"ours": [], "floor": [], "reference": []}
     try:
         t0 = time.perf_counter()
         sym = generate(args.curriculum, tmp / "symbols", samples=args.samples, images=False)
         t_sym = time.perf_counter() - t0
         n_samples = sum(sum(t["stats"]["split_sizes"].values()) for t in sym.tasks)
-        cpu0 = cpu_seconds()
-        t0 = time.perf_counter()
-        full = generate(args.curriculum, tmp / "full", samples=args.samples,
-                        workers=args.workers, progress=True)
-        t_full = time.perf_counter() - t0
-        cpu = [b - a for a, b in zip(cpu0, cpu_seconds())]
-        print(f"curriculum           {args.curriculum} ({len(full.tasks)} tasks x {args.samples})")
+        print(f"curriculum           {args.curriculum} ({len(sym.tasks)} tasks x {args.samples})")
+        print(f"png encoder          {PNG_DEFLATE}, unfiltered rows")
         print(f"symbols only         {t_sym:8.2f} s  {n_samples / t_sym:9.0f} samples/s  "
               f"{sym.rule_checks / t_sym:9.0f} rule checks/s ({sym.rule_checks} checks)")
-        print(f"end to end           {t_full:8.2f} s  {full.images / t_full:9.0f} images/s "
-              f"({full.images} images, {args.workers} workers)")
-        print(f"cpu time             main {cpu[0]:.1f} s user + {cpu[1]:.1f} s sys, "
-              f"workers {cpu[2]:.1f} s user + {cpu[3]:.1f} s sys")
-        print(f"peak memory          {peak_rss_mb():8.0f} MB (largest process)")
-        ref = None
-        if args.reference:
-            ref = run_reference(Path(args.reference), args.samples, args.reference_python,
-                                args.workdir)
-        if ref is None:
-            print(f"reference (issue)    {REFERENCE_SECONDS:8.2f} s  -> speed-up "
-                  f"{REFERENCE_SECONDS / t_full:5.1f}x (figure measured for the issue, same machine class)")
-        else:
-            print(f"reference (measured) {ref:8.2f} s  -> speed-up {ref / t_full:5.1f}x")
+        bench = _self_module()
+        peak = None
+        for r in range(1, args.rounds + 1):
+            out = tmp / "full"
+            cpu0 = cpu_seconds()
+            t0 = time.perf_counter()
+            full = generate(args.curriculum, out, samples=args.samples, workers=args.workers)
+            times["ours"].append(time.perf_counter() - t0)
+            cpu = [b - a for a, b in zip(cpu0, cpu_seconds())]
+            line = (f"round {r}: nesybench {times['ours'][-1]:6.2f} s "
+                    f"(cpu: main {cpu[0] + cpu[1]:.1f} s, workers {cpu[2] + cpu[3]:.1f} s)")
+            if peak is None:
+                peak = peak_rss_mb()
+            if not args.no_floor and store is None:
+                store = PixelStore.build(out)           # not timed
+            _remove(out)
+            if store is not None:
+                times["floor"].append(store.write_all(bench, tmp / "floor", args.workers,
+                                                      RENDER_CHUNK))
+                line += f", floor {times['floor'][-1]:6.2f} s"
+            if args.reference:
+                ref = run_reference(Path(args.reference), args.samples, args.reference_python,
+                                    args.workdir)
+                if ref is None:
+                    args.reference = None
+                else:
+                    times["reference"].append(ref)
+                    line += f", reference {ref:7.2f} s"
+            print(line + f"  [load {load_average()}]", flush=True)
+        print(f"end to end           {full.images} images, {args.workers} workers, "
+              f"peak memory {peak:.0f} MB (largest process)")
+        print(f"load average         {load_average()} (1, 5, 15 min) after")
+        report(times, args, full.images)
     finally:
+        if store is not None:
+            store.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def _remove(folder: Path) -> None:
+    """Delete a job's output and flush the file system before the next timed job: on ext4,
+    deleting 18,000 files leaves work that would otherwise land on whichever job creates
+    files next."""
+    shutil.rmtree(folder, ignore_errors=True)
+    os.sync()
+
+
+def _stat(xs: list[float]) -> str:
+    return f"{statistics.median(xs):7.2f} s | {min(xs):.2f} – {max(xs):.2f} s"
+
+
+def report(times: dict, args, images: int) -> None:
+    ours = statistics.median(times["ours"])
+    rows = [(f"nesybench, {args.workers} workers", times["ours"], "1.0×")]
+    if times["floor"]:
+        floor = statistics.median(times["floor"])
+        rows.append((f"PNG floor: the same files from pixels in memory, {args.workers} workers",
+                     times["floor"], f"{floor / ours:.2f}×"))
+    if times["reference"]:
+        ref = statistics.median(times["reference"])
+        rows.append(("KANDYBenchmark (reference), 1 process", times["reference"],
+                     f"{ref / ours:.1f}×"))
+    print()
+    print(f"KANDY Hard, {args.samples} samples per task ({images:,} PNG files), medians of "
+          f"{len(times['ours'])} interleaved rounds, load average {load_average()}:")
+    print()
+    print("| job | median | range | time / nesybench |")
+    print("|---|---:|---:|---:|")
+    for name, xs, rel in rows:
+        print(f"| {name} | {_stat(xs)} | {rel} |")
+    print()
+    if times["floor"]:
+        print(f"nesybench / PNG floor        {ours / floor:6.2f}×  (done when <= 1.5×)")
+    if times["reference"]:
+        print(f"reference / nesybench        {ref / ours:6.1f}×  (done when >= 20×)")
+
+
+class PixelStore:
+    """The pixels of every picture of a generated dataset in one RAM-backed ``(N, H, W, 3)``
+    array (``/dev/shm`` when there is one), with each picture's relative path: the input of
+    the floor job. Built by decoding the PNGs of one generation run (not timed)."""
+
+    def __init__(self, path: Path, relpaths: list[str], shape: tuple[int, ...]):
+        self.path, self.relpaths, self.shape = path, relpaths, shape
+
+    @classmethod
+    def build(cls, data: Path) -> "PixelStore":
+        """Decode every PNG under ``data`` into the store (in path order)."""
+        from PIL import Image
+
+        shm = Path("/dev/shm")
+        where = Path(tempfile.mkdtemp(prefix="kandy-pixels-", dir=shm if shm.is_dir() else None))
+        relpaths = sorted(str(p.relative_to(data)) for p in data.rglob("*.png"))
+        with Image.open(data / relpaths[0]) as im:
+            w, h = im.size
+        shape = (len(relpaths), h, w, 3)
+        arr = np.lib.format.open_memmap(where / "pixels.npy", mode="w+", dtype=np.uint8,
+                                        shape=shape)
+        for i, rel in enumerate(relpaths):
+            with Image.open(data / rel) as im:
+                arr[i] = np.asarray(im.convert("RGB"))
+        arr.flush()
+        del arr
+        return cls(where / "pixels.npy", relpaths, shape)
+
+    def write_all(self, bench, out: Path, workers: int, chunk: int) -> float:
+        from nesybench.parallel import map_streamed
+
+        jobs = ((str(self.path), i, self.relpaths[i:i + chunk], str(out))
+                for i in range(0, len(self.relpaths), chunk))
+        t0 = time.perf_counter()
+        n = sum(len(d) for d in map_streamed(bench._floor_job, jobs, workers=workers))
+        seconds = time.perf_counter() - t0
+        assert n == len(self.relpaths)
+        _remove(out)
+        return seconds
+
+    def close(self) -> None:
+        shutil.rmtree(self.path.parent, ignore_errors=True)
+
+
+def _floor_job(args) -> list:
+    """Floor worker: write the PNGs of stored pictures ``start .. start + len(relpaths)``."""
+    from nesybench.kandy.render import write_pngs
+
+    path, start, relpaths, root = args
+    pixels = np.load(path, mmap_mode="r")
+    return write_pngs(pixels[start:start + len(relpaths)], root, relpaths)
+
+
+def _self_module():
+    """This script as an importable module, so that spawned workers can find
+    :func:`_floor_job` by name (a script's functions live in ``__main__``, which the
+    workers do not run)."""
+    import importlib
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    return importlib.import_module(Path(__file__).stem)
 
 
 def run_reference(path: Path, samples: int, python: str,
@@ -130,10 +276,12 @@ def run_reference(path: Path, samples: int, python: str,
                   (proc.stderr.strip().splitlines() or [""])[-1])
             return None
         n = sum(1 for _ in (work / "out").rglob("*.png"))
-        print(f"reference            {n} images written")
+        if n == 0:
+            print("reference: wrote no images; skipped")
+            return None
         return seconds
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(work)
 
 
 if __name__ == "__main__":

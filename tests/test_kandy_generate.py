@@ -82,6 +82,24 @@ def test_same_seed_same_bytes_across_hash_seeds_and_workers(tmp_path):
     assert _tree_digest(other) != digests[0]
 
 
+def test_same_bytes_whatever_the_jobs_and_batches(tmp_path, monkeypatch):
+    """Workers draw their jobs' pictures in vectorised batches and write the files
+    themselves: neither the job size, the batch size nor the worker count changes a byte."""
+    import nesybench.kandy.generate as G
+    import nesybench.kandy.render as R
+    generate(REF, tmp_path / "one", seed=3, workers=1)
+    monkeypatch.setattr(G, "RENDER_CHUNK", 7)                  # many small jobs ...
+    generate(REF, tmp_path / "jobs", seed=3, workers=2)        # ... over two processes
+    monkeypatch.setattr(R, "_BATCH_PIXELS", 3 * 224 * 224)     # three pictures per batch
+    generate(REF, tmp_path / "batches", seed=3, workers=1)
+    one = _tree_digest(tmp_path / "one")
+    assert sum(k.endswith(".png") for k in one) == 50
+    assert _tree_digest(tmp_path / "jobs") == one
+    assert _tree_digest(tmp_path / "batches") == one
+    man = json.loads((tmp_path / "one" / "manifest.json").read_text())
+    assert man["config"]["png_deflate"] == R.PNG_DEFLATE
+
+
 def test_supervision_decay():
     assert supervision_probability(0.0, 0.8, 0.2) == pytest.approx(0.8)
     assert supervision_probability(1.0, 0.8, 0.2) == pytest.approx(0.2)

@@ -397,3 +397,42 @@ def test_no_shape_leaves_the_canvas_in_shipped_curricula(tmp_path, curriculum):
                 bad.append((t["id"], row["prolog"]))
     assert n == sum(t["samples"] for t in man["tasks"])
     assert bad == []
+
+
+def test_batch_rendering_gives_each_picture_its_own_pixels():
+    import nesybench.kandy.render as R
+    texts = ["random([circle_red_large, triangle_blue_large, square_cyan_large, "
+             "circle_green_small])",
+             "in([circle_yellow_large, square_magenta_large, triangle_blue_large])",
+             "stack([])",                                      # no shape at all
+             "grid([triangle_red_small, square_blue_small, circle_cyan_large, "
+             "triangle_green_large, square_red_large])",
+             "quadrant_lr([triangle_red_small])"]
+    # no padding and shapes as large as the canvas: tiles overhang the canvas on every side
+    tight = RenderConfig(canvas=(40, 32), padding=0, sizes={"small": 9, "large": 31})
+    for cfg in (CFG, tight):
+        items = [(t, 30 + i, None, None) for i, t in enumerate(texts)]
+        batch = R.render_batch(items, cfg)
+        assert batch.shape == (len(texts), cfg.canvas[1], cfg.canvas[0], 3)
+        for i, (text, seed, _, _) in enumerate(items):
+            assert (batch[i] == R.render_array(text, cfg, seed)).all()
+        # a reused canvas buffer: the next batch (smaller here) overwrites it completely
+        scratch = []
+        first = R.render_batch(items, cfg, scratch=scratch).copy()
+        again = R.render_batch(items[::-1][:3], cfg, scratch=scratch)
+        assert (first == batch).all() and (again == batch[::-1][:3]).all()
+
+
+def test_write_pngs_encodes_any_strided_pixels(tmp_path):
+    import hashlib
+
+    import nesybench.kandy.render as R
+    items = [("grid([circle_red_large, square_blue_small])", s, None, None) for s in (1, 2)]
+    pixels = R.render_batch(items, CFG)[:, :, ::-1]     # mirrored: a strided view
+    assert not pixels.flags.c_contiguous
+    done = R.write_pngs(pixels, tmp_path, ["a/1.png", "b/2.png"])
+    for (rel, digest), px in zip(done, pixels):
+        data = (tmp_path / rel).read_bytes()
+        assert data == R.encode_png(np.ascontiguousarray(px))
+        assert digest == hashlib.sha256(data).hexdigest()
+        assert (np.asarray(Image.open(io.BytesIO(data))) == px).all()

@@ -25,7 +25,7 @@ from ..io import atomic_output_dir, checksums, derive_seed, sha256_file, write_j
 from ..parallel import map_streamed
 from ..yamlsafe import safe_load
 from .language import Curriculum, TaskSpec, load_curriculum, read_rule_file
-from .render import RenderConfig, render_chunk
+from .render import PNG_DEFLATE, RenderConfig, render_chunk
 from .rules import TaskRule
 from .sampler import SPLITS, Sample, TaskStats, draw_symbols, split_samples
 
@@ -36,8 +36,10 @@ FORMAT_VERSION = "1.1"
 
 DEFAULT_SEED = 12345
 CSV_COLUMNS = ("filename", "task_id", "label", "supervised", "symbol", "prolog")
-#: pictures per job handed to a render worker (amortises inter-process traffic)
-RENDER_CHUNK = 64
+#: pictures per job handed to a render worker: large enough that the worker draws them in a
+#: few vectorised batches and the job's traffic is small against its work, small enough that
+#: a task of 1,000 samples still gives each of several workers something to do
+RENDER_CHUNK = 250
 
 
 @dataclass
@@ -187,6 +189,7 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
             "format": "nesybench-kandy", "version": FORMAT_VERSION, "generator": __version__,
             "seed": seed,
             "config": {"render": rconf.to_dict(), "images": images,
+                       "png_deflate": PNG_DEFLATE if images else None,
                        "domain": dataclasses.asdict(cur.domain),
                        "curriculum_config": cur.config},
             "curriculum": {"file": Path(curriculum).name,

@@ -17,12 +17,15 @@ Determinism: all randomness comes from ``numpy.random.Generator(PCG64(seed))`` c
 fixed order (layout in depth-first child order — size noise, then ``random`` placements — then
 one HSV triple per leaf in drawing order). Drawing uses only IEEE arithmetic and integer
 compositing, so the same seed gives the same pixel bytes on any machine. Dataset PNGs are
-written by :func:`encode_png` (unfiltered rows, zlib level :data:`PNG_COMPRESS_LEVEL`, no
-metadata); their bytes are stable for a given zlib build.
+written by :func:`encode_png` (unfiltered rows, no metadata, deflated by
+:data:`PNG_DEFLATE`: ISA-L level 1, or zlib level :data:`PNG_COMPRESS_LEVEL` without the
+``isal`` package); their bytes are stable for a given encoder build.
 
-Speed: the shapes of a picture are rasterised in a few vectorised numpy passes (one per kind
-and tile size, :func:`_coverages`), then composited in drawing order with exact uint16
-arithmetic.
+Speed: the generator draws pictures in batches (:func:`render_batch`). The shapes of a whole
+batch are rasterised in a few vectorised numpy passes (one per kind and tile size,
+:func:`_coverages`), then composited with exact uint16 arithmetic in passes that each blend
+the k-th shape of every picture (:func:`_draw_batch`), so that the numpy call count grows
+with the most shapes in one picture, not with the number of pictures.
 
 Operator layouts inside a box ``(x, y, w, h)`` with ``n`` children (child ``i`` from 0):
 
@@ -94,8 +97,21 @@ DEFAULT_SIZES = {"small": 10, "large": 25}
 #: Pillow options for pictures saved through PIL (sample grids): no metadata is ever attached.
 PNG_SAVE_OPTIONS = {"format": "PNG", "optimize": False, "compress_level": 6}
 
-#: zlib level of the dataset images written by :func:`encode_png`.
+#: zlib level of the dataset images when ISA-L is not installed (see :data:`PNG_DEFLATE`).
 PNG_COMPRESS_LEVEL = 3
+
+try:
+    # ISA-L's deflate at level 1 writes these pictures ~4x faster than zlib at level 3, and
+    # smaller; its bytes are its own, so a dataset's PNG bytes depend on which one wrote them
+    from isal import isal_zlib as _isal
+    from isal import __version__ as _isal_version
+except ImportError:  # pragma: no cover - isal is a dependency; zlib keeps a bare install working
+    _isal = None
+
+#: The deflate behind the dataset images (:func:`encode_png` without ``level``), as written
+#: to a dataset's manifest: PNG bytes are a function of the pixels and this encoder.
+PNG_DEFLATE = (f"isal {_isal_version} level 1" if _isal is not None
+               else f"zlib {zlib.ZLIB_RUNTIME_VERSION} level {PNG_COMPRESS_LEVEL} memLevel 5")
 
 _HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
 _NAME = re.compile(r"^[a-z][a-z0-9]*$")
@@ -269,10 +285,19 @@ def _check_leaf(s: Shape, cfg: RenderConfig) -> None:
 
 
 def _extent(items) -> tuple[float, float, float, float]:
-    x0 = min(cx - s / 2 for _, cx, cy, s in items)
-    y0 = min(cy - s / 2 for _, cx, cy, s in items)
-    x1 = max(cx + s / 2 for _, cx, cy, s in items)
-    y1 = max(cy + s / 2 for _, cx, cy, s in items)
+    # one pass (layout calls this for every child of every composition)
+    _, cx, cy, s = items[0]
+    x0, y0, x1, y1 = cx - s / 2, cy - s / 2, cx + s / 2, cy + s / 2
+    for _, cx, cy, s in items[1:]:
+        h = s / 2
+        if cx - h < x0:
+            x0 = cx - h
+        if cy - h < y0:
+            y0 = cy - h
+        if cx + h > x1:
+            x1 = cx + h
+        if cy + h > y1:
+            y1 = cy + h
     return x0, y0, x1, y1
 
 
@@ -433,14 +458,6 @@ def _rgb(text: str) -> tuple[int, int, int]:
     return hex_to_rgb(text)
 
 
-@lru_cache(maxsize=8)
-def _blank(height: int, width: int, background: str) -> np.ndarray:
-    canvas = np.empty((height, width, 3), dtype=np.uint8)
-    canvas[:, :] = _rgb(background)
-    canvas.flags.writeable = False
-    return canvas
-
-
 @lru_cache(maxsize=16)
 def _sample_offsets(tile: int, ss: int) -> np.ndarray:
     """Sub-pixel sample positions along one axis of a tile: pixel ``i`` gets
@@ -503,52 +520,191 @@ _BATCH_SAMPLES = 1 << 22
 
 
 def _draw_all(canvas: np.ndarray, placed, rgbs, ss: int) -> None:
-    """Composite the placed shapes onto ``canvas`` (H × W × 3 uint8) in drawing order.
-
-    Shapes are rasterised in groups of one kind and similar tile size (one numpy pass per
-    group, so small shapes are not padded to the largest tile), then blended one by one in
-    drawing order: ``(canvas·(255 − α) + colour·α + 127) // 255`` per channel. The largest
-    intermediate, 255·255 + 127, fits uint16 exactly, and α = 0 leaves a pixel unchanged.
-    """
+    """Composite the placed shapes onto ``canvas`` (H × W × 3 uint8) in drawing order
+    (:func:`_draw_batch` for one picture)."""
     if not placed:
         return
-    n = len(placed)
-    cx = np.array([p[0] for _, p in placed], dtype=np.float64)
-    cy = np.array([p[1] for _, p in placed], dtype=np.float64)
-    size = np.array([p[2] for _, p in placed], dtype=np.float64)
-    cols = np.array(rgbs, dtype=np.uint16).reshape(-1, 3)
+    H, W, _ = canvas.shape
+    shapes = _Shapes()
+    shapes.add(0, placed, rgbs)
+    work, m = _draw_batch((1, H, W), canvas[None], shapes, ss)
+    canvas[...] = work[0, m:m + H, m:m + W]
+
+
+class _Shapes:
+    """Flat columns of the placed shapes of a batch of pictures, in drawing order per picture."""
+
+    def __init__(self) -> None:
+        self.image: list[int] = []
+        self.layer: list[int] = []
+        self.kind: list[str] = []
+        self.geom: list[tuple[float, float, float]] = []
+        self.rgb: list = []
+
+    def add(self, image: int, placed, rgbs) -> None:
+        self.image.extend([image] * len(placed))
+        self.layer.extend(range(len(placed)))
+        self.kind.extend(shape.shape for shape, _ in placed)
+        self.geom.extend(p for _, p in placed)
+        self.rgb.extend(rgbs)
+
+
+def _draw_batch(dims: tuple[int, int, int], base, shapes: _Shapes, ss: int,
+                scratch: list | None = None) -> tuple[np.ndarray, int]:
+    """Composite every shape of ``shapes`` onto its picture: ``dims = (B, H, W)``, ``base``
+    the B pictures' starting pixels (a ``(B, H, W, 3)`` uint8 array) or one background
+    ``(r, g, b)`` for all. Returns a new ``(B, H + 2m, W + 2m, 3)`` array and the margin
+    ``m``; the pictures are ``out[:, m:m + H, m:m + W]``. With ``scratch`` (a one-item list
+    holding a flat uint8 buffer, or empty), the array lives in that buffer, grown as needed
+    and reused by later calls: fresh pages for every batch would cost the kernel more than
+    the drawing.
+
+    Each shape's alpha comes from :func:`_coverages` over a tile of whole pixels (groups of
+    one kind and tile size, across all pictures, rasterised in one numpy pass each). Blending
+    is ``(canvas·(255 − α) + colour·α + 127) // 255`` per channel: the largest intermediate,
+    255·255 + 127, fits uint16 exactly, and α = 0 leaves a pixel unchanged. Shapes are blended
+    in passes of one *layer* (the k-th shape of every picture that has one) and one tile size:
+    a pass touches each picture at most once, so it can gather, blend and scatter all its
+    tiles at once, and every picture still receives its shapes in drawing order. The margin
+    lets tiles that overhang the canvas be blended whole; the overhang is dropped, which is
+    the same as clipping them.
+    """
+    B, H, W = dims
+    n = len(shapes.kind)
+    geom = np.array(shapes.geom, dtype=np.float64).reshape(n, 3)
+    cx, cy, size = geom[:, 0], geom[:, 1], geom[:, 2]
     r = size / 2.0
     # one pixel of margin around the bounding square; pixels outside get alpha 0 exactly
     x0 = np.floor(cx - r) - 1
     y0 = np.floor(cy - r) - 1
     need = np.maximum(np.ceil(cx + r) + 1 - x0, np.ceil(cy + r) + 1 - y0).astype(np.int64)
-    groups: dict = {}
-    for i, (shape, _) in enumerate(placed):
-        groups.setdefault((shape.shape, -(-int(need[i]) // 4) * 4), []).append(i)
-    blend = [None] * n
-    for (kind, tile), members in groups.items():
-        step = max(1, _BATCH_SAMPLES // (tile * ss) ** 2)
-        for k in range(0, len(members), step):
-            idx = np.array(members[k:k + step])
-            alpha = _coverages(kind, cx[idx], cy[idx], size[idx], x0[idx], y0[idx], tile, ss)
-            keep = (255 - alpha)[..., None]
-            add = alpha[..., None] * cols[idx, None, None, :] + 127
-            for j, i in enumerate(idx):
-                blend[i] = (keep[j], add[j])
-    H, W, _ = canvas.shape
-    for i in range(n):
-        keep, add = blend[i]
-        ox, oy = int(x0[i]), int(y0[i])
-        ax0, ay0 = max(0, ox), max(0, oy)
-        ax1, ay1 = min(W, ox + keep.shape[1]), min(H, oy + keep.shape[0])
-        if ax1 <= ax0 or ay1 <= ay0:
-            continue
-        ty, tx = slice(ay0 - oy, ay1 - oy), slice(ax0 - ox, ax1 - ox)
-        region = canvas[ay0:ay1, ax0:ax1].astype(np.uint16)
-        region *= keep[ty, tx]
-        region += add[ty, tx]
+    tile = -(-need // 4) * 4
+    xi, yi = x0.astype(np.int64), y0.astype(np.int64)
+    # tiles that miss the canvas entirely draw nothing: drop them before sizing the margin
+    seen = (xi < W) & (yi < H) & (xi + tile > 0) & (yi + tile > 0)
+    m = int(np.max(np.maximum.reduce([-xi, -yi, xi + tile - W, yi + tile - H],
+                                     where=seen, initial=0), initial=0))
+    dims_work = (B, H + 2 * m, W + 2 * m, 3)
+    if scratch is None:
+        work = np.empty(dims_work, dtype=np.uint8)
+    else:
+        need_bytes = math.prod(dims_work)
+        if not scratch or scratch[0].size < need_bytes:
+            scratch[:] = [np.empty(need_bytes, dtype=np.uint8)]
+        work = scratch[0][:need_bytes].reshape(dims_work)
+    if isinstance(base, np.ndarray):
+        if m:
+            work[:] = base[:, :1, :1]     # any colour: the margin is cropped away
+        work[:, m:m + H, m:m + W] = base
+    else:
+        # one background colour: fill whole rows (margin included: it is cropped away)
+        work.reshape(B, H + 2 * m, 3 * (W + 2 * m))[:] = np.tile(
+            np.array(base, dtype=np.uint8), W + 2 * m)
+    image = np.array(shapes.image, dtype=np.int64)
+    layer = np.array(shapes.layer, dtype=np.int64)
+    cols = np.array(shapes.rgb, dtype=np.uint16).reshape(n, 3)
+    kinds = np.array([SHAPES.index(k) for k in shapes.kind], dtype=np.int64)
+
+    # blend factors of every visible shape, one pair of arrays per tile size (rows in shape
+    # order), laid out like the canvas rows: each alpha repeated over the 3 channels
+    keeps: dict[int, np.ndarray] = {}
+    adds: dict[int, np.ndarray] = {}
+    row = np.zeros(n, dtype=np.int64)
+    for t in np.unique(tile[seen]).tolist():
+        members = np.flatnonzero(seen & (tile == t))
+        row[members] = np.arange(len(members))
+        alpha = np.empty((len(members), t, t), dtype=np.uint16)
+        step = max(1, _BATCH_SAMPLES // (t * ss) ** 2)
+        for kind in np.unique(kinds[members]).tolist():
+            sel = np.flatnonzero(kinds[members] == kind)
+            for k in range(0, len(sel), step):
+                part = sel[k:k + step]
+                idx = members[part]
+                alpha[part] = _coverages(SHAPES[kind], cx[idx], cy[idx], size[idx],
+                                         x0[idx], y0[idx], t, ss)
+        alpha = np.repeat(alpha, 3, axis=2)                           # (g, t, 3t)
+        keeps[t] = 255 - alpha
+        alpha *= np.tile(cols[members], (1, t))[:, None, :]
+        alpha += 127
+        adds[t] = alpha
+
+    if not seen.any():
+        return work, m
+    order = np.lexsort((tile, layer))                  # by layer, then tile size
+    order = order[seen[order]]
+    key = layer[order] * (int(tile.max()) + 1) + tile[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    # the canvas as rows of 3W bytes: a tile is t runs of 3t contiguous bytes, which numpy
+    # gathers and scatters several times faster than t × t pixels of 3 strided channels
+    rows = work.reshape(B, H + 2 * m, 3 * (W + 2 * m))
+    windows: dict[int, np.ndarray] = {}
+    for grp in np.split(order, cuts):
+        t = int(tile[grp[0]])
+        win = windows.get(t)
+        if win is None:
+            win = windows[t] = np.lib.stride_tricks.sliding_window_view(
+                rows, (t, 3 * t), axis=(1, 2), writeable=True)
+        at = (image[grp], yi[grp] + m, 3 * (xi[grp] + m))
+        r = row[grp]
+        region = win[at].astype(np.uint16)              # (g, t, 3t)
+        region *= keeps[t][r]
+        region += adds[t][r]
         region //= 255
-        canvas[ay0:ay1, ax0:ax1] = region
+        win[at] = region
+    return work, m
+    order = np.lexsort((tile, layer))                  # by layer, then tile size
+    order = order[seen[order]]
+    key = layer[order] * (int(tile.max()) + 1) + tile[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    for grp in np.split(order, cuts):
+        t = int(tile[grp[0]])
+        win = np.lib.stride_tricks.sliding_window_view(work, (t, t), axis=(1, 2),
+                                                       writeable=True)
+        at = (image[grp], yi[grp] + m, xi[grp] + m)
+        alpha = alphas[t][row[grp]][:, None]            # (g, 1, t, t)
+        region = win[at].astype(np.uint16)              # (g, 3, t, t)
+        region *= 255 - alpha
+        region += alpha * cols[grp][:, :, None, None]
+        region += 127
+        region //= 255
+        win[at] = region
+    return work, m
+
+
+def _placed_and_colours(symbol, cfg: RenderConfig, seed, noisy_color, noisy_size):
+    """Layout and (noisy) RGB of every leaf of one picture, consuming the picture's random
+    stream in the documented order (layout, then one HSV triple per leaf)."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise NesyError(f"render seed must be a non-negative integer, got {seed!r}")
+    nc = cfg.noisy_color if noisy_color is None else bool(noisy_color)
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    placed = layout(symbol, cfg, rng, noisy_size)
+    rgbs = [_rgb(cfg.colors[shape.color]) for shape, _ in placed]
+    if nc and placed:
+        # one (H, S, V) triple per leaf in drawing order; a single draw of N×3 normals is the
+        # same stream as N draws of 3
+        z = rng.normal(0.0, 1.0, (len(placed), 3)).tolist()
+        rgbs = [_hsv_jitter(rgb, cfg.hsv_sigma, z[i]) for i, rgb in enumerate(rgbs)]
+    return placed, rgbs
+
+
+def render_batch(items, config: RenderConfig | None = None, *,
+                 scratch: list | None = None) -> np.ndarray:
+    """Draw several pictures in one vectorised pass: ``items`` is a sequence of
+    ``(symbol, seed, noisy_color, noisy_size)`` (as for :func:`render_array`). Returns a
+    ``(len(items), H, W, 3)`` uint8 array (a view into a slightly larger buffer); picture
+    ``i`` has the same pixels as ``render_array(*items[i])`` with the same config.
+    ``scratch``: see :func:`_draw_batch` (the result is then overwritten by the next call
+    with the same scratch)."""
+    cfg = config or RenderConfig()
+    W, H = cfg.canvas
+    shapes = _Shapes()
+    for b, (symbol, seed, noisy_color, noisy_size) in enumerate(items):
+        placed, rgbs = _placed_and_colours(symbol, cfg, seed, noisy_color, noisy_size)
+        shapes.add(b, placed, rgbs)
+    work, m = _draw_batch((len(items), H, W), _rgb(cfg.background), shapes, cfg.supersample,
+                          scratch)
+    return work[:, m:m + H, m:m + W]
 
 
 def render_array(symbol, config: RenderConfig | None = None, seed: int = 0,
@@ -557,32 +713,24 @@ def render_array(symbol, config: RenderConfig | None = None, seed: int = 0,
     """Like :func:`render` but returns the pixels as a ``(H, W, 3)`` uint8 array (drawn into
     ``out`` when given: any writable ``(H, W, 3)`` uint8 array or view)."""
     cfg = config or RenderConfig()
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise NesyError(f"render seed must be a non-negative integer, got {seed!r}")
-    nc = cfg.noisy_color if noisy_color is None else bool(noisy_color)
-    rng = np.random.Generator(np.random.PCG64(int(seed)))
-    placed = layout(symbol, cfg, rng, noisy_size)
     W, H = cfg.canvas
+    if out is not None and (out.shape != (H, W, 3) or out.dtype != np.uint8):
+        raise NesyError(f"render_array out= must be a ({H}, {W}, 3) uint8 array, got "
+                        f"{out.dtype} {out.shape}")
+    pixels = render_batch([(symbol, seed, noisy_color, noisy_size)], cfg)[0]
     if out is None:
-        canvas = _blank(H, W, cfg.background).copy()
-    else:
-        if out.shape != (H, W, 3) or out.dtype != np.uint8:
-            raise NesyError(f"render_array out= must be a ({H}, {W}, 3) uint8 array, got "
-                            f"{out.dtype} {out.shape}")
-        canvas = out
-        np.copyto(canvas, _blank(H, W, cfg.background))
-    rgbs = [_rgb(cfg.colors[shape.color]) for shape, _ in placed]
-    if nc and placed:
-        # one (H, S, V) triple per leaf in drawing order; a single draw of N×3 normals is the
-        # same stream as N draws of 3
-        z = rng.normal(0.0, 1.0, (len(placed), 3))
-        rgbs = [_hsv_jitter(rgb, cfg.hsv_sigma, z[i]) for i, rgb in enumerate(rgbs)]
-    _draw_all(canvas, placed, rgbs, cfg.supersample)
-    return canvas
+        return np.ascontiguousarray(pixels)
+    np.copyto(out, pixels)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _hsv(rgb: tuple[int, int, int]) -> tuple[float, float, float]:
+    return colorsys.rgb_to_hsv(rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0)
 
 
 def _hsv_jitter(rgb: tuple[int, int, int], sigma, z) -> tuple[int, int, int]:
-    h, s, v = colorsys.rgb_to_hsv(rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0)
+    h, s, v = _hsv(tuple(rgb))       # few distinct colours: convert each once
     h = (h + sigma[0] * float(z[0])) % 1.0
     s = min(1.0, max(0.0, s + sigma[1] * float(z[1])))
     v = min(1.0, max(0.0, v + sigma[2] * float(z[2])))
@@ -601,13 +749,15 @@ def render(symbol, config: RenderConfig | None = None, seed: int = 0,
     return Image.fromarray(render_array(symbol, config, seed, noisy_color, noisy_size), "RGB")
 
 
-def encode_png(pixels: np.ndarray, level: int = PNG_COMPRESS_LEVEL) -> bytes:
+def encode_png(pixels: np.ndarray, level: int | None = None) -> bytes:
     """PNG bytes of an ``(H, W, 3)`` uint8 RGB array: 8-bit truecolour, no interlace, filter
-    type 0 on every row, one zlib stream at ``level`` (memLevel 5), no metadata chunks.
+    type 0 on every row, one zlib stream, no metadata chunks.
 
-    KANDY pictures are flat backgrounds with a few shapes: unfiltered rows at zlib level 3
-    compress to about the size Pillow's adaptive filters reach at level 6, at a quarter of
-    the time (see ``benchmarks/kandy_render.py``). Bytes depend only on the pixels and zlib.
+    ``level=None`` uses the dataset encoder :data:`PNG_DEFLATE`; an integer uses zlib at that
+    level. KANDY pictures are flat backgrounds with a few shapes: unfiltered rows compress
+    better here than the Sub or Up filters, and at ISA-L's level 1 (or zlib's level 3) to
+    about the size Pillow's adaptive filters reach at level 6, at a fraction of the time (see
+    ``benchmarks/kandy_render.py``). Bytes depend only on the pixels and the encoder.
     """
     if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] != 3:
         raise NesyError(f"encode_png needs an (H, W, 3) uint8 array, got {pixels.dtype} "
@@ -626,17 +776,22 @@ def _png_rows(height: int, width: int) -> np.ndarray:
     return raw
 
 
-def _png_from_rows(raw: np.ndarray, level: int = PNG_COMPRESS_LEVEL) -> bytes:
+def _png_from_rows(raw: np.ndarray, level: int | None = None) -> bytes:
     h, w = raw.shape[0], (raw.shape[1] - 1) // 3
-    return b"".join((
-        b"\x89PNG\r\n\x1a\n",
-        _png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)),
-        _png_chunk(b"IDAT", _deflate(raw, level)),
-        _png_chunk(b"IEND", b""),
-    ))
+    return b"".join((_png_head(w, h), _png_chunk(b"IDAT", _deflate(raw, level)), _PNG_TAIL))
 
 
-def _deflate(data, level: int) -> bytes:
+@lru_cache(maxsize=8)
+def _png_head(width: int, height: int) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height,
+                                                                   8, 2, 0, 0, 0))
+
+
+def _deflate(data, level: int | None) -> bytes:
+    if level is None:
+        if _isal is not None:
+            return _isal.compress(data, 1)
+        level = PNG_COMPRESS_LEVEL
     # memLevel 5 (a smaller hash table than zlib's default 8) stays in cache: ~15 % faster
     # on these pictures at the same size
     comp = zlib.compressobj(level, zlib.DEFLATED, 15, 5)
@@ -646,6 +801,9 @@ def _deflate(data, level: int) -> bytes:
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return (struct.pack(">I", len(data)) + kind + data
             + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+
+_PNG_TAIL = _png_chunk(b"IEND", b"")
 
 
 def png_bytes(image: Image.Image) -> bytes:
@@ -684,39 +842,60 @@ def render_job(args) -> str:
     return os.fspath(out_path)
 
 
+#: most pixels drawn in one vectorised pass by :func:`render_chunk` (128 pictures of 224²:
+#: a ~19 MB canvas batch; fewer pictures per pass on larger canvases)
+_BATCH_PIXELS = 128 * 224 * 224
+
+#: the canvas buffer :func:`render_chunk` draws into, kept for the worker's next chunk
+_SCRATCH: list = []
+
+
 def render_chunk(args) -> list[tuple[str, str]]:
     """Worker entry point for dataset generation (picklable, top level).
 
     ``args = (config_dict, root, jobs)``: a :meth:`RenderConfig.to_dict` dict (sent once per
     chunk, not per picture), the output root folder, and ``jobs`` — a list of
-    ``(symbol_json, seed, noisy_color, noisy_size, relpath)``. Writes each PNG to
-    ``root/relpath`` (creating folders) and returns the SHA-256 hex digests of the bytes
-    written, as ``[(relpath, digest), ...]`` in job order, so the manifest needs no second
-    read of the files.
+    ``(symbol_json, seed, noisy_color, noisy_size, relpath)``. Draws the pictures in batches
+    (:func:`render_batch`), writes each PNG to ``root/relpath`` (:func:`write_pngs`) and
+    returns the SHA-256 hex digests of the bytes written, as ``[(relpath, digest), ...]`` in
+    job order, so the manifest needs no second read of the files.
     """
     config_dict, root, jobs = args
     cfg = _cached_config(json.dumps(config_dict, sort_keys=True))
-    root = Path(root)
+    step = max(1, _BATCH_PIXELS // (cfg.canvas[0] * cfg.canvas[1]))
     made: set = set()
     digests = []
-    rows = _png_rows(cfg.canvas[1], cfg.canvas[0])
-    pixels = rows[:, 1:].reshape(cfg.canvas[1], cfg.canvas[0], 3)
-    for symbol_json, seed, noisy_color, noisy_size, relpath in jobs:
-        # drawn straight into the PNG scanline buffer: no canvas copy per picture
-        render_array(symbol_json, cfg, seed, noisy_color, noisy_size, out=pixels)
-        data = _png_from_rows(rows)
-        out = root / relpath
-        if out.parent not in made:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            made.add(out.parent)
-        with open(out, "wb") as fh:
-            fh.write(data)
-        digests.append((relpath, hashlib.sha256(data).hexdigest()))
+    for k in range(0, len(jobs), step):
+        part = jobs[k:k + step]
+        pixels = render_batch([job[:4] for job in part], cfg, scratch=_SCRATCH)
+        digests.extend(write_pngs(pixels, root, [job[4] for job in part], made))
     return digests
 
 
+def write_pngs(pixels, root, relpaths, made: set | None = None) -> list[tuple[str, str]]:
+    """Encode picture ``i`` of ``pixels`` (``(N, H, W, 3)`` uint8, any strides) as the dataset
+    PNG (:func:`encode_png` without ``level``), write it to ``root/relpaths[i]`` (creating
+    folders; ``made`` remembers those already made) and return ``[(relpath, sha256 hex)]``."""
+    root = Path(root)
+    made = set() if made is None else made
+    n, h, w, _ = pixels.shape
+    rows = _png_rows(h, w)
+    out = []
+    for i, rel in enumerate(relpaths):
+        rows[:, 1:].reshape(h, w, 3)[...] = pixels[i]
+        data = _png_from_rows(rows)
+        path = root / rel
+        if path.parent not in made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
+        with open(path, "wb") as fh:
+            fh.write(data)
+        out.append((rel, hashlib.sha256(data).hexdigest()))
+    return out
+
+
 __all__ = ["RenderConfig", "DEFAULT_COLORS", "DEFAULT_SIZES", "PNG_SAVE_OPTIONS", "SHAPES",
-           "as_symbol", "layout", "render", "render_array", "render_to_png_bytes", "render_job",
-           "render_chunk",
-           "png_bytes", "encode_png", "PNG_COMPRESS_LEVEL",
+           "as_symbol", "layout", "render", "render_array", "render_batch", "render_to_png_bytes",
+           "render_job", "render_chunk", "write_pngs",
+           "png_bytes", "encode_png", "PNG_COMPRESS_LEVEL", "PNG_DEFLATE",
            "noisy_rgb", "hex_to_rgb"]
