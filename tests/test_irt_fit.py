@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from nesybench.errors import NesyError
-from nesybench.irt.fit import fit_irt, quadrature, simulate
+from nesybench.irt.fit import beyond, fit_irt, quadrature, simulate
 
 
 def test_quadrature_integrates_normal_moments():
@@ -62,9 +62,28 @@ def test_outliers_beyond_six_are_dropped():
     U = U.copy()
     U[:, 0] = 1
     U[rng.integers(300), 0] = 0          # one wrong answer in 300: b far below −6
-    fit = fit_irt(U)
+    fit = fit_irt(U, outlier_rule="paper")
     assert 0 in fit.outliers.tolist()
     assert fit.b_raw[0] < -6 and np.isnan(fit.b[0]) and not fit.kept[0]
+    assert fit.summary()["outlier_rule"] == "paper"
+    # the default keeps it: one minority answer in 300 puts b̂ past −6, but b̂ + 1.96·se is
+    # far inside the limit (se ≈ 1)
+    fit = fit_irt(U)
+    assert fit.b_raw[0] < -6 and fit.se_b[0] > 0.8 and fit.b_raw[0] + 1.96 * fit.se_b[0] > -6
+    assert fit.kept[0] and fit.b[0] == fit.b_raw[0] and 0 not in fit.outliers.tolist()
+
+
+def test_the_significant_rule_drops_only_items_whose_interval_is_beyond_the_limit():
+    b = np.array([-7.0, -9.0, 8.5, 3.0, np.nan, 6.5])
+    se = np.array([1.0, 1.0, 1.0, 5.0, np.nan, np.nan])
+    assert beyond(b, se, 6.0, "paper").tolist() == [0, 1, 2, 5]
+    # −7 ± 1.96 reaches −5.04: inside; −9 + 1.96 = −7.04 and 8.5 − 1.96 = 6.54: beyond;
+    # 3 ± 9.8 is no evidence of anything; no standard error: b̂ alone
+    assert beyond(b, se, 6.0, "significant").tolist() == [1, 2, 5]
+    assert beyond(b, se, 6.0, "significant").tolist() == \
+        np.flatnonzero(np.abs(b) - 1.959963984540054 * np.nan_to_num(se) > 6).tolist()
+    with pytest.raises(NesyError, match="outlier rule"):
+        fit_irt(np.eye(3), outlier_rule="tails")
 
 
 def test_negative_discrimination_is_reported():

@@ -138,6 +138,7 @@ def test_cli_study_end_to_end(tmp_path, capsys):
     fit = summary["fit"][str(p)]
     assert fit["respondents"] == 8 and fit["items"] == 90
     assert fit["kept"] + fit["all_right"] + fit["all_wrong"] + fit["outliers"] == 90
+    assert fit["outlier_rule"] == "significant"            # not the paper's population
     assert summary["fit"][f"{p2}@60"]["items"] == 60
     rows = list(__import__("csv").DictReader(open(out / "kappa.csv")))
     assert {r["model"] for r in rows} == {f"{f}#0" for f in
@@ -230,6 +231,14 @@ def test_cli_study_with_the_paper_population(tmp_path, capsys):
     rows = list(__import__("csv").DictReader(open(out / "kappa.csv")))
     assert {r["model"] for r in rows} == {"NB#0", "LDA#0", "C5.0#0"}    # tested, held out
     assert summary["fit"][str(p)]["respondents"] == 9
+    # the paper's population takes the paper's outlier rule, unless another is asked for
+    assert summary["fit"][str(p)]["outlier_rule"] == "paper"
+    assert main(["irt", "fit", "--study", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[str(p)]["outlier_rule"] == "paper"
+    assert main(["irt", "fit", "--study", str(out), "--outlier-rule", "significant"]) == 0
+    assert "significantly beyond |b| = 6" in capsys.readouterr().out
+    rows = list(__import__("csv").DictReader(open(out / "difficulty.csv")))
+    assert [r["outlier_rule"] for r in rows] == ["significant"]
 
 
 def test_same_file_in_another_folder_gives_the_same_responses(tmp_path):

@@ -117,7 +117,12 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
 @click.option("--bins", type=click.IntRange(1), default=5, show_default=True,
               help="equal-frequency difficulty bins")
 @click.option("--outlier", type=click.FloatRange(0, min_open=True), default=6.0,
-              show_default=True, help="drop items with |b| above this")
+              show_default=True, help="the difficulty limit of the outlier rule")
+@click.option("--outlier-rule", type=click.Choice(["significant", "paper"]), default=None,
+              help="significant: drop an item only when its whole 95 %% interval b ± 1.96·se "
+                   "is beyond --outlier; paper: drop every |b| above it (the paper's rule). "
+                   "Default: paper for a study drawn with --population paper, else "
+                   "significant")
 @click.option("--slope-prior", type=click.FloatRange(0, min_open=True), default=None,
               help="with --model 2pl and --responses: SD of a normal prior on each log slope "
                    "(BILOG-style, 0.5 is BILOG's; keeps extreme items' slopes from "
@@ -127,7 +132,8 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
                    "this .npz file (exactly this path; it must end in .npz)")
 @click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True)
-def fit_cmd(study, responses, irt_model, bins, outlier, slope_prior, out, overwrite, as_json):
+def fit_cmd(study, responses, irt_model, bins, outlier, outlier_rule, slope_prior, out, overwrite,
+            as_json):
     """Fit 1PL/2PL IRT (Bock–Aitkin EM) to each data set's responses: difficulties, bins,
     difficulty.csv and figures/difficulty.png."""
     if bool(study) == bool(responses):
@@ -152,7 +158,8 @@ def fit_cmd(study, responses, irt_model, bins, outlier, slope_prior, out, overwr
             check_output_file(out, overwrite=overwrite, inputs=[responses])
         U = load_responses(responses)
         try:
-            fit = fit_irt(U, irt_model, outlier=outlier, slope_prior=slope_prior)
+            fit = fit_irt(U, irt_model, outlier=outlier, slope_prior=slope_prior,
+                          outlier_rule=outlier_rule or "significant")
         except NesyError as exc:
             raise exc.where(file=responses)
         if out:
@@ -167,11 +174,11 @@ def fit_cmd(study, responses, irt_model, bins, outlier, slope_prior, out, overwr
                    f"{shown}: {irt_model.upper()} on {s['respondents']} × {s['items']}: "
                    f"b {s['b_mean']:.3f} ± {s['b_sd']:.3f}, {s['kept']} kept, "
                    f"{s['all_right']} all right, {s['all_wrong']} all wrong, {s['outliers']} "
-                   f"|b| > {outlier:g}, {s['negative_a']} negative a, {s['misfit']} infit outside "
+                   f"{_beyond_text(s['outlier_rule'], outlier)}, {s['negative_a']} negative a, {s['misfit']} infit outside "
                    f"0.7-1.3; {s['iterations']} EM "
                    f"cycles, {s['seconds']:.2f} s", nl=not as_json)
         return
-    summ = _fit(study, irt_model, bins, outlier)
+    summ = _fit(study, irt_model, bins, outlier, outlier_rule)
     if as_json:
         click.echo(dumps(summ), nl=False)
     else:
@@ -191,11 +198,17 @@ def _warn_2pl(fit) -> None:
                    "good respondents get wrong); consider --model 1pl", err=True)
 
 
-def _fit(study, irt_model, bins, outlier):
+def _beyond_text(rule: str, limit: float) -> str:
+    """How a summary line names the outliers of ``rule``."""
+    return f"|b| > {limit:g}" if rule == "paper" else f"significantly beyond |b| = {limit:g}"
+
+
+def _fit(study, irt_model, bins, outlier, outlier_rule=None):
     from .plots import difficulty_histograms  # noqa: PLC0415
     from .study import fit_difficulties  # noqa: PLC0415
 
-    summ = fit_difficulties(study, model=irt_model, n_bins=bins, outlier=outlier)
+    summ = fit_difficulties(study, model=irt_model, n_bins=bins, outlier=outlier,
+                            outlier_rule=outlier_rule)
     difficulty_histograms(study, summ, Path(study) / "figures" / "difficulty.png")
     return {d: {k: v for k, v in s.items() if k != "theta_by_model"} for d, s in summ.items()}
 
@@ -206,7 +219,8 @@ def _print_fit(summ):
                  if s.get("paper_b_mean") is not None else "")
         click.echo(f"  {d:<22} {s['model'].upper()}  b {s['b_mean']:+.2f} ± {s['b_sd']:.2f}"
                    f"{paper}   kept {s['kept']}/{s['items']} (all right {s['all_right']}, "
-                   f"all wrong {s['all_wrong']}, |b|>6 {s['outliers']}, a<0 "
+                   f"all wrong {s['all_wrong']}, "
+                   f"{_beyond_text(s['outlier_rule'], s.get('outlier', 6.0))} {s['outliers']}, a<0 "
                    f"{s['negative_a']})  {s['iterations']} cycles {s['seconds']:.2f} s")
         if s.get("note"):
             click.echo(f"    note: {s['note']}")
@@ -320,7 +334,7 @@ def study_cmd(out, datasets, models, families, folds, data_seed, target, nominal
     progress = not (as_json or quiet)
     pop = _population(out, datasets, models, families, folds, data_seed, target, nominal,
                       executor, workers, progress, force_new, kind)
-    fit = _fit(out, irt_model, bins, 6.0)
+    fit = _fit(out, irt_model, bins, 6.0, "paper" if kind == "paper" else "significant")
     rob = _robustness(out, "", nu, deltas, executor, workers, progress)
     tax = _taxonomy(out, clusters)
     summary = {"population": pop.__dict__, "fit": fit, "robustness": rob,

@@ -176,18 +176,27 @@ def study_base(study) -> dict:
     return dict(Study(Path(study) / "population").spec()["params"])
 
 
+def population_kind(study) -> str:
+    """How a study's respondents were drawn: ``nesybench`` or ``paper``."""
+    return str(study_base(study).get("respondents", "nesybench"))
+
+
 def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = N_BINS,
-                     outlier: float = 6.0) -> dict:
+                     outlier: float = 6.0, outlier_rule: str | None = None) -> dict:
     """Fit the IRT model on each data set's U; write difficulty/<ds>.npz|json and
-    difficulty.csv; returns ``{ds: summary}``."""
+    difficulty.csv; returns ``{ds: summary}``. ``outlier_rule`` (``fit.OUTLIER_RULES``):
+    None takes ``paper`` for a population drawn as the paper's (``kind="paper"``), else
+    ``significant``."""
     study = Path(study)
     datasets = datasets or study_datasets(study)
+    if outlier_rule is None:
+        outlier_rule = "paper" if population_kind(study) == "paper" else "significant"
     out = {}
     table = []
     for d in datasets:
         r = load_responses(study, d)
         with _one_thread():                  # small matrices: BLAS threads only contend
-            fit = fit_irt(r["U"], model, outlier=outlier)
+            fit = fit_irt(r["U"], model, outlier=outlier, outlier_rule=outlier_rule)
         bins = equal_frequency_bins(fit.b, n_bins)
         n_used = int(bins.max()) + 1                 # fewer when a tie fills a whole bin
         means = bin_means(fit.b, bins, n_used)
@@ -201,7 +210,8 @@ def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = 
             summ["note"] = (f"2PL with {summ['respondents']} respondents is ill-posed: items a "
                             f"few models separate perfectly get unbounded slopes (the paper "
                             f"fed its fit with up to 2,000 runs); prefer 1PL")
-        summ.update({"dataset": d, "bin_means": means.tolist(), "n_bins": n_used,
+        summ.update({"dataset": d, "outlier": outlier, "bin_means": means.tolist(),
+                     "n_bins": n_used,
                      "n_bins_asked": n_bins, "binning": BINNING,
                      "bin_sizes": np.bincount(bins[bins >= 0], minlength=n_used).tolist(),
                      "theta_by_model": dict(zip(r["models"].tolist(),
@@ -214,7 +224,8 @@ def fit_difficulties(study, datasets=None, *, model: str = "1pl", n_bins: int = 
         table.append({"dataset": d, "model": model, "respondents": summ["respondents"],
                       "items": summ["items"], "kept": summ["kept"],
                       "all_right": summ["all_right"], "all_wrong": summ["all_wrong"],
-                      "outliers": summ["outliers"], "negative_a": summ["negative_a"],
+                      "outliers": summ["outliers"], "outlier_rule": outlier_rule,
+                      "negative_a": summ["negative_a"],
                       "b_mean": round(summ["b_mean"], 4), "b_sd": round(summ["b_sd"], 4),
                       "paper_b_mean": summ["paper_b_mean"], "paper_b_sd": summ["paper_b_sd"]})
     _write_csv(study / "difficulty.csv", table)
