@@ -317,3 +317,22 @@ def test_output_folder_regenerates_itself(tmp_path):
     for rel in ("train/annotations.csv", "test/annotations.csv", "curriculum.yaml",
                 "rules/files/rule_1.pl"):
         assert (tmp_path / "o1" / rel).read_bytes() == (tmp_path / "o2" / rel).read_bytes()
+
+
+def test_symbol_errors_surface_with_parallel_rendering(tmp_path):
+    # with workers, symbols are drawn in a thread ahead of the rendering: its errors are the
+    # caller's, and no output folder is left behind
+    path = _write(tmp_path, """\
+        - name: impossible
+          samples: 20
+          train_split: 0.5
+          val_split: 0.25
+          patience: 30
+          positive_rule: >-
+            valid(C) :- fail.
+          positive_set: [{shape: triangle, color: ~, size: ~}]
+          negative_set: [{shape: square, color: ~, size: ~}]
+        """)
+    with pytest.raises(NesyError, match="produced no positive sample"):
+        generate(path, tmp_path / "out", workers=2)
+    assert not (tmp_path / "out").exists()

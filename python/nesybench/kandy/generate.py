@@ -12,8 +12,11 @@ import csv
 import dataclasses
 import json
 import os
+import queue
 import re
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,7 +178,8 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
                    disable=not progress)
         digests: dict[str, str] = {}
         if images:
-            for written in map_streamed(render_chunk, render_chunks(), workers=workers):
+            chunks = render_chunks() if workers <= 1 else _ahead(render_chunks(), 4 * workers)
+            for written in map_streamed(render_chunk, chunks, workers=workers):
                 digests.update(written)
                 bar.update(len(written))
                 result.images += len(written)
@@ -200,6 +204,58 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
         write_json(tmp / "manifest.json", manifest)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+class _Raised:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def _ahead(items: Iterator, depth: int) -> Iterator:
+    """Yield the items of ``items``, computed in a thread up to ``depth`` items ahead.
+
+    The worker pool takes a moment to start (new interpreters importing numpy), and the
+    pool's consumer only asks for its first item once the workers are up: drawing the first
+    tasks' symbols in a thread meanwhile takes that start-up off the job's critical path.
+    Items come out in order and their computation order is unchanged (one thread consumes
+    the iterator), so the output does not depend on timing. An exception in the thread is
+    raised here; when the consumer stops early, the thread stops after its current item.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(done)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            put(_Raised(exc))
+
+    thread = threading.Thread(target=run, name="kandy-symbols", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, _Raised):
+                raise item.exc
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _select(cur: Curriculum, tasks, samples) -> list[TaskSpec]:

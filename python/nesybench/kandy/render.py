@@ -516,7 +516,7 @@ _WORDS = {2: (np.uint16, np.uint16(0x0101), 8), 4: (np.uint32, np.uint32(0x01010
           8: (np.uint64, np.uint64(0x0101010101010101), 56)}
 
 #: most sub-pixel samples rasterised in one vectorised pass (bounds memory for huge shapes)
-_BATCH_SAMPLES = 1 << 22
+_BATCH_SAMPLES = 1 << 18
 
 
 def _draw_all(canvas: np.ndarray, placed, rgbs, ss: int) -> None:
