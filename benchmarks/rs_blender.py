@@ -64,7 +64,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="rs-blender-"))
     try:
         for preset, n in (("fast", a.fast), ("paper", a.paper)):
-            opts = B.PRESETS[preset]
+            opts = B.PRESETS[B.PRESET_ALIASES.get(preset, preset)]  # paper: rsbench
             for jobs in (1, 2):
                 if n == 0:
                     continue

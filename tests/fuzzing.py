@@ -38,7 +38,7 @@ KANDY_KEYS = ["name", "samples", "train_split", "val_split", "gamma", "beta", "n
 RS_KEYS = ["name", "concepts", "knowledge", "formula", "coef", "maps", "support", "supervised",
            "depends", "labels", "facts", "generate", "domain", "count", "map", "range",
            "sample", "seed", "prop_in_dist", "file", "samples", "render", "train", "generator",
-           "n_config"]
+           "n_config", "blender", "preset", "bounces", "camera_jitter", "light_jitter"]
 
 scalars = (st.none() | st.booleans() | st.integers(-10**7, 10**7)
            | st.floats(allow_nan=False, allow_infinity=False, width=32)

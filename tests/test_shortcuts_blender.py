@@ -18,8 +18,9 @@ from nesybench.shortcuts.task import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "curricula" / "rs" / "cle4evr.yaml"
-SMALL = {"resolution": [64, 64], "samples": 4}
-SIZES = {"train": 4, "val": 1, "test": 1}
+#: the fast preset, smaller still (the task files default to rsbench's 320x240 at 512 samples)
+SMALL = {"preset": "fast", "resolution": [64, 64], "samples": 4}
+SIZES = {"train": 4, "val": 1, "test": 1, "ood": 1}
 needs_bpy = pytest.mark.skipif(not B.bpy_available(),
                                reason=f"bpy is not installed ({B.INSTALL_HINT})")
 
@@ -45,14 +46,15 @@ def rendered(tmp_path_factory):
 @needs_bpy
 def test_renders_images_and_annotations(rendered):
     out, res = rendered
-    assert res.counts == {"train": 4, "val": 1, "test": 1, "ood": 0}
-    assert res.blender["rendered"] == 6 and res.blender["resumed"] == 0
+    assert res.counts == {"train": 4, "val": 1, "test": 1, "ood": 1}
+    assert res.blender["rendered"] == 7 and res.blender["resumed"] == 0
     man = json.loads((out / "manifest.json").read_text())
     assert man["render"] == "blender" and man["blender"]["resolution"] == [64, 64]
     assert man["blender"]["bpy_version"]
     assert not B.partial_dir(out).exists()
     task = load_task(TASK)
-    for split in ("train", "val", "test"):
+    support = set(task.support())
+    for split in ("train", "val", "test", "ood"):
         with open(out / split / "labels.csv") as fh:
             rows = list(csv.DictReader(fh))
         for row in rows:
@@ -65,10 +67,11 @@ def test_renders_images_and_annotations(rendered):
             for o in objs:
                 x0, y0, x1, y1 = o["bbox"]
                 assert 0 <= x0 < x1 <= 64 and 0 <= y0 < y1 <= 64
-                assert o["material"] in B.MATERIALS and o["size"] in ("small", "large")
+                assert o["material"] in B.MATERIALS and o["size"] in B.SIZES
             # the label is the knowledge evaluated on the annotated objects
             world = tuple(objs[int(v.term[1]) - 1][v.term[0]] for v in task.variables)
             assert [str(x) for x in world] == [row[f"concept:{v.name}"] for v in task.variables]
+            assert (world in support) == (split != "ood")      # rsbench's OOD: held-out worlds
             (label,) = task.labels_of([world])[0]
             assert str(label) == row["label:y"]
             rel = ann["relations"]
@@ -106,7 +109,7 @@ def test_an_interrupted_run_resumes(rendered, tmp_path, monkeypatch):
     assert len(list(B.partial_dir(part).glob("*/*.json"))) == 2
     monkeypatch.setattr(B, "_INTERRUPT_AFTER", None)
     res = generate(load_task(TASK), part, seed=3, samples=SIZES, render_options=SMALL)
-    assert res.blender["resumed"] == 2 and res.blender["rendered"] == 4
+    assert res.blender["resumed"] == 2 and res.blender["rendered"] == 5
     assert _annotations(part) == _annotations(out)
     a, b = _pixels(part), _pixels(out)
     assert all(np.array_equal(a[k], b[k]) for k in a)
@@ -163,7 +166,7 @@ def test_scene_descriptions_are_pure_and_in_view():
     for i, a in enumerate(objs):
         for b in objs[i + 1:]:
             assert np.hypot(a["x"] - b["x"], a["y"] - b["y"]) >= a["radius"] + b["radius"]
-    vis = B._visible_fractions(objs, opts["resolution"])
+    vis = B._visible_fractions(objs, opts["resolution"], d1["camera"])
     assert vis is not None and min(vis) >= opts["min_visible"]
     with pytest.raises(NesyError, match="could not place"):
         B.describe(task, w, {**opts, "min_visible": 1.0, "retries": 3}, seed=0, split="train",
@@ -177,8 +180,10 @@ def test_objects_stand_left_to_right_in_index_order():
     opts = B.options(task, SMALL)
     w = ("red", "green", "blue", "cube", "sphere", "cylinder")
     for index in range(30):
-        objs = B.describe(task, w, opts, seed=1, split="train", index=index)["objects"]
-        px = B.project([[o["x"], o["y"], 0.0] for o in objs], opts["resolution"])[:, 0]
+        d = B.describe(task, w, opts, seed=1, split="train", index=index)
+        objs = d["objects"]
+        px = B.project([[o["x"], o["y"], 0.0] for o in objs], opts["resolution"],
+                       d["camera"])[:, 0]
         assert list(px) == sorted(px)
         assert [(o["color"], o["shape"]) for o in objs] == list(zip(w[:3], w[3:]))
 
@@ -190,7 +195,7 @@ def test_a_task_without_shapes_gets_random_shapes():
     assert opts["scene"] == "objects"
     shapes = {o["shape"] for k in range(20) for o in
               B.describe(task, ("red", "blue"), opts, seed=0, split="train", index=k)["objects"]}
-    assert shapes == set(B.SHAPES)
+    assert shapes == set(B.NUISANCE_SHAPES)
 
 
 def _files(out: Path) -> dict:
@@ -210,8 +215,8 @@ def _chunk_types(data: bytes) -> list[bytes]:
 def test_two_runs_of_one_seed_give_the_same_bytes(tmp_path):
     """Every file of the folder (pictures, annotations, labels, manifest) is the same byte for
     byte: the PNGs carry no date or timing chunk. Smallest render the options allow."""
-    tiny = {"resolution": [8, 8], "samples": 1, "workers": 1}
-    sizes = {"train": 2, "val": 1, "test": 0}
+    tiny = {"preset": "fast", "resolution": [8, 8], "samples": 1, "workers": 1}
+    sizes = {"train": 2, "val": 1, "test": 0, "ood": 0}
     runs = []
     for name in ("a", "b"):
         generate(load_task(TASK), tmp_path / name, seed=5, samples=sizes, render_options=tiny)
@@ -244,3 +249,119 @@ def test_strip_png_text_keeps_the_picture(tmp_path):
                         (data[:-12], "cut off"), (data + b"x", "1 bytes after")):
         with pytest.raises(NesyError, match=needle):
             B.strip_png_text(bad, "t.png")
+
+
+# -- rsbench's generator settings ------------------------------------------------------------
+def test_presets_are_rsbench_s_and_the_task_files_default_to_them():
+    task = load_task(TASK)
+    o = B.options(task)
+    assert o["preset"] == "rsbench"
+    assert (o["resolution"], o["samples"], o["bounces"]) == ([320, 240], 512, 12)
+    assert (o["camera_jitter"], o["light_jitter"]) == (0.5, 1.0)
+    assert o["sizes"] == ["small", "medium", "large"] and o["materials"] == ["rubber", "metal"]
+    assert B.options(task, {"preset": "paper"})["preset"] == "rsbench"     # the earlier name
+    f = B.options(task, {"preset": "fast"})
+    assert (f["resolution"], f["samples"], f["bounces"]) == ([128, 128], 16, 4)
+    assert B.options(task, {"preset": "fast", "resolution": [64, 48]})["resolution"] == [64, 48]
+    # a task naming no preset: rsbench's for objects, miniBOIA's picture size for road scenes
+    bare = load_task({"name": "bare", "knowledge": "kb/shortcuts/cle4evr.lp",
+                      "concepts": [{"name": "color", "count": 2, "domain": ["red", "blue"]}]})
+    assert B.options(bare)["preset"] == "rsbench"
+    road = B.options(load_task(ROOT / "curricula/rs/driving.yaml"))
+    assert (road["preset"], road["resolution"], road["samples"]) == ("miniboia", [469, 387], 128)
+    for name in ("cle4evr", "cle4evr_entangled", "cle4evr_range", "cle4evr_rsbench"):
+        assert B.options(load_task(ROOT / f"curricula/rs/{name}.yaml"))["preset"] == "rsbench"
+    for name in ("driving_3d", "driving_ambulance_3d"):
+        assert B.options(load_task(ROOT / f"curricula/rs/{name}.yaml"))["preset"] == "miniboia"
+
+
+@pytest.mark.parametrize("edit, field, needle", [
+    ({"preset": "best"}, "generate.blender.preset", "unknown preset 'best'"),
+    ({"preset": ["fast"]}, "generate.blender.preset", "unknown preset"),
+    ({"bounces": 2.5}, "generate.blender.bounces", "bounces must be an integer"),
+    ({"bounces": -1}, "generate.blender.bounces", "bounces must be an integer"),
+    ({"camera_jitter": -0.1}, "generate.blender.camera_jitter", "camera_jitter must be"),
+    ({"light_jitter": True}, "generate.blender.light_jitter", "light_jitter must be"),
+    ({"engine": ["cycles"]}, "generate.blender.engine", "unknown engine"),
+])
+def test_bad_generator_settings_are_one_line_exit_2(tmp_path, capsys, monkeypatch, edit, field,
+                                                     needle):
+    import yaml
+    monkeypatch.setattr(B, "bpy_available", lambda: True)
+    data = yaml.safe_load(TASK.read_text())
+    data["knowledge"] = str(ROOT / "kb/shortcuts/cle4evr.lp")
+    data["generate"]["blender"].update(edit)
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["rs", "generate", str(path), "--out", str(tmp_path / "o"), "--samples", "4",
+                 "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and needle in err and field in err and "t.yaml" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_camera_and_lights_jitter_per_sample_within_rsbench_s_bounds():
+    task = load_task(TASK)
+    opts = B.options(task, SMALL)
+    w = ("red", "green", "blue", "cube", "sphere", "cylinder")
+    offsets = []
+    for k in range(40):
+        d = B.describe(task, w, opts, seed=2, split="train", index=k)
+        assert d == B.describe(task, w, opts, seed=2, split="train", index=k)
+        off = np.subtract(d["camera"]["location"], B.CAMERA["location"])
+        assert np.all(np.abs(off) <= 0.5) and d["camera"]["target"] == B.CAMERA["target"]
+        for name, (loc, power, size) in B.LIGHTS.items():
+            light = d["lights"][name]
+            assert np.all(np.abs(np.subtract(light["location"], loc)) <= 1.0)
+            assert (light["power"], light["size"]) == (power, size)
+        offsets.append(off)
+    offsets = np.array(offsets)
+    assert offsets.min() < -0.35 and offsets.max() > 0.35        # the whole range is drawn
+    assert len({tuple(o) for o in offsets}) == 40
+    still = B.describe(task, w, {**opts, "camera_jitter": 0.0, "light_jitter": 0.0}, seed=2,
+                       split="train", index=0)
+    assert still["camera"] == B.CAMERA
+    assert {n: x["location"] for n, x in still["lights"].items()} == \
+        {n: loc for n, (loc, _, _) in B.LIGHTS.items()}
+
+
+def test_rsbench_s_shapes_are_drawable():
+    assert set(B.HEIGHT) == set(B.SHAPES) and len(B.SHAPES) == 11
+    star = B.star_outline(1.0)
+    assert len(star) == 10
+    assert [round(float(np.hypot(*p)), 6) for p in star] == [1.0, 0.45] * 5
+    heart = np.array(B.heart_outline(0.5))
+    assert np.abs(heart[:, 0]).max() <= 0.5 + 1e-9 and np.abs(heart[:, 1]).max() <= 0.5
+    task = load_task({"name": "shapes", "knowledge": "kb/shortcuts/cle4evr.lp",
+                      "concepts": [{"name": "shape", "count": 2, "domain": list(B.SHAPES)}]})
+    B.check_vocabulary(task)
+    bad = load_task({"name": "blob", "knowledge": "kb/shortcuts/cle4evr.lp",
+                     "concepts": [{"name": "shape", "count": 2, "domain": ["cube", "blob"]}]})
+    with pytest.raises(NesyError, match="cannot draw shape 'blob'"):
+        B.check_vocabulary(bad)
+
+
+@needs_bpy
+def test_every_shape_renders_where_its_annotation_says(tmp_path):
+    """Each of the 11 shapes is built, stands in the picture (its box is inside it and has an
+    area) and the picture is not blank. Four 32x32 pictures at one sample."""
+    task = load_task({"name": "shapes", "knowledge": "kb/shortcuts/cle4evr.lp",
+                      "concepts": [{"name": "color", "count": 3, "domain": ["red", "blue"]},
+                                   {"name": "shape", "count": 3, "domain": list(B.SHAPES)}]})
+    opts = B.options(task, {"preset": "fast", "resolution": [32, 32], "samples": 1,
+                            "sizes": ["large"], "min_visible": 0.2})
+    shapes = list(B.SHAPES) + ["cube"]
+    jobs = []
+    for k in range(4):
+        d = B.describe(task, ("red", "blue", "red", *shapes[3 * k:3 * k + 3]), opts, seed=0,
+                       split="train", index=k)
+        jobs.append((d, str(tmp_path / f"{k}.png"), str(tmp_path / f"{k}.json")))
+    assert B.render_all(jobs, n_jobs=1)["rendered"] == 4
+    seen = set()
+    for _, png, ann in jobs:
+        assert np.asarray(Image.open(png)).std() > 1
+        for o in json.loads(Path(ann).read_text())["objects"]:
+            x0, y0, x1, y1 = o["bbox"]
+            assert 0 <= x0 < x1 <= 32 and 0 <= y0 < y1 <= 32
+            seen.add(o["shape"])
+    assert seen == set(B.SHAPES)

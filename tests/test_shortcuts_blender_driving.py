@@ -21,7 +21,7 @@ from nesybench.shortcuts.task import load_task
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "curricula" / "rs" / "driving_3d.yaml"
 AMBULANCE = ROOT / "curricula" / "rs" / "driving_ambulance_3d.yaml"
-SMALL = {"resolution": [64, 64], "samples": 2}
+SMALL = {"preset": "fast", "resolution": [64, 64], "samples": 2}
 SIZES = {"train": 4, "val": 1, "test": 0, "ood": 1}
 needs_bpy = pytest.mark.skipif(not B.bpy_available(),
                                reason=f"bpy is not installed ({B.INSTALL_HINT})")
@@ -117,7 +117,7 @@ def test_ambulance_knowledge_on_the_same_kind_of_scene(tmp_path):
     out = tmp_path / "amb"
     assert main(["rs", "generate", str(AMBULANCE), "--out", str(out), "-q", "--samples",
                  "train=2", "--samples", "val=0", "--samples", "test=0", "--samples", "ood=0",
-                 "--resolution", "48x48", "--render-samples", "1"]) == 0
+                 "--preset", "fast", "--resolution", "48x48", "--render-samples", "1"]) == 0
     for row in _rows(out, "train"):
         ann = json.loads((out / "train" / row["file"].replace(".png", ".json")).read_text())
         world = _world_from_objects(task, ann)
@@ -316,7 +316,7 @@ def test_nesy_train_reads_the_rendered_road_scenes(rendered, tmp_path):
 @needs_bpy
 def test_two_runs_of_one_seed_give_the_same_bytes(tmp_path):
     """The road scenes too: every file of two runs of one seed is the same byte for byte."""
-    tiny = {"resolution": [48, 48], "samples": 1, "workers": 1}
+    tiny = {"preset": "fast", "resolution": [48, 48], "samples": 1, "workers": 1}
     sizes = {"train": 2, "val": 0, "test": 0, "ood": 1}
     runs = []
     for name in ("a", "b"):
@@ -329,3 +329,42 @@ def test_two_runs_of_one_seed_give_the_same_bytes(tmp_path):
     assert runs[0] == runs[1]
     # no text or time chunk is left to strip
     assert all(B.strip_png_text(v) == v for k, v in runs[0].items() if k.endswith(".png"))
+
+
+def test_rsbench_s_nuisances_and_camera_jitter():
+    """Grass, road and sky colours from rsbench's palettes (each channel moved by at most 0.1),
+    an amber lamp only for a red light, a speed-limit sign only without a stop sign and on the
+    left pavement, trees only beyond the pavements, the camera moved by at most 0.5 per axis
+    and looking the same way."""
+    task = load_task(TASK)
+    opts = B.options(task, {"preset": "fast"})
+    assert B.options(task)["resolution"] == [469, 387]            # rsbench's miniBOIA size
+    lw = opts["grid"]["lane_width"]
+    base = D.camera(opts["grid"])
+    seen = {"amber": 0, "sign": 0, "trees": 0, "red": 0}
+    for k, w in enumerate(task.support(seed=0)[:150]):
+        d = B.describe(task, w, opts, seed=0, split="train", index=k)
+        sc, on = d["scenery"], d["concepts"]
+        for key, palette in (("ground", D.GROUND_COLOURS), ("road", D.ROAD_COLOURS),
+                             ("sky", D.SKY_COLOURS)):
+            ref = palette[sc[key]["name"]]
+            assert all(0 <= c <= 1 and abs(c - r) <= D.COLOUR_JITTER + 1e-9
+                       for c, r in zip(sc[key]["linear"], ref))
+        lamp = [o for o in d["objects"] if o["concept"] == "red_light"]
+        assert [o["color"] for o in lamp] == ([("amber" if sc["amber"] else "red")]
+                                              if on["red_light"] else [])
+        assert not sc["amber"] or on["red_light"]
+        if sc["speed_sign"]:
+            assert not on["traffic_sign"] and sc["speed_sign"]["x"] < -1.5 * lw
+        assert all(abs(t["x"]) >= 1.5 * lw + 5.0 for t in sc["trees"])
+        off = np.subtract(d["camera"]["location"], base["location"])
+        assert np.all(np.abs(off) <= 0.5)
+        assert np.allclose(np.subtract(d["camera"]["target"], base["target"]), off, atol=1e-5)
+        seen["red"] += on["red_light"]
+        seen["amber"] += sc["amber"]
+        seen["sign"] += bool(sc["speed_sign"])
+        seen["trees"] += bool(sc["trees"])
+    assert 0 < seen["amber"] < seen["red"] and seen["sign"] > 0 and 0 < seen["trees"] < 150
+    still = B.describe(task, task.support(seed=0)[0], {**opts, "camera_jitter": 0.0}, seed=0,
+                       split="train", index=0)
+    assert still["camera"] == base

@@ -56,3 +56,29 @@ def test_support_without_the_separating_negatives_admits_more_maps():
     n = count_rs(t).count
     assert n == brute_force(t, t.support())
     assert n > 4
+
+
+def test_cle4evr_has_rsbench_s_ood_split():
+    """rsbench keeps prop_in_distribution (0.8 in its example) of the configurations in
+    distribution and renders the rest as its OOD split; cle4evr.yaml does so over all worlds,
+    with the seed in the file, and the count is the same as on all worlds."""
+    t = load_task("curricula/rs/cle4evr.yaml")
+    sup = t.support()
+    assert t.support_spec == {"prop_in_dist": 0.8, "seed": 0}
+    assert len(sup) == round(0.8 * 729) == 583 and sup == t.support(seed=9)
+    ood = [w for w in t.all_worlds() if w not in set(sup)]
+    assert len(ood) == 146 and t.raw["generate"]["samples"]["ood"] == 30
+    assert {lab for (lab,) in t.labels_of(sup)} == {0, 1}
+    assert {lab for (lab,) in t.labels_of(ood)} == {0, 1}
+
+
+def test_rsbench_s_example_configuration():
+    """rsbench's shipped example: two objects, red/blue, cube/star/toroid, rubber/metal,
+    large/medium/small; the label compares colour, shape and material, not size."""
+    t = load_task("curricula/rs/cle4evr_rsbench.yaml")
+    assert t.n_worlds == (2 * 3 * 2 * 3) ** 2 and len(t.support()) == round(0.8 * 1296)
+    same = ("red", "red", "star", "star", "metal", "metal", "large", "small")
+    other = ("red", "red", "star", "star", "metal", "rubber", "large", "large")
+    assert t.labels_of([same, other]) == [(1,), (0,)]
+    # 2! colour maps * 3! shape maps * 2! material maps * every size map (3^3: size is not read)
+    assert count_rs(t).count == 2 * 6 * 2 * 27 == 648

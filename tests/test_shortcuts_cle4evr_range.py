@@ -119,7 +119,8 @@ def test_rendered_scenes_show_exactly_the_present_objects(tmp_path):
     task = load_task(RANGE)
     out = tmp_path / "D"
     generate(task, out, seed=1, samples={"train": 4, "val": 0, "test": 0, "ood": 3},
-             render_options={"resolution": [48, 48], "samples": 1, "workers": 2})
+             render_options={"preset": "fast", "resolution": [48, 48], "samples": 1,
+                             "workers": 2})
     seen = set()
     for split in ("train", "ood"):
         for row in csv.DictReader((out / split / "labels.csv").open(newline="")):

@@ -39,7 +39,10 @@ support: all
 generate:
   render: blender
   samples: {{train: 32, val: 4, test: 8, ood: 0}}
-  blender: {{resolution: [32, 32], samples: 1, sizes: [large], materials: [rubber]}}
+  # a fixed camera and fixed lights: the toy is small enough that jitter changes which seeds
+  # converge
+  blender: {{preset: fast, resolution: [32, 32], samples: 1, sizes: [large], materials: [rubber],
+            camera_jitter: 0, light_jitter: 0}}
 """
 SWAP = {"red": "blue", "blue": "red"}
 

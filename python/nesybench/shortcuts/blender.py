@@ -8,10 +8,15 @@
   the leftmost; ``scene: driving`` is in blender_driving.py); a whole layout is drawn again when an object would leave the picture or
   show less than ``min_visible`` of its projected box behind nearer objects (at most
   ``retries`` layouts).
-* **Rendering** builds each scene in code from Blender primitives (cube, UV sphere, cylinder)
-  and Principled BSDF materials (rubber: rough diffuse; metal: metallic), with a ground plane,
-  a sun, a fill light and a fixed camera, and renders it with Cycles on the CPU (one thread
-  per process, fixed Cycles seed: the same pixels on the same machine and ``bpy`` version).
+* **Camera and lights** are rsbench's (its CLEVR base scene's camera and key, fill and back
+  lights, aimed at the origin), each coordinate of their positions jittered per sample as
+  rsbench jitters them (``camera_jitter`` 0.5, ``light_jitter`` 1.0), from a generator of
+  their own seeded like the scene's: part of the scene description.
+* **Rendering** builds each scene in code: rsbench's eleven shapes from Blender primitives or
+  from an outline (:data:`SHAPES`), Principled BSDF materials (rubber: rough diffuse; metal:
+  metallic), a ground plane, and renders it with Cycles on the CPU at the preset's quality
+  (:data:`PRESETS`; one thread per process, fixed Cycles seed: the same pixels on the same
+  machine and ``bpy`` version).
   Renders run in ``workers`` processes started with ``spawn`` (``bpy`` is not fork-safe).
 * **Annotations** (``NNNNN.json`` beside each image): the objects with their attributes,
   ground-plane position, rotation, 2D bounding box in pixels (the mesh's vertices projected
@@ -46,30 +51,65 @@ COLOURS = {"gray": (87, 87, 87), "red": (173, 35, 35), "blue": (42, 75, 215),
            "green": (29, 105, 20), "brown": (129, 74, 25), "purple": (129, 38, 192),
            "cyan": (41, 208, 208), "yellow": (255, 238, 51), "orange": (240, 130, 20),
            "white": (230, 230, 230), "black": (20, 20, 20)}
-SHAPES = ("cube", "sphere", "cylinder")
+#: the shapes a ``shape`` concept may take: rsbench's shipped shape models (its CLEVR
+#: configuration's shapes folder), each built in code from Blender primitives or a mesh made
+#: from its outline (see :func:`_add_shape`)
+SHAPES = ("cube", "sphere", "cylinder", "cone", "pyramid", "triangular_pyramid",
+          "triangular_prism", "star", "toroid", "diamond", "heart")
+#: the shapes a task without a shape concept draws at random (CLEVR's three)
+NUISANCE_SHAPES = ("cube", "sphere", "cylinder")
+#: height of each shape over its footprint radius r (the largest distance of its outline from
+#: its axis; a cube's half-side is r/sqrt 2 as in CLEVR): what stands on the ground and what the
+#: visibility check projects. The flat shapes follow the proportions of rsbench's models.
+HEIGHT = {"cube": math.sqrt(2), "sphere": 2.0, "cylinder": 2.0, "cone": 2.0, "pyramid": 2.0,
+          "triangular_pyramid": 2.0, "triangular_prism": 2.0, "star": 2.0, "toroid": 0.4,
+          "diamond": 2.0, "heart": 0.9}
 MATERIALS = ("rubber", "metal")
-#: object "radius" (half the footprint) per size value
-SIZES = {"small": 0.35, "medium": 0.5, "large": 0.7}
+#: object "radius" (half the footprint) per size value: rsbench's CLEVR sizes
+SIZES = {"small": 0.3, "medium": 0.5, "large": 0.7}
 
-PRESETS = {"fast": {"resolution": [128, 128], "samples": 16},
-           "paper": {"resolution": [320, 240], "samples": 128}}
+#: render quality per preset: ``rsbench`` is rsbench's CLE4EVR renderer (320x240, 512 samples
+#: per pixel; 12 light bounces, Blender's default that its base scene keeps, and 8 transparent
+#: bounces, what its --render_max_bounces sets), ``miniboia`` rsbench's miniBOIA picture size
+#: (469x387; rsbench renders it with EEVEE at 128 samples, here Cycles at 128), ``fast`` small
+#: and quick (tests, previews)
+PRESETS = {"fast": {"resolution": [128, 128], "samples": 16, "bounces": 4},
+           "rsbench": {"resolution": [320, 240], "samples": 512, "bounces": 12},
+           "miniboia": {"resolution": [469, 387], "samples": 128, "bounces": 12}}
+#: earlier preset names, still accepted: ``paper`` (320x240) is rsbench's picture size
+PRESET_ALIASES = {"paper": "rsbench"}
+#: the preset of a task that names none, per scene (rsbench's own settings)
+DEFAULT_PRESET = {"objects": "rsbench", "driving": "miniboia"}
 ENGINES = {"cycles": "CYCLES", "eevee": "BLENDER_EEVEE"}
-DEFAULTS = {"preset": "fast", "engine": "cycles", "materials": list(MATERIALS),
-            "sizes": ["small", "large"], "min_visible": 0.4, "retries": 200, "workers": 1,
-            "scene": "auto", "grid": None}
-OPTION_KEYS = {"preset", "resolution", "samples", "engine", "materials", "sizes",
-               "min_visible", "retries", "workers", "scene", "grid"}
+#: camera_jitter and light_jitter are rsbench's: each coordinate of the camera's position
+#: moves by up to +-0.5, of each light's by up to +-1.0 (uniform, drawn per sample)
+DEFAULTS = {"preset": None, "engine": "cycles", "materials": list(MATERIALS),
+            "sizes": list(SIZES), "min_visible": 0.4, "retries": 200, "workers": 1,
+            "scene": "auto", "grid": None, "camera_jitter": 0.5, "light_jitter": 1.0}
+OPTION_KEYS = {"preset", "resolution", "samples", "bounces", "engine", "materials", "sizes",
+               "min_visible", "retries", "workers", "scene", "grid", "camera_jitter",
+               "light_jitter"}
 #: ``scene``: ``objects`` (CLE4EVR), ``driving`` (miniBOIA, blender_driving.py) or ``auto``
 #: (driving when every concept is a miniBOIA concept name)
 SCENES = ("auto", "objects", "driving")
 
-# fixed scene: the camera (CLEVR's, in camera.py), the area where objects stand
-AREA = 2.6          # objects stand on [-AREA, AREA]^2
-GAP = 0.15          # least gap between two objects' footprints
+# the area where objects stand and their least gap: rsbench's (positions uniform in
+# [-3, 3]^2, footprints at least 0.25 apart)
+AREA = 3.0
+GAP = 0.25
+#: CLE4EVR's lights before jitter (rsbench's CLEVR base scene: a key, a fill and a back area
+#: light aimed at the origin): position, power in watts, size in metres
+LIGHTS = {"key": ([6.447, -2.905, 4.258], 600.0, 0.5),
+          "fill": ([-4.671, -4.014, 3.011], 180.0, 0.5),
+          "back": ([-1.169, 2.646, 5.816], 300.0, 1.0)}
 
 #: test hook: raise KeyboardInterrupt after this many renders of one run (simulates a kill)
 _INTERRUPT_AFTER: int | None = None
 PARTIAL_MARKER = ".nesybench-partial"
+
+
+def _short(x) -> str:
+    return " ".join(str(x).split())[:60]
 
 
 def bpy_available() -> bool:
@@ -99,11 +139,20 @@ def options(task, overrides: dict | None = None) -> dict:
             raise NesyError(f"unknown key {extra[0]!r} (allowed: {', '.join(sorted(OPTION_KEYS))})",
                             file=src, field=f"{where}.{extra[0]}")
     merged = {**DEFAULTS, **raw, **over}
-    preset = merged["preset"]
-    if preset not in PRESETS:
-        raise NesyError(f"unknown preset {preset!r} ({', '.join(PRESETS)})", file=src,
+    from . import blender_driving as D  # noqa: PLC0415
+    if merged["scene"] not in SCENES:
+        raise NesyError(f"unknown scene {merged['scene']!r} ({', '.join(SCENES)})", file=src,
+                        field="generate.blender.scene")
+    scene = merged["scene"]
+    if scene == "auto":
+        scene = "driving" if D.is_driving(task) else "objects"
+    preset = merged["preset"] if merged["preset"] is not None else DEFAULT_PRESET[scene]
+    if isinstance(preset, str):
+        preset = PRESET_ALIASES.get(preset, preset)
+    if not isinstance(preset, str) or preset not in PRESETS:
+        raise NesyError(f"unknown preset {_short(preset)!r} ({', '.join(PRESETS)})", file=src,
                         field="generate.blender.preset")
-    o = {**DEFAULTS, **PRESETS[preset], **raw, **over}
+    o = {**DEFAULTS, **PRESETS[preset], **raw, **over, "preset": preset, "scene": scene}
     res = o["resolution"]
     if (not isinstance(res, (list, tuple)) or len(res) != 2
             or not all(isinstance(x, int) and not isinstance(x, bool) and 8 <= x <= 4096
@@ -111,7 +160,8 @@ def options(task, overrides: dict | None = None) -> dict:
         raise NesyError(f"resolution must be [width, height] in pixels (8..4096), not {res!r}",
                         file=src, field="generate.blender.resolution")
     o["resolution"] = [int(res[0]), int(res[1])]
-    for k, lo, hi in (("samples", 1, 100_000), ("retries", 1, 100_000), ("workers", 1, 256)):
+    for k, lo, hi in (("samples", 1, 100_000), ("retries", 1, 100_000), ("workers", 1, 256),
+                      ("bounces", 0, 1024)):
         v = o[k]
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
             raise NesyError(f"{k} must be an integer in {lo}..{hi}, not {v!r}", file=src,
@@ -120,7 +170,13 @@ def options(task, overrides: dict | None = None) -> dict:
     if not isinstance(mv, (int, float)) or isinstance(mv, bool) or not 0 <= mv <= 1:
         raise NesyError(f"min_visible must be a fraction in [0, 1], not {mv!r}", file=src,
                         field="generate.blender.min_visible")
-    if o["engine"] not in ENGINES:
+    for k in ("camera_jitter", "light_jitter"):
+        v = o[k]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 10:
+            raise NesyError(f"{k} must be a distance in [0, 10] metres, not {v!r}", file=src,
+                            field=f"generate.blender.{k}")
+        o[k] = float(v)
+    if not isinstance(o["engine"], str) or o["engine"] not in ENGINES:
         raise NesyError(f"unknown engine {o['engine']!r} ({', '.join(ENGINES)})", file=src,
                         field="generate.blender.engine")
     for k, vocab in (("materials", MATERIALS), ("sizes", tuple(SIZES))):
@@ -128,12 +184,6 @@ def options(task, overrides: dict | None = None) -> dict:
         if not isinstance(v, list) or not v or any(x not in vocab for x in v):
             raise NesyError(f"{k} must be a non-empty list of {', '.join(vocab)}, not {v!r}",
                             file=src, field=f"generate.blender.{k}")
-    from . import blender_driving as D  # noqa: PLC0415
-    if o["scene"] not in SCENES:
-        raise NesyError(f"unknown scene {o['scene']!r} ({', '.join(SCENES)})", file=src,
-                        field="generate.blender.scene")
-    if o["scene"] == "auto":
-        o["scene"] = "driving" if D.is_driving(task) else "objects"
     if o["scene"] == "driving":
         o["grid"] = D.grid_options(o["grid"], src)
     elif o["grid"] is not None:
@@ -216,28 +266,29 @@ def check_vocabulary(task, opts: dict | None = None) -> None:
                                     f"(known: {', '.join(vocab[attr])})", file=task.source)
 
 
-def _half_extent(shape: str, radius: float) -> float:
-    return radius / math.sqrt(2) if shape == "cube" else radius
+def height(shape: str, radius: float) -> float:
+    """How tall an object of ``shape`` and footprint radius ``radius`` stands."""
+    return HEIGHT[shape] * radius
 
 
 def _box_corners(o) -> np.ndarray:
-    rad, h = o["radius"], 2 * _half_extent(o["shape"], o["radius"])
+    rad, h = o["radius"], height(o["shape"], o["radius"])
     return np.array([[o["x"] + sx * rad, o["y"] + sy * rad, z]
                      for sx in (-1, 1) for sy in (-1, 1) for z in (0.0, h)])
 
 
-def _visible_fractions(objs, resolution) -> list[float] | None:
+def _visible_fractions(objs, resolution, camera: dict | None = None) -> list[float] | None:
     """Fraction of each object's projected box not covered by nearer objects' boxes; None when
-    a box leaves the picture."""
+    a box leaves the picture (``camera``: the sample's, default the camera before jitter)."""
     w, h = resolution
     boxes, depth = [], []
     for o in objs:
-        p = project(_box_corners(o), resolution)
+        p = project(_box_corners(o), resolution, camera)
         x0, y0, x1, y1 = p[:, 0].min(), p[:, 1].min(), p[:, 0].max(), p[:, 1].max()
         if x0 < 0 or y0 < 0 or x1 > w or y1 > h:
             return None
         boxes.append((int(x0), int(y0), int(math.ceil(x1)), int(math.ceil(y1))))
-        depth.append(float(project([[o["x"], o["y"], 0.0]], resolution)[0, 2]))
+        depth.append(float(project([[o["x"], o["y"], 0.0]], resolution, camera)[0, 2]))
     ids = np.full((h, w), -1, dtype=int)
     for i in sorted(range(len(objs)), key=lambda k: -depth[k]):      # far first, near paints over
         x0, y0, x1, y1 = boxes[i]
@@ -255,6 +306,7 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
         from . import blender_driving as D  # noqa: PLC0415
         return D.describe(task, world, opts, seed=seed, split=split, index=index)
     rng = np.random.default_rng(derive_seed("rs-blender", task.name, seed, split, index))
+    cam, lights = jitter(opts, derive_seed("rs-blender-jitter", task.name, seed, split, index))
     base = _objects_of(task, world)
     objs = []
     for b in base:
@@ -262,7 +314,7 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
         mat = b.get("material") or opts["materials"][int(rng.integers(len(opts["materials"])))]
         # a task without a colour (shape) concept gets a random one per object: a nuisance
         col = b.get("color") or sorted(COLOURS)[int(rng.integers(len(COLOURS)))]
-        shape = b.get("shape") or SHAPES[int(rng.integers(len(SHAPES)))]
+        shape = b.get("shape") or NUISANCE_SHAPES[int(rng.integers(len(NUISANCE_SHAPES)))]
         objs.append({"object": b["object"], "color": col, "shape": shape, "material": mat,
                      "size": size, "radius": SIZES[size]})
     # positions are drawn apart for the largest object, then given to the objects from left to
@@ -284,10 +336,10 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
         if not objs:                      # every object absent: an empty scene
             placed = []
             break
-        px = project([[x, y, 0.0] for x, y, _ in spots], opts["resolution"])[:, 0]
+        px = project([[x, y, 0.0] for x, y, _ in spots], opts["resolution"], cam)[:, 0]
         spots = [spots[i] for i in sorted(range(len(spots)), key=lambda i: (px[i], i))]
         placed = [{**o, "x": x, "y": y, "rotation": r} for o, (x, y, r) in zip(objs, spots)]
-        vis = _visible_fractions(placed, opts["resolution"])
+        vis = _visible_fractions(placed, opts["resolution"], cam)
         if vis is not None and min(vis) >= opts["min_visible"]:
             break
     else:
@@ -296,8 +348,25 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
                         f"raise retries or use fewer or smaller objects", file=task.source)
     return {"objects": [{"id": k, **o} for k, o in enumerate(placed)],
             "render": {"resolution": opts["resolution"], "samples": opts["samples"],
-                       "engine": opts["engine"]},
-            "camera": CAMERA, "seed": seed, "split": split, "index": index}
+                       "bounces": opts["bounces"], "engine": opts["engine"]},
+            "camera": cam, "lights": lights, "seed": seed, "split": split, "index": index}
+
+
+def _moved(point, rng, magnitude: float) -> list[float]:
+    """``point`` with each coordinate moved by a uniform draw in [-magnitude, magnitude]."""
+    return [round(float(c + magnitude * (2.0 * rng.random() - 1.0)), 6) for c in point]
+
+
+def jitter(opts: dict, seed: int) -> tuple[dict, dict]:
+    """The sample's camera and lights: CLEVR's, each coordinate of their positions moved by up
+    to ``camera_jitter`` (``light_jitter``), as rsbench jitters them; they stay aimed at the
+    origin (rsbench's base scene aims them with track-to constraints). Drawn from a generator of
+    their own (``seed``), so the jitter options leave the objects' draws unchanged."""
+    rng = np.random.default_rng(seed)
+    cam = {**CAMERA, "location": _moved(CAMERA["location"], rng, opts["camera_jitter"])}
+    lights = {name: {"location": _moved(loc, rng, opts["light_jitter"]), "power": power,
+                     "size": size} for name, (loc, power, size) in LIGHTS.items()}
+    return cam, lights
 
 
 def description_hash(desc: dict) -> str:
@@ -339,12 +408,123 @@ def _settings(bpy, desc: dict):
         c.seed = 0
         c.use_adaptive_sampling = False
         c.use_denoising = False
-        c.max_bounces = 4
+        # the total light path depth of the preset; transparent bounces stay at 8 (Blender's
+        # default, what rsbench's --render_max_bounces sets) and glossy paths are blurred as
+        # rsbench blurs them (less noise at low sample counts)
+        c.max_bounces = desc["render"]["bounces"]
+        c.transparent_max_bounces = 8
+        c.blur_glossy = 2.0
     return scene
 
 
-def _build(bpy, desc: dict):
+def _aim(ob, target=(0.0, 0.0, 0.0)) -> None:
+    """Point a camera or light (its -Z axis) at ``target``, Y up."""
     from mathutils import Vector  # noqa: PLC0415
+    ob.rotation_euler = (Vector(target) - ob.location).to_track_quat("-Z", "Y").to_euler()
+
+
+def _mesh(bpy, name: str, verts, faces, loc, rot):
+    """An object made of ``verts`` and ``faces`` (normals made consistent and outward), at
+    ``loc`` with rotation ``rot``; it becomes the active object."""
+    import bmesh  # noqa: PLC0415
+    me = bpy.data.meshes.new(name)
+    me.from_pydata([tuple(v) for v in verts], [], [tuple(f) for f in faces])
+    bm = bmesh.new()
+    bm.from_mesh(me)
+    bmesh.ops.recalc_face_normals(bm, faces=bm.faces)
+    bm.to_mesh(me)
+    bm.free()
+    ob = bpy.data.objects.new(name, me)
+    bpy.context.collection.objects.link(ob)
+    ob.location, ob.rotation_euler = loc, rot
+    bpy.context.view_layer.objects.active = ob
+    return ob
+
+
+def _prism(outline, h: float):
+    """Vertices and faces of ``outline`` (points (x, y) in order) extruded from -h/2 to h/2."""
+    n = len(outline)
+    verts = [(x, y, -h / 2) for x, y in outline] + [(x, y, h / 2) for x, y in outline]
+    faces = [list(range(n))[::-1], list(range(n, 2 * n))]
+    faces += [[i, (i + 1) % n, n + (i + 1) % n, n + i] for i in range(n)]
+    return verts, faces
+
+
+def star_outline(r: float, points: int = 5, inner: float = 0.45) -> list:
+    """A star's outline: ``points`` tips at radius r, notches at ``inner`` * r, one tip
+    towards +Y."""
+    return [((r if k % 2 == 0 else inner * r) * math.sin(math.pi * k / points),
+             (r if k % 2 == 0 else inner * r) * math.cos(math.pi * k / points))
+            for k in range(2 * points)]
+
+
+def heart_outline(r: float, n: int = 48) -> list:
+    """A heart's outline (the classic parametric curve) scaled so that it spans [-r, r] across
+    and about 1.8 r from its notch to its tip, centred on the origin."""
+    out = []
+    for k in range(n):
+        t = 2 * math.pi * k / n
+        x = 16 * math.sin(t) ** 3
+        y = 13 * math.cos(t) - 5 * math.cos(2 * t) - 2 * math.cos(3 * t) - math.cos(4 * t)
+        out.append((x * r / 16, (y + 2.5) * r / 16))
+    return out
+
+
+def _diamond(r: float, h: float, n: int = 8):
+    """A cut gem standing on its tip: the pavilion (a cone from the tip to the girdle of radius
+    r at 0.6 h), the crown (up to a table of radius 0.55 r at the top) and the table."""
+    verts = [(0.0, 0.0, -h / 2)]
+    zg, zt = -h / 2 + 0.6 * h, h / 2
+    verts += [(r * math.cos(2 * math.pi * k / n), r * math.sin(2 * math.pi * k / n), zg)
+              for k in range(n)]
+    verts += [(0.55 * r * math.cos(2 * math.pi * (k + 0.5) / n),
+               0.55 * r * math.sin(2 * math.pi * (k + 0.5) / n), zt) for k in range(n)]
+    faces = [[0, 1 + (k + 1) % n, 1 + k] for k in range(n)]
+    faces += [[1 + k, 1 + (k + 1) % n, 1 + n + k] for k in range(n)]
+    faces += [[1 + (k + 1) % n, 1 + n + (k + 1) % n, 1 + n + k] for k in range(n)]
+    faces += [[1 + n + k for k in range(n)]]
+    return verts, faces
+
+
+def _add_shape(bpy, o: dict):
+    """Add object ``o`` of the description: its shape built from a Blender primitive or from
+    its outline, standing on the ground, its origin at the centre of its box."""
+    shape, r = o["shape"], o["radius"]
+    h = height(shape, r)
+    loc = (o["x"], o["y"], h / 2)
+    rot = (0.0, 0.0, math.radians(o["rotation"]))
+    ops = bpy.ops.mesh
+    smooth = shape in ("sphere", "cylinder", "cone", "toroid")
+    if shape == "cube":
+        ops.primitive_cube_add(size=h, location=loc, rotation=rot)
+    elif shape == "sphere":
+        ops.primitive_uv_sphere_add(radius=r, segments=32, ring_count=16, location=loc,
+                                    rotation=rot)
+    elif shape in ("cylinder", "triangular_prism"):
+        ops.primitive_cylinder_add(radius=r, depth=h, vertices=32 if shape == "cylinder" else 3,
+                                   location=loc, rotation=rot)
+    elif shape in ("cone", "pyramid", "triangular_pyramid"):
+        ops.primitive_cone_add(radius1=r, radius2=0.0, depth=h, location=loc, rotation=rot,
+                               vertices={"cone": 32, "pyramid": 4, "triangular_pyramid": 3}[shape])
+    elif shape == "toroid":
+        ops.primitive_torus_add(major_radius=0.8 * r, minor_radius=0.2 * r, major_segments=48,
+                                minor_segments=16, location=loc, rotation=rot)
+    elif shape == "star":
+        _mesh(bpy, f"o{o['id']}", *_prism(star_outline(r), h), loc, rot)
+    elif shape == "heart":
+        _mesh(bpy, f"o{o['id']}", *_prism(heart_outline(r), h), loc, rot)
+    elif shape == "diamond":
+        _mesh(bpy, f"o{o['id']}", *_diamond(r, h), loc, rot)
+    else:
+        raise ValueError(shape)
+    ob = bpy.context.view_layer.objects.active
+    if smooth:
+        for poly in ob.data.polygons:
+            poly.use_smooth = True
+    return ob
+
+
+def _build(bpy, desc: dict):
     scene = _settings(bpy, desc)
     world = bpy.data.worlds.new("world")
     world.use_nodes = True
@@ -354,39 +534,24 @@ def _build(bpy, desc: dict):
     scene.world = world
     bpy.ops.mesh.primitive_plane_add(size=200, location=(0, 0, 0))
     bpy.context.object.data.materials.append(_material(bpy, "ground", (140, 140, 140), "rubber"))
-    bpy.ops.object.light_add(type="SUN", location=(4, -2, 8))
-    sun = bpy.context.object
-    sun.data.energy = 3.0
-    sun.rotation_euler = (math.radians(40), math.radians(10), math.radians(30))
-    bpy.ops.object.light_add(type="AREA", location=(-4, -4, 6))
-    fill = bpy.context.object
-    fill.data.energy = 300.0
-    fill.data.size = 4.0
-    fill.rotation_euler = (Vector((0, 0, 0)) - fill.location).to_track_quat("-Z", "Y").to_euler()
-    bpy.ops.object.camera_add(location=CAMERA["location"])
+    for name, light in sorted(desc["lights"].items()):
+        bpy.ops.object.light_add(type="AREA", location=light["location"])
+        lamp = bpy.context.object
+        lamp.name = f"Lamp_{name}"
+        lamp.data.energy = light["power"]
+        lamp.data.size = light["size"]
+        _aim(lamp)
+    cam_d = desc["camera"]
+    bpy.ops.object.camera_add(location=cam_d["location"])
     cam = bpy.context.object
-    cam.data.lens = CAMERA["lens"]
-    cam.data.sensor_width = CAMERA["sensor_width"]
+    cam.data.lens = cam_d["lens"]
+    cam.data.sensor_width = cam_d["sensor_width"]
     cam.data.sensor_fit = "AUTO"
-    cam.rotation_euler = (Vector(CAMERA["target"]) - cam.location).to_track_quat("-Z", "Y").to_euler()
+    _aim(cam, cam_d["target"])
     scene.camera = cam
     objs = []
     for o in desc["objects"]:
-        rad = o["radius"]
-        he = _half_extent(o["shape"], rad)
-        loc = (o["x"], o["y"], he)
-        rot = (0.0, 0.0, math.radians(o["rotation"]))
-        if o["shape"] == "cube":
-            bpy.ops.mesh.primitive_cube_add(size=2 * he, location=loc, rotation=rot)
-        elif o["shape"] == "sphere":
-            bpy.ops.mesh.primitive_uv_sphere_add(radius=rad, segments=32, ring_count=16,
-                                                 location=loc, rotation=rot)
-            bpy.ops.object.shade_smooth()
-        else:
-            bpy.ops.mesh.primitive_cylinder_add(radius=rad, depth=2 * he, vertices=32,
-                                                location=loc, rotation=rot)
-            bpy.ops.object.shade_smooth()
-        ob = bpy.context.object
+        ob = _add_shape(bpy, o)
         ob.data.materials.append(_material(bpy, f"m{o['id']}", COLOURS[o["color"]], o["material"]))
         objs.append(ob)
     bpy.context.view_layer.update()
@@ -478,7 +643,9 @@ def _render_job(job):
         else:
             scene, cam, objs = _build(bpy, desc)
             annotate = lambda: _annotate(scene, cam, objs, desc)  # noqa: E731
-        tmp_png = png + ".partial.png"
+        # temporary names of this process's own: a worker of an interrupted run that is still
+        # finishing its scene must not write into the file a worker of the resumed run writes
+        tmp_png = f"{png}.{os.getpid()}.partial.png"
         scene.render.filepath = tmp_png
         bpy.ops.render.render(write_still=True)
         # the same scene gives the same bytes: drop the chunks holding dates and timings
@@ -489,7 +656,7 @@ def _render_job(job):
         os.replace(tmp_png, png)
         a = {"image": os.path.basename(png), "hash": description_hash(desc), **desc,
              **annotate(), "bpy_version": bpy.app.version_string}
-        tmp_ann = ann + ".partial"
+        tmp_ann = f"{ann}.{os.getpid()}.partial"
         with open(tmp_ann, "w", encoding="utf-8") as fh:
             json.dump(a, fh, sort_keys=True, indent=1)
         os.replace(tmp_ann, ann)

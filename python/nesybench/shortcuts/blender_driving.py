@@ -30,7 +30,10 @@ cells of ``cell_length`` metres ahead of the car, two slots per cell (a car take
 layout is drawn again when an element leaves the picture or shows less than ``min_visible`` of
 its projected box behind nearer ones (at most ``retries`` layouts). Nuisances (colours,
 crossing direction, cone or barrier, jitter inside a cell) come from the sample's generator,
-so a scene description is a pure function of the task, seed, split and index.
+so a scene description is a pure function of the task, seed, split and index. rsbench's own
+nuisances come from a second generator of the sample (:func:`nuisances`): grass, road and sky
+colours, an amber lamp for some red lights, a speed-limit sign, trees, and the camera's
+jitter.
 """
 from __future__ import annotations
 
@@ -71,6 +74,24 @@ MARKINGS = {"left_lane": ("dashed_line", -1), "left_solid_line": ("solid_line", 
             "no_left_lane": ("wall", -1), "right_lane": ("dashed_line", 1),
             "right_solid_line": ("solid_line", 1), "no_right_lane": ("wall", 1),
             "road_clear": ("arrow", 0)}
+#: rsbench's miniBOIA nuisances, as colours in Blender's linear RGB: grass, road and sky each
+#: one of these per scene, every channel then moved by up to +-0.1 (clamped to [0, 1])
+GROUND_COLOURS = {"grey": (0.5, 0.5, 0.5), "green": (0.2, 0.7, 0.3), "brown": (0.6, 0.4, 0.2),
+                  "darkyellow": (0.8, 0.6, 0.1)}
+ROAD_COLOURS = {"black": (0.0, 0.0, 0.0), "darkgrey": (0.2, 0.2, 0.2)}
+SKY_COLOURS = {"light_blue": (0.6, 0.8, 1.0), "blue": (0.0, 0.0, 1.0), "dark_blue": (0.0, 0.0, 0.5),
+               "cyan": (0.0, 1.0, 1.0), "white": (1.0, 1.0, 1.0)}
+COLOUR_JITTER = 0.1
+#: a lit red_light shows the amber lamp instead with this probability: rsbench's stop scenes
+#: draw a red light with weight 0.2 and a yellow one (also red_light) with 0.1
+AMBER = 1 / 3
+#: a scene without traffic_sign shows a speed-limit sign (30) with this probability: rsbench's
+#: weight of "another sign" where its stop scenes draw a sign
+SPEED_SIGN = 0.2
+#: trees stand beside the road in a scene with this probability (rsbench: its tree model is
+#: used or not, 0.5 each), 1 to MAX_TREES of them
+TREES = 0.5
+MAX_TREES = 6
 GANTRY_Z = 6.3
 LAMP_Z = {"red": 5.6, "amber": 4.85, "green": 4.1}
 LAMP_R = 0.35
@@ -177,10 +198,15 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
     """The scene description of one driving sample: a pure function of its arguments."""
     rng = np.random.default_rng(derive_seed("rs-blender-driving", task.name, seed, split, index))
     grid = opts["grid"]
-    cam = camera(grid)
     on = {c: 0 for c in CONCEPTS}
     for v, x in zip(task.variables, world):
         on[v.term] = int(x)
+    # camera jitter and the other nuisances of rsbench's generator from a generator of their
+    # own, so that the layout's draws (and the options that turn them off) stay apart
+    extra = np.random.default_rng(derive_seed("rs-blender-driving-nuisance", task.name, seed,
+                                              split, index))
+    cam = jittered_camera(camera(grid), extra, opts["camera_jitter"])
+    scenery = nuisances(on, grid, extra)
     rows = grid["rows"]
     # nuisances first, one draw per concept in a fixed order (the layout retries reuse them)
     nuis = {}
@@ -229,8 +255,9 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
         else:
             far = Y0 + grid["cell_length"] * (rows - 0.5)
             lamps = [{"concept": c, "kind": "lamp", "lane": LAMPS[c][0], "row": None,
-                      "color": LAMPS[c][1], "x": round(_lane_x(LAMPS[c][0], grid), 6),
-                      "y": round(far - 0.25, 6), "z": LAMP_Z[LAMPS[c][1]], "rotation": 0.0}
+                      "color": _lamp_colour(c, scenery), "x": round(_lane_x(LAMPS[c][0], grid), 6),
+                      "y": round(far - 0.25, 6), "z": LAMP_Z[_lamp_colour(c, scenery)],
+                      "rotation": 0.0}
                      for c in CONCEPTS if c in LAMPS and on[c]]
             vis = visible_fractions(placed + lamps, opts["resolution"], cam)
             if vis is not None and (not vis or min(vis) >= opts["min_visible"]):
@@ -245,9 +272,55 @@ def describe(task, world, opts: dict, *, seed: int, split: str, index: int) -> d
     return {"scene": "driving", "concepts": {c: on[c] for c in CONCEPTS},
             "objects": [{"id": k, **o} for k, o in enumerate(objs)], "grid": grid,
             "far": round(far, 6),
+            "scenery": scenery,
             "render": {"resolution": opts["resolution"], "samples": opts["samples"],
-                       "engine": opts["engine"]},
+                       "bounces": opts["bounces"], "engine": opts["engine"]},
             "camera": cam, "seed": seed, "split": split, "index": index}
+
+
+def _lamp_colour(concept: str, scenery: dict) -> str:
+    return "amber" if concept == "red_light" and scenery["amber"] else LAMPS[concept][1]
+
+
+def jittered_camera(cam: dict, rng, magnitude: float) -> dict:
+    """``cam`` moved by up to ``magnitude`` along each axis (rsbench's camera jitter), looking
+    the same way (its target moves with it: the car's camera is not aimed at a point)."""
+    d = [magnitude * (2.0 * float(rng.random()) - 1.0) for _ in range(3)]
+    return {**cam, "location": [round(a + b, 6) for a, b in zip(cam["location"], d)],
+            "target": [round(a + b, 6) for a, b in zip(cam["target"], d)]}
+
+
+def _colour(palette: dict, rng) -> dict:
+    name = sorted(palette)[int(rng.integers(len(palette)))]
+    rgb = [round(min(1.0, max(0.0, c + COLOUR_JITTER * (2.0 * float(rng.random()) - 1.0))), 4)
+           for c in palette[name]]
+    return {"name": name, "linear": rgb}
+
+
+def nuisances(on: dict, grid: dict, rng) -> dict:
+    """What rsbench varies besides the concepts: grass, road and sky colours, an amber lamp for
+    a red light, a speed-limit sign where there is no stop sign, trees beside the road. The
+    sign stands on the left pavement and the trees on the grass beyond the pavements, where
+    they hide no element of a concept from the camera."""
+    out = {"ground": _colour(GROUND_COLOURS, rng), "road": _colour(ROAD_COLOURS, rng),
+           "sky": _colour(SKY_COLOURS, rng)}
+    out["amber"] = bool(rng.random() < AMBER) and bool(on.get("red_light"))
+    sign = bool(rng.random() < SPEED_SIGN) and not on.get("traffic_sign")
+    rows, lw, cl = grid["rows"], grid["lane_width"], grid["cell_length"]
+    row = int(rng.integers(1, rows))
+    out["speed_sign"] = ({"x": round(-_lane_x(2, grid), 6),
+                          "y": round(Y0 + row * cl + float(rng.uniform(-0.15, 0.15)) * cl, 6),
+                          "limit": 30} if sign else None)
+    n = int(rng.integers(1, MAX_TREES + 1)) if rng.random() < TREES else 0
+    trees = []
+    for _ in range(n):
+        side = (-1, 1)[int(rng.integers(2))]
+        x = side * (1.5 * lw + 3.0 + float(rng.uniform(2.0, 6.0)))
+        y = Y0 + float(rng.uniform(0.0, (rows - 0.5) * cl))
+        trees.append({"x": round(x, 6), "y": round(y, 6),
+                      "height": round(float(rng.uniform(3.0, 5.5)), 6)})
+    out["trees"] = trees
+    return out
 
 
 # -- building the scene in Blender (worker processes) -------------------------------------------
@@ -260,14 +333,16 @@ class _Kit:
         self.mats: dict = {}
         self.parts: dict = {}
 
-    def mat(self, rgb, *, rough=0.6, metal=0.0, glow=0.0):
+    def mat(self, rgb, *, rough=0.6, metal=0.0, glow=0.0, linear=False):
+        """A material of sRGB colour ``rgb`` (0..255), or of linear RGB (0..1) when
+        ``linear``."""
         from .camera import _srgb_to_linear  # noqa: PLC0415
-        key = (tuple(rgb), rough, metal, glow)
+        key = (tuple(rgb), rough, metal, glow, linear)
         if key not in self.mats:
             m = self.bpy.data.materials.new(f"m{len(self.mats)}")
             m.use_nodes = True
             b = next(n for n in m.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
-            lin = (*[_srgb_to_linear(c) for c in rgb], 1.0)
+            lin = (*(rgb if linear else [_srgb_to_linear(c) for c in rgb]), 1.0)
             b.inputs["Base Color"].default_value = lin
             b.inputs["Metallic"].default_value = metal
             b.inputs["Roughness"].default_value = rough
@@ -315,7 +390,7 @@ class _Kit:
         return self.bpy.context.object
 
 
-WHITE, ASPHALT, GRASS, PAVEMENT = (235, 235, 235), (60, 60, 62), (70, 120, 55), (165, 165, 160)
+WHITE, PAVEMENT = (235, 235, 235), (165, 165, 160)
 ORANGE, RED, SKIN, DARK = (240, 110, 20), (200, 20, 20), (225, 180, 145), (20, 20, 22)
 
 
@@ -417,6 +492,33 @@ def _markings(k: _Kit, desc):
             k.cyl((0, 4.8, 0.01), 0.55, 0.02, m, oid, n=3, rot=(0.0, 0.0, math.pi / 2))
 
 
+def _speed_sign(k: _Kit, sign: dict):
+    """A round speed-limit sign on a pole, facing the camera: a white disc with a red ring and
+    the limit in black (Blender's built-in font, made a mesh)."""
+    bpy = k.bpy
+    x, y = sign["x"], sign["y"]
+    k.cyl((x, y, 1.1), 0.05, 2.2, k.mat((150, 150, 150), metal=0.8, rough=0.4))
+    k.cyl((x, y - 0.06, 2.2), 0.45, 0.04, k.mat(RED, rough=0.5), n=32,
+          rot=(math.pi / 2, 0.0, 0.0))
+    k.cyl((x, y - 0.085, 2.2), 0.36, 0.02, k.mat(WHITE, rough=0.5), n=32,
+          rot=(math.pi / 2, 0.0, 0.0))
+    bpy.ops.object.text_add(location=(x, y - 0.1, 2.2), rotation=(math.pi / 2, 0.0, 0.0))
+    txt = bpy.context.object
+    txt.data.body = str(sign["limit"])
+    txt.data.align_x, txt.data.align_y = "CENTER", "CENTER"
+    txt.data.size = 0.42
+    txt.data.extrude = 0.005
+    bpy.ops.object.convert(target="MESH")
+    k._finish(k.mat(DARK, rough=0.6), None, None)
+
+
+def _tree(k: _Kit, tree: dict):
+    """A tree: a brown trunk and a green cone crown."""
+    x, y, h = tree["x"], tree["y"], tree["height"]
+    k.cyl((x, y, 0.3 * h / 2), 0.18, 0.3 * h, k.mat((90, 60, 35), rough=0.9))
+    k.cone((x, y, 0.3 * h + 0.35 * h), 0.28 * h, 0.7 * h, k.mat((35, 100, 40), rough=0.9), n=12)
+
+
 BUILDERS = {"car": _car, "pedestrian": _pedestrian, "rider": _rider, "obstacle": _obstacle,
             "stop_sign": _stop_sign}
 
@@ -426,12 +528,26 @@ def build(bpy, desc: dict):
     ``(camera object, {element id: [mesh objects]})``."""
     from mathutils import Vector  # noqa: PLC0415
     scene = bpy.context.scene
+    scenery = desc["scenery"]
     world = bpy.data.worlds.new("world")
     world.use_nodes = True
-    bg = world.node_tree.nodes.get("Background")
+    nodes, links = world.node_tree.nodes, world.node_tree.links
+    bg = nodes.get("Background")
     if bg is not None:
+        # the sky's colour is what the camera sees behind the scene; the scene is lit by a
+        # fixed pale blue sky, as rsbench's sky is a coloured backdrop, not a light source
         bg.inputs["Color"].default_value = (0.45, 0.6, 0.85, 1.0)
         bg.inputs["Strength"].default_value = 0.8
+        seen = nodes.new("ShaderNodeBackground")
+        seen.inputs["Color"].default_value = (*scenery["sky"]["linear"], 1.0)
+        seen.inputs["Strength"].default_value = 0.8
+        path = nodes.new("ShaderNodeLightPath")
+        mix = nodes.new("ShaderNodeMixShader")
+        links.new(path.outputs["Is Camera Ray"], mix.inputs[0])
+        links.new(bg.outputs["Background"], mix.inputs[1])
+        links.new(seen.outputs["Background"], mix.inputs[2])
+        out = next(n for n in nodes if n.type == "OUTPUT_WORLD")
+        links.new(mix.outputs["Shader"], out.inputs["Surface"])
     scene.world = world
     k = _Kit(bpy)
     grid = desc["grid"]
@@ -439,8 +555,10 @@ def build(bpy, desc: dict):
     length = desc["far"] + 60.0
     bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0, length / 2 - 10, -0.01))
     bpy.context.object.scale = (200.0, length + 20, 1.0)
-    bpy.context.object.data.materials.append(k.mat(GRASS, rough=0.95))
-    k.box((0, length / 2 - 5, 0.0), (3 * lw, length + 10, 0.01), k.mat(ASPHALT, rough=0.9))
+    bpy.context.object.data.materials.append(k.mat(scenery["ground"]["linear"], rough=0.95,
+                                                   linear=True))
+    k.box((0, length / 2 - 5, 0.0), (3 * lw, length + 10, 0.01),
+          k.mat(scenery["road"]["linear"], rough=0.9, linear=True))
     for side in (-1, 1):
         k.box((side * (1.5 * lw + 1.5), length / 2 - 5, 0.08), (3.0, length + 10, 0.16),
               k.mat(PAVEMENT, rough=0.9))
@@ -453,6 +571,10 @@ def build(bpy, desc: dict):
             BUILDERS[o["kind"]](k, o)
     _signals(k, desc)
     _markings(k, desc)
+    if scenery["speed_sign"]:
+        _speed_sign(k, scenery["speed_sign"])
+    for tree in scenery["trees"]:
+        _tree(k, tree)
     cam_d = desc["camera"]
     bpy.ops.object.camera_add(location=cam_d["location"])
     cam = bpy.context.object

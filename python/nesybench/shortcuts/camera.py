@@ -1,12 +1,14 @@
-"""The camera of the rendered shortcut scenes: CLEVR's fixed camera, projection of world
-points to pixels, and sRGB colours as Blender's linear ones (numpy only: no Blender needed)."""
+"""The camera of the rendered shortcut scenes: CLEVR's camera (before jitter), projection of
+world points to pixels, and sRGB colours as Blender's linear ones (numpy only: no Blender
+needed)."""
 from __future__ import annotations
 
 import numpy as np
 
-#: CLE4EVR's fixed camera (CLEVR's)
-CAMERA = {"location": [7.4, -6.9, 5.0], "target": [0.0, 0.0, 0.0], "lens": 45.0,
-          "sensor_width": 36.0}
+#: CLE4EVR's camera before jitter: where rsbench's CLEVR base scene puts it (location, a
+#: 35 mm lens on a 32 mm sensor), aimed at the origin as its track-to constraint aims it
+CAMERA = {"location": [7.481, -6.508, 5.344], "target": [0.0, 0.0, 0.0], "lens": 35.0,
+          "sensor_width": 32.0}
 
 
 def _camera_basis(cam=None):

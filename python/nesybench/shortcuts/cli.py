@@ -59,9 +59,11 @@ def group():
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
 @click.option("--workers", "-j", type=click.IntRange(1, 256), default=None,
               help="render: blender: worker processes (default 1)")
-@click.option("--preset", type=click.Choice(["fast", "paper"]), default=None,
-              help="render: blender: fast (128x128, 16 samples; default) or paper "
-                   "(320x240, 128 samples)")
+@click.option("--preset", type=click.Choice(["rsbench", "miniboia", "fast", "paper"]),
+              default=None,
+              help="render: blender: rsbench (320x240, 512 samples, 12 bounces; CLE4EVR's "
+                   "default), miniboia (469x387, 128 samples; driving scenes' default), fast "
+                   "(128x128, 16 samples, 4 bounces); paper is rsbench's earlier name")
 @click.option("--resolution", metavar="WxH", default=None,
               help="render: blender: image size in pixels, e.g. 320x240")
 @click.option("--render-samples", type=click.IntRange(1, 100_000), default=None,
