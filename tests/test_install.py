@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from distribution import SHIPPED, build_wheel
+
 import nesybench
 from nesybench import datafiles, paths
 from nesybench.cli import main
@@ -162,43 +164,10 @@ def test_doctor_reports_an_empty_data_cache(tmp_path, capsys, monkeypatch):
 
 # -- the built distribution --------------------------------------------------------------------
 
-SHIPPED = ("prolog/nesybench.pl", "kb/kandy/bk.pl", "curricula/kandy/easy.yaml")
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     """sdist built from a copy of the source tree, then the wheel built from that sdist."""
-    import shutil
-    import tarfile
-
-    tmp = tmp_path_factory.mktemp("dist")
-    src = tmp / "src"
-    src.mkdir()
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
-    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "CHANGELOG.md",
-                 "LICENSE"):
-        shutil.copy2(ROOT / name, src / name)
-    for name in ("python", "prolog", "kb", "curricula"):
-        shutil.copytree(ROOT / name, src / name, ignore=skip)
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    res = subprocess.run([sys.executable, "-c", "import sys; from setuptools import build_meta "
-                          "as b; print(b.build_sdist(sys.argv[1]))", str(tmp / "sdist")],
-                         cwd=src, capture_output=True, text=True, env=env, check=False)
-    assert res.returncode == 0, res.stderr[-2000:]
-    sdist = tmp / "sdist" / res.stdout.split()[-1]
-    with tarfile.open(sdist) as tf:
-        names = tf.getnames()
-        tf.extractall(tmp / "unpacked", filter="data")
-    top = names[0].split("/")[0]
-    for rel in SHIPPED:
-        assert f"{top}/{rel}" in names, rel
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                          "--no-build-isolation", str(tmp / "unpacked" / top), "-w",
-                          str(tmp / "wheel")], capture_output=True, text=True, env=env,
-                         check=False, cwd=tmp)
-    assert res.returncode == 0, res.stderr[-2000:]
-    (whl,) = (tmp / "wheel").glob("nesybench-*.whl")
-    return whl
+    return build_wheel(tmp_path_factory.mktemp("dist"))
 
 
 def test_the_wheel_ships_the_logic_core(wheel):
@@ -213,6 +182,7 @@ def test_the_wheel_ships_the_logic_core(wheel):
                and not any(x == "__pycache__" or x.startswith(".") for x in p.parts[-4:])]
     assert len(shipped) == len(tracked)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    assert "nesybench/logic/build_swipl.sh" in names          # nesybench setup-prolog's script
 
 
 # the Apache License 2.0 exactly as apache.org publishes it (LICENSE-2.0.txt)
