@@ -3,12 +3,15 @@ PY := .venv/bin/python
 NB := .venv/bin/nesybench
 WORKERS ?= 2
 
-.PHONY: setup demo test docs pack bench fuzz planted mutate clean
+.PHONY: setup setup-core demo test docs pack bench fuzz planted mutate clean
 
 setup:            ## SWI-Prolog >= 9.1.12 (cached build if needed) + .venv with every dependency
 	@bash scripts/setup.sh
 
-demo: setup       ## generate the KANDY Easy curriculum and its browser page into out/
+setup-core:       ## only what the commands need (SWI-Prolog, .venv with the package's dependencies)
+	@bash scripts/setup.sh --core
+
+demo: setup-core  ## generate the KANDY Easy curriculum and its browser page into out/
 	$(NB) kandy generate curricula/kandy/easy.yaml --out out/kandy-easy --overwrite --workers $(WORKERS)
 	$(NB) kandy browse out/kandy-easy
 	@echo "KANDY Easy curriculum: out/kandy-easy   browser page: out/kandy-easy/browse/index.html"

@@ -8,7 +8,12 @@
 # PyTorch's CPU index; NESYBENCH_TORCH_INDEX=URL takes torch from another index;
 # NESYBENCH_SWIPL_SUITE picks the Debian suite of the SWI-Prolog source; NESYBENCH_NO_BROWSER=1
 # skips Chromium.
+# `setup.sh --core` (make demo) sets up only what the commands need: SWI-Prolog and .venv with
+# the package's own dependencies; no test, docs or extra packages, no Chromium, no Blender
+# module, no data files. A later full run adds the rest.
 set -euo pipefail
+mode=full
+if [ "${1:-}" = --core ]; then mode=core; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 deps="$root/.deps"
@@ -48,7 +53,7 @@ build_swipl() {               # the same build `nesybench setup-prolog` runs, in
 }
 
 # Headless Chromium + driver: the HTML dataset browser is tested in a real browser.
-if [ "${NESYBENCH_NO_BROWSER:-0}" != 1 ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
+if [ $mode = full ] && [ "${NESYBENCH_NO_BROWSER:-0}" != 1 ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
   apt_install chromium chromium-driver || log "chromium not installed: browser tests will be skipped"
 fi
 
@@ -59,7 +64,9 @@ log "SWI-Prolog: $swipl ($(swipl_version "$swipl"))"
 venv="$root/.venv"
 stamp="$venv/.nesybench-stamp"
 want="$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16) $swipl"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+have=$(cat "$stamp" 2>/dev/null || true)
+# a full environment serves --core too
+if [ "$have" = "$want full" ] || [ "$have" = "$want $mode" ]; then
   log "virtual environment up to date"
 else
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
@@ -89,10 +96,16 @@ else
   # ray: the distributed sweep executor (an extra for users; installed here so its tests run);
   # docs: MkDocs for `make docs`; hub: datasets/pyarrow/mlcroissant for `nesybench export`;
   # clip: transformers for CLIP concepts (`nesy train --concept-source clip:...`)
-  pip install -e ".[test,ray,docs,hub,clip]"
-  echo "$want" > "$stamp"
+  if [ $mode = core ]; then
+    pip install -e .
+  else
+    pip install -e ".[test,ray,docs,hub,clip]"
+  fi
+  echo "$want $mode" > "$stamp"
   log "ready: $venv"
 fi
+
+if [ $mode = core ]; then log "ready (core): $venv"; exit 0; fi
 
 # Blender's Python module for `render: blender` (CLE4EVR scenes). bpy 5.0.1 declares
 # numpy<2 but runs with the numpy 2 installed above: installed without dependencies, so pip
