@@ -101,7 +101,10 @@ def main() -> int:
         bench = _self_module()
         peak = None
         for r in range(1, args.rounds + 1):
-            out = tmp / "full"
+            # Every job writes to a folder of its own and nothing is deleted before the end:
+            # deleting 18,000 files leaves the file system work (on ext4 with discard, for
+            # seconds) that would land on whichever job runs next.
+            out = tmp / f"round{r}" / "nesybench"
             cpu0 = cpu_seconds()
             t0 = time.perf_counter()
             full = generate(args.curriculum, out, samples=args.samples, workers=args.workers)
@@ -113,14 +116,13 @@ def main() -> int:
                 peak = peak_rss_mb()
             if not args.no_floor and store is None:
                 store = PixelStore.build(out)           # not timed
-            _remove(out)
             if store is not None:
-                times["floor"].append(store.write_all(bench, tmp / "floor", args.workers,
-                                                      RENDER_CHUNK))
+                times["floor"].append(store.write_all(bench, tmp / f"round{r}" / "floor",
+                                                      args.workers, RENDER_CHUNK))
                 line += f", floor {times['floor'][-1]:6.2f} s"
             if args.reference:
                 ref = run_reference(Path(args.reference), args.samples, args.reference_python,
-                                    args.workdir)
+                                    tmp / f"round{r}" / "reference")
                 if ref is None:
                     args.reference = None
                 else:
@@ -136,14 +138,6 @@ def main() -> int:
             store.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
-
-
-def _remove(folder: Path) -> None:
-    """Delete a job's output and flush the file system before the next timed job: on ext4,
-    deleting 18,000 files leaves work that would otherwise land on whichever job creates
-    files next."""
-    shutil.rmtree(folder, ignore_errors=True)
-    os.sync()
 
 
 def _stat(xs: list[float]) -> str:
@@ -213,7 +207,6 @@ class PixelStore:
         n = sum(len(d) for d in map_streamed(bench._floor_job, jobs, workers=workers))
         seconds = time.perf_counter() - t0
         assert n == len(self.relpaths)
-        _remove(out)
         return seconds
 
     def close(self) -> None:
@@ -239,49 +232,46 @@ def _self_module():
     return importlib.import_module(Path(__file__).stem)
 
 
-def run_reference(path: Path, samples: int, python: str,
-                  workdir: str | None = None) -> float | None:
+def run_reference(path: Path, samples: int, python: str, work: Path) -> float | None:
     """Time the reference on the same job: its own hard.yml with every task's ``samples`` set
-    to ``samples``, every split streamed and each image saved as PNG (as its main.py does).
-    None (with a note) when it cannot run (it needs pyswip: pass ``--reference-python``)."""
+    to ``samples``, every split streamed and each image saved as PNG (as its main.py does),
+    into the new folder ``work``. None (with a note) when it cannot run (it needs pyswip:
+    pass ``--reference-python``)."""
     if not (path / "curriculum_generator.py").is_file():
         print(f"reference: {path} is not a KANDYBenchmark checkout; skipped")
         return None
-    work = Path(tempfile.mkdtemp(prefix="kandy-ref-", dir=workdir))
-    try:
-        text = (path / "hard.yml").read_text(encoding="utf-8")
-        (work / "hard.yml").write_text(
-            re.sub(r"(?m)^(\s*)samples: *\d+", rf"\g<1>samples: {samples}", text),
-            encoding="utf-8")
-        code = (
-            "import sys, os; sys.path.insert(0, '.')\n"
-            "from curriculum_generator import CurriculumGenerator\n"
-            "out = sys.argv[2]\n"
-            "cg = CurriculumGenerator('config.yml', sys.argv[1])\n"
-            "for i, t in enumerate(cg.tasks):\n"
-            "    for split in ('train', 'val', 'test'):\n"
-            "        os.makedirs(f'{out}/{split}/{i}', exist_ok=True)\n"
-            "        for j, s in enumerate(t.get_stream(split)):\n"
-            "            s[0].save(f'{out}/{split}/{i}/{j:04d}.png', 'PNG')\n"
-        )
-        env = dict(os.environ)
-        swipl = shutil.which("swipl") or str(ROOT / ".deps" / "swipl" / "bin" / "swipl")
-        env["PATH"] = f"{Path(swipl).parent}{os.pathsep}{env.get('PATH', '')}"
-        t0 = time.perf_counter()
-        proc = subprocess.run([python, "-c", code, str(work / "hard.yml"), str(work / "out")],
-                              cwd=path, capture_output=True, text=True, env=env)
-        seconds = time.perf_counter() - t0
-        if proc.returncode != 0:
-            print("reference: could not run (missing pyswip? see --reference-python):",
-                  (proc.stderr.strip().splitlines() or [""])[-1])
-            return None
-        n = sum(1 for _ in (work / "out").rglob("*.png"))
-        if n == 0:
-            print("reference: wrote no images; skipped")
-            return None
-        return seconds
-    finally:
-        _remove(work)
+    work.mkdir(parents=True)
+    text = (path / "hard.yml").read_text(encoding="utf-8")
+    (work / "hard.yml").write_text(
+        re.sub(r"(?m)^(\s*)samples: *\d+", rf"\g<1>samples: {samples}", text),
+        encoding="utf-8")
+    code = (
+        "import sys, os; sys.path.insert(0, '.')\n"
+        "from curriculum_generator import CurriculumGenerator\n"
+        "out = sys.argv[2]\n"
+        "cg = CurriculumGenerator('config.yml', sys.argv[1])\n"
+        "for i, t in enumerate(cg.tasks):\n"
+        "    for split in ('train', 'val', 'test'):\n"
+        "        os.makedirs(f'{out}/{split}/{i}', exist_ok=True)\n"
+        "        for j, s in enumerate(t.get_stream(split)):\n"
+        "            s[0].save(f'{out}/{split}/{i}/{j:04d}.png', 'PNG')\n"
+    )
+    env = dict(os.environ)
+    swipl = shutil.which("swipl") or str(ROOT / ".deps" / "swipl" / "bin" / "swipl")
+    env["PATH"] = f"{Path(swipl).parent}{os.pathsep}{env.get('PATH', '')}"
+    t0 = time.perf_counter()
+    proc = subprocess.run([python, "-c", code, str(work / "hard.yml"), str(work / "out")],
+                          cwd=path, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        print("reference: could not run (missing pyswip? see --reference-python):",
+              (proc.stderr.strip().splitlines() or [""])[-1])
+        return None
+    n = sum(1 for _ in (work / "out").rglob("*.png"))
+    if n == 0:
+        print("reference: wrote no images; skipped")
+        return None
+    return seconds
 
 
 if __name__ == "__main__":

@@ -320,8 +320,8 @@ def test_output_folder_regenerates_itself(tmp_path):
 
 
 def test_symbol_errors_surface_with_parallel_rendering(tmp_path):
-    # with workers, symbols are drawn in a thread ahead of the rendering: its errors are the
-    # caller's, and no output folder is left behind
+    # with workers, symbols are drawn in the worker processes: their errors are the caller's,
+    # as with one process, and no output folder is left behind
     path = _write(tmp_path, """\
         - name: impossible
           samples: 20

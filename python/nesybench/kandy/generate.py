@@ -1,9 +1,12 @@
 """Generate a KANDY curriculum into a folder (format: docs/formats/kandy-dataset.md, version 1.1).
 
 ``generate(curriculum, out)`` parses the YAML, draws each task's symbols with rejection
-sampling (rule checks batched through SWI-Prolog), splits them, renders the images in
-parallel worker processes, and writes annotations, rules and a manifest with checksums into a
-temporary folder that is renamed to ``out`` only when everything succeeded.
+sampling (rule checks batched through SWI-Prolog), splits them, renders the images, and
+writes annotations, rules and a manifest with checksums into a temporary folder that is
+renamed to ``out`` only when everything succeeded. With ``workers > 1`` the worker processes
+do both the drawing (a task per job) and the rendering (jobs of :data:`RENDER_CHUNK`
+pictures, drawn in vectorised batches and written by the worker); this process only writes
+the annotations and the manifest, in task order.
 """
 from __future__ import annotations
 
@@ -12,10 +15,9 @@ import csv
 import dataclasses
 import json
 import os
-import queue
 import re
-import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +27,8 @@ import yaml
 from .. import __version__
 from ..errors import NesyError
 from ..io import atomic_output_dir, checksums, derive_seed, sha256_file, write_json
-from ..parallel import map_streamed
+from ..parallel import _shutdown as _shutdown_pool
+from ..parallel import spawn_pool
 from ..yamlsafe import safe_load
 from .language import Curriculum, TaskSpec, load_curriculum, read_rule_file
 from .render import PNG_DEFLATE, RenderConfig, render_chunk
@@ -149,43 +152,39 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
         config = rconf.to_dict()
         root = str(tmp)
 
-        def render_chunks():
-            # Symbols are drawn task by task in this process while the workers render the
-            # chunks already handed out: the two stages overlap, and only one task's
-            # samples are held in memory at a time.
-            for task in selected:
-                task_seed = task.seed if task.seed is not None else derive_seed(seed, "task",
-                                                                                task.index)
-                entry, split = _generate_task(task, cur, task_seed, tmp)
-                result.rule_checks += entry["stats"]["checked"]
-                result.tasks.append(entry)
-                jobs = []
-                for split_name, samples_ in split.items():
-                    for s in samples_:
-                        rel = f"{s.task_id:02d}/{s.index:05d}.png"
-                        sym_json = s.symbol.to_json()
-                        writers[split_name].writerow(_row(s, rel, sym_json))
-                        jobs.append((sym_json,
-                                     derive_seed(task_seed, "render", split_name, s.index),
-                                     task.noisy_color, task.noisy_size, f"{split_name}/{rel}"))
-                if not images:
-                    bar.update(len(jobs))
-                    continue
-                for i in range(0, len(jobs), RENDER_CHUNK):
-                    yield config, root, jobs[i:i + RENDER_CHUNK]
+        seeds = [task.seed if task.seed is not None else derive_seed(seed, "task", task.index)
+                 for task in selected]
+
+        def emit(i: int, stats: TaskStats, rows: dict) -> None:
+            """Record task ``i``: manifest entry and annotation rows."""
+            entry = _task_entry(selected[i], seeds[i], stats, tmp)
+            result.rule_checks += entry["stats"]["checked"]
+            result.tasks.append(entry)
+            for split_name, split_rows in rows.items():
+                writers[split_name].writerows(split_rows)
 
         bar = tqdm(total=total, desc="images" if images else "symbols", unit="sample",
                    disable=not progress)
         digests: dict[str, str] = {}
-        if images:
-            chunks = render_chunks() if workers <= 1 else _ahead(render_chunks(), 4 * workers)
-            for written in map_streamed(render_chunk, chunks, workers=workers):
+        drawing = [(task, cur.domain, cur.source, seeds[i]) for i, task in enumerate(selected)]
+        if images and workers > 1:
+            for written in _in_pool(drawing, emit, config, root, workers):
                 digests.update(written)
                 bar.update(len(written))
                 result.images += len(written)
         else:
-            for _ in render_chunks():
-                pass
+            # one process: each task's symbols, then its pictures (one task in memory at once)
+            for i, args in enumerate(drawing):
+                stats, rows, jobs = _draw_task(args)
+                emit(i, stats, rows)
+                if not images:
+                    bar.update(len(jobs))
+                    continue
+                for k in range(0, len(jobs), RENDER_CHUNK):
+                    written = render_chunk((config, root, jobs[k:k + RENDER_CHUNK]))
+                    digests.update(written)
+                    bar.update(len(written))
+                    result.images += len(written)
         bar.close()
         files.close()  # annotation tables complete before they are hashed
         _copy_curriculum(Path(curriculum), tmp)
@@ -204,58 +203,6 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
         write_json(tmp / "manifest.json", manifest)
     result.seconds = time.perf_counter() - t0
     return result
-
-
-class _Raised:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-
-def _ahead(items: Iterator, depth: int) -> Iterator:
-    """Yield the items of ``items``, computed in a thread up to ``depth`` items ahead.
-
-    The worker pool takes a moment to start (new interpreters importing numpy), and the
-    pool's consumer only asks for its first item once the workers are up: drawing the first
-    tasks' symbols in a thread meanwhile takes that start-up off the job's critical path.
-    Items come out in order and their computation order is unchanged (one thread consumes
-    the iterator), so the output does not depend on timing. An exception in the thread is
-    raised here; when the consumer stops early, the thread stops after its current item.
-    """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
-
-    def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for item in items:
-                if not put(item):
-                    return
-            put(done)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-            put(_Raised(exc))
-
-    thread = threading.Thread(target=run, name="kandy-symbols", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = q.get()
-            if item is done:
-                return
-            if isinstance(item, _Raised):
-                raise item.exc
-            yield item
-    finally:
-        stop.set()
-        thread.join()
 
 
 def _select(cur: Curriculum, tasks, samples) -> list[TaskSpec]:
@@ -277,29 +224,81 @@ def _select(cur: Curriculum, tasks, samples) -> list[TaskSpec]:
     return selected
 
 
-def _generate_task(task: TaskSpec, cur: Curriculum, task_seed: int, tmp: Path):
+def _draw_task(args) -> tuple[TaskStats, dict, list]:
+    """Worker entry point (picklable, top level): draw one task's symbols (rule checks in this
+    process's SWI-Prolog) and split them. ``args = (task, domain, curriculum_source,
+    task_seed)``. Returns the statistics, the annotation rows per split and the render jobs
+    (symbols as JSON text: the rows' own, and far cheaper to send between processes than
+    symbol objects)."""
+    task, domain, source, task_seed = args
     rule = None
-    rule_file = None
     if task.rule_text is not None:
         rule = TaskRule(task.rule_text, source=task.rule_source, line_offset=task.rule_line,
                         task=task.label,
-                        field="positive_rule" if task.rule_source == cur.source else "rule_file")
-        rule_file = f"rules/{task.index:02d}.pl"
-        (tmp / rule_file).write_text(task.rule_text.rstrip() + "\n", encoding="utf-8")
+                        field="positive_rule" if task.rule_source == source else "rule_file")
     try:
-        accepted, stats = draw_symbols(task, cur.domain, task_seed, rule)
+        accepted, stats = draw_symbols(task, domain, task_seed, rule)
     finally:
         if rule is not None:
             rule.close()
-    split = split_samples(task, accepted, task_seed, stats)
-    entry = {
+    rows: dict[str, list] = {}
+    jobs = []
+    for split_name, samples in split_samples(task, accepted, task_seed, stats).items():
+        rows[split_name] = []
+        for s in samples:
+            rel = f"{s.task_id:02d}/{s.index:05d}.png"
+            row = _row(s, rel, s.symbol.to_json())
+            rows[split_name].append(row)
+            jobs.append((row[4], derive_seed(task_seed, "render", split_name, s.index),
+                         task.noisy_color, task.noisy_size, f"{split_name}/{rel}"))
+    return stats, rows, jobs
+
+
+def _task_entry(task: TaskSpec, task_seed: int, stats: TaskStats, tmp: Path) -> dict:
+    """The task's manifest entry; writes its rule to ``rules/NN.pl``."""
+    rule_file = None
+    if task.rule_text is not None:
+        rule_file = f"rules/{task.index:02d}.pl"
+        (tmp / rule_file).write_text(task.rule_text.rstrip() + "\n", encoding="utf-8")
+    return {
         "id": task.index, "name": task.name, "seed": task_seed, "samples": task.samples,
         "splits": dict(zip(SPLITS, task.split_sizes())), "gamma": task.gamma, "beta": task.beta,
         "noisy_color": task.noisy_color, "noisy_size": task.noisy_size,
         "patience": task.patience, "rule_file": rule_file, "description": task.description,
         "stats": stats.to_dict(),
     }
-    return entry, split
+
+
+def _in_pool(drawing: list, emit, config: dict, root: str, workers: int) -> Iterator:
+    """Draw every task's symbols and render their pictures in one pool of ``workers``
+    processes; yield each render job's digests in job order.
+
+    ``drawing`` holds the :func:`_draw_task` arguments of the tasks in order; ``emit(i,
+    stats, rows)`` records task ``i`` (manifest entry, annotations). Every task's drawing is queued first, so the workers draw symbols for all tasks,
+    several at a time, before any picture: no single process is the one that feeds the
+    others, which on a loaded machine would leave the pool waiting on its share of a core.
+    Render jobs are queued in task order as the drawn tasks come back in task order, so the
+    files and annotations do not depend on the number of workers or on timing.
+    """
+    pool = spawn_pool(workers)
+    ok = False
+    try:
+        drawn = [pool.submit(_draw_task, args) for args in drawing]
+        rendering: deque = deque()
+        for i, fut in enumerate(drawn):
+            stats, rows, jobs = fut.result()
+            emit(i, stats, rows)
+            for k in range(0, len(jobs), RENDER_CHUNK):
+                rendering.append(pool.submit(render_chunk, (config, root,
+                                                            jobs[k:k + RENDER_CHUNK])))
+            while rendering and rendering[0].done():
+                yield rendering.popleft().result()
+        while rendering:
+            yield rendering.popleft().result()
+        ok = True
+    finally:
+        # an error (in a worker, here or in the consumer) or Ctrl-C drops the queued work
+        _shutdown_pool(pool, hard=not ok)
 
 
 _RULE_FILE_LINE = re.compile(r"^(?P<lead>\s*(?:-\s+)?rule_file:\s*)(?P<value>\S.*?)\s*$")

@@ -645,27 +645,10 @@ def _draw_batch(dims: tuple[int, int, int], base, shapes: _Shapes, ss: int,
             win = windows[t] = np.lib.stride_tricks.sliding_window_view(
                 rows, (t, 3 * t), axis=(1, 2), writeable=True)
         at = (image[grp], yi[grp] + m, 3 * (xi[grp] + m))
-        r = row[grp]
+        k = row[grp]
         region = win[at].astype(np.uint16)              # (g, t, 3t)
-        region *= keeps[t][r]
-        region += adds[t][r]
-        region //= 255
-        win[at] = region
-    return work, m
-    order = np.lexsort((tile, layer))                  # by layer, then tile size
-    order = order[seen[order]]
-    key = layer[order] * (int(tile.max()) + 1) + tile[order]
-    cuts = np.flatnonzero(np.diff(key)) + 1
-    for grp in np.split(order, cuts):
-        t = int(tile[grp[0]])
-        win = np.lib.stride_tricks.sliding_window_view(work, (t, t), axis=(1, 2),
-                                                       writeable=True)
-        at = (image[grp], yi[grp] + m, xi[grp] + m)
-        alpha = alphas[t][row[grp]][:, None]            # (g, 1, t, t)
-        region = win[at].astype(np.uint16)              # (g, 3, t, t)
-        region *= 255 - alpha
-        region += alpha * cols[grp][:, :, None, None]
-        region += 127
+        region *= keeps[t][k]
+        region += adds[t][k]
         region //= 255
         win[at] = region
     return work, m
