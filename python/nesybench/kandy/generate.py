@@ -274,11 +274,12 @@ def _in_pool(drawing: list, emit, config: dict, root: str, workers: int) -> Iter
     processes; yield each render job's digests in job order.
 
     ``drawing`` holds the :func:`_draw_task` arguments of the tasks in order; ``emit(i,
-    stats, rows)`` records task ``i`` (manifest entry, annotations). Every task's drawing is queued first, so the workers draw symbols for all tasks,
-    several at a time, before any picture: no single process is the one that feeds the
-    others, which on a loaded machine would leave the pool waiting on its share of a core.
-    Render jobs are queued in task order as the drawn tasks come back in task order, so the
-    files and annotations do not depend on the number of workers or on timing.
+    stats, rows)`` records task ``i`` (manifest entry, annotations). Every task's drawing is
+    queued first, so the workers draw symbols for all tasks, several at a time, before any
+    picture: no single process is the one that feeds the others, which on a loaded machine
+    would leave the pool waiting on its share of a core. Render jobs are queued in task
+    order as the drawn tasks come back in task order, so the files and annotations do not
+    depend on the number of workers or on timing.
     """
     pool = spawn_pool(workers)
     ok = False
