@@ -1,26 +1,36 @@
-"""PSyKI's own KBANN on splice under drop and flip, next to ours and the paper's R.
+"""PSyKI's own KBANN on splice under drop and flip, next to nesybench's and the paper's R.
 
 The degraded training sets (and Ψ) are nesybench's (``cells.build_members``, the same draws
-as ``ski run``); PSyKI's KBANN (Towell fuzzifier, ω = 4, the network built from the theory
-alone) and a Keras MLP with the uneducated predictor's hidden widths are trained on each
-member by ``benchmarks/ski_psyki_worker.py`` in a separate environment that has ``psyki``
-(PSyKI needs Python 3.9 and TensorFlow 2.14; it is never imported by nesybench):
+as ``ski run``). On every member, ``benchmarks/ski_psyki_worker.py`` trains PSyKI's KBANN
+(Towell fuzzifier, ω = ``--omega``, the network built from the theory alone, its rules
+trainable) and a Keras MLP with the uneducated predictor's hidden widths, in a separate
+environment that has ``psyki`` (Python 3.9 and TensorFlow 2.14; it is never imported by
+nesybench; ``scripts/psyki_env.sh`` builds it and prints the path to give here). In the same
+run, nesybench's own ``ski`` code path (``cells.run``) trains its uneducated MLP and its
+KBANN, under the default profile and under ``psyki``, on the same members:
 
-    python3.9 -m venv psyki-env && psyki-env/bin/pip install psyki
-    .venv/bin/python benchmarks/ski_psyki.py --reference-python psyki-env/bin/python \\
+    scripts/psyki_env.sh                      # prints PSYKI_PYTHON
+    .venv/bin/python benchmarks/ski_psyki.py --reference-python PSYKI_PYTHON \\
         --reps 30 --epochs 100            # the paper's configuration (hours on a CPU)
 
-R = ρ(PSyKI KBANN) / ρ(Keras MLP) per degradation, printed beside nesybench's and the
-paper's. ``--reps``, ``--epochs`` and ``--level-stride`` reduce the grid; a stride that
-leaves a degradation nothing but level 0 (R needs a perturbed level) is refused.
+First it checks the untrained PSyKI network against the crisp rules (``kb/ski/splice.pl``
+evaluated by ``Knowledge.truths``): the number of rows where its argmax is the rules' class,
+under Towell's reading of the m-of-n rule and under the threshold PSyKI's m-of-n bias
+(m − ω/2) sets. Then, per degradation, R = ρ(KBANN) / ρ(MLP) of both implementations,
+printed beside the paper's. ``--reps``, ``--epochs`` and ``--level-stride`` reduce the
+grid; a stride that leaves a degradation nothing but level 0 (R needs a perturbed level) is
+refused.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import math
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
@@ -28,19 +38,112 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import numpy as np  # noqa: E402
 
 from nesybench.io import derive_seed  # noqa: E402
-from nesybench.ski import cells, degrade, injectors, scores  # noqa: E402
+from nesybench.ski import cells, degrade, injectors, rules, scores  # noqa: E402
 from nesybench.ski import data as ski_data  # noqa: E402
 
-#: R of KBANN on splice: the paper's Table 1, and nesybench's default and `psyki` profiles
-#: (docs/reproduction/ski.md)
+#: R of KBANN on splice in the paper's Table 1
 PAPER = {"drop": 0.8425, "flip": 1.6749}
-OURS = {"drop": (1.0149, 1.0313), "flip": (0.9942, 0.9981)}
 POSITIONS = [p for p in range(-30, 31) if p != 0]
+WORKER = Path(__file__).with_name("ski_psyki_worker.py")
 
 
 def psyki_name(feature: str) -> str:
     pos, base = int(feature[:-1]), feature[-1]
     return f"X_{-pos}{base}" if pos < 0 else f"X{pos}{base}"
+
+
+def splice_matrix(ds):
+    """The splice features in the worker's column order, and the PSyKI column names."""
+    order = [f"{p}{b}" for p in POSITIONS for b in "acgt"]
+    idx = [ds.features.index(f) for f in order]
+    return ds.X[:, idx], [psyki_name(f) for f in order]
+
+
+def write_job(job: Path, arrays: dict, cfg: dict) -> None:
+    np.savez(job / "job.npz", **arrays)
+    (job / "job.json").write_text(json.dumps(cfg))
+
+
+def untrained_outputs(reference_python: str, ds, omega: float, frozen_rules: bool = False,
+                      encoding: str = "disjunction") -> np.ndarray:
+    """Class outputs [rows, classes] of PSyKI's KBANN built from the theory (written with
+    the worker's ``encoding`` of multi-base codes), untrained, on every row of the splice
+    data set (in the data set's row order)."""
+    X, columns = splice_matrix(ds)
+    with tempfile.TemporaryDirectory() as job:
+        write_job(Path(job), {"X": X, "y": ds.y},
+                  {"classes": list(ds.classes), "columns": columns, "omega": float(omega),
+                   "frozen_rules": frozen_rules, "encoding": encoding})
+        subprocess.run([reference_python, str(WORKER), "--outputs", job], check=True)
+        return np.load(Path(job) / "outputs.npy")
+
+
+def psyki_mofn_threshold(m: float, omega: float) -> int:
+    """The m-of-n rule PSyKI's bias m − ω/2 computes on 0/1 antecedents of weight ω: true
+    when ω·k > m − ω/2, i.e. from k = floor(m/ω − 1/2) + 1 true antecedents (at least 0)."""
+    return max(math.floor(m / omega - 0.5) + 1, 0)
+
+
+def crisp_classes(kn: rules.Knowledge, X: np.ndarray, mofn=None) -> np.ndarray:
+    """Class of every row under the crisp rules (the argmax of ``Knowledge.truths``, whose
+    class rules are exclusive and exhaustive on splice); ``mofn(m)`` replaces each m-of-n
+    threshold m."""
+    import torch  # noqa: PLC0415
+
+    if mofn is not None:
+        concepts = copy.deepcopy(kn.concepts)
+
+        def fix(t):
+            if t.get("op") == "mofn":
+                t["m"] = mofn(t["m"])
+            for a in t.get("args", ()):
+                fix(a)
+        for clauses in concepts.values():
+            for t in clauses:
+                fix(t)
+        kn = rules.Knowledge(kn.source, kn.features, kn.classes, concepts, kn.order)
+    return kn.truths(torch.from_numpy(np.asarray(X, dtype=np.float32))).numpy().argmax(-1)
+
+
+def untrained_check(reference_python: str, ds, omega: float) -> str:
+    out = untrained_outputs(reference_python, ds, omega)
+    kn = cells.knowledge(ds)
+    pred = out.argmax(1)
+    towell = crisp_classes(kn, ds.X)
+    counts = ", ".join(f"{c} {int((pred == k).sum())}" for k, c in enumerate(ds.classes))
+    rules_counts = ", ".join(f"{c} {int((towell == k).sum())}" for k, c in enumerate(ds.classes))
+    own = ", ".join(f"{c} {int(((pred == k) & (towell == k)).sum())}/{int((towell == k).sum())}"
+                    for k, c in enumerate(ds.classes))
+    old_pred = untrained_outputs(reference_python, ds, omega,
+                                 encoding="negated-equalities").argmax(1)
+    old = ", ".join(f"{c} {int((old_pred == k).sum())}" for k, c in enumerate(ds.classes))
+    old += f"; accuracy {(old_pred == ds.y).mean():.4f}"
+    by_k = ", ".join(f"{k}: {int((pred == crisp_classes(kn, ds.X, lambda m, k=k: k)).sum())}"
+                     for k in range(7))
+    return (f"untrained PSyKI KBANN (omega {omega:g}): predicts {counts} (the crisp rules: "
+            f"{rules_counts}); its class is the rules' on {int((pred == towell).sum())} of "
+            f"{len(pred)} rows (per class of the rules: {own}); accuracy "
+            f"{(pred == ds.y).mean():.4f} (the rules: {(towell == ds.y).mean():.4f})\n"
+            f"  rows where it is the rules' class with the m-of-n read as k of 10 "
+            f"pyrimidines, k = {by_k}\n"
+            f"  with the codes of several bases written as negated equalities "
+            f"(\\+ (X_15c = 0, X_15t = 0)): predicts {old}")
+
+
+def ours(deg: str, levels: list, reps: int, epochs: int) -> dict:
+    """Test accuracies [levels, reps] of nesybench's uneducated MLP and KBANN (default and
+    ``psyki`` profiles), through ``cells.run`` (the code path of ``ski run``)."""
+    base = {"dataset": "splice", "degradation": deg, "levels": list(levels), "reps": reps,
+            "epochs": epochs}
+    out = {}
+    for key, injector, profile in (("uneducated", "uneducated", None),
+                                   ("kbann", "kbann", None),
+                                   ("kbann_psyki", "kbann", "psyki")):
+        params = {**base, "injector": injector}
+        if profile:
+            params["profile"] = profile
+        out[key] = cells.run(params, 0)["acc"]
+    return out
 
 
 def main(argv=None) -> int:
@@ -50,6 +153,9 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--level-stride", type=int, default=1)
     ap.add_argument("--degradations", default="drop,flip")
+    ap.add_argument("--omega", type=float, default=4.0, help="PSyKI KBANN's ω (its default 4)")
+    ap.add_argument("--frozen-rules", action="store_true",
+                    help="keep PSyKI's default of fixed (untrainable) rule weights")
     args = ap.parse_args(argv)
     degradations = args.degradations.split(",")
     for deg in degradations:
@@ -63,16 +169,15 @@ def main(argv=None) -> int:
             ap.error(f"--level-stride {args.level_stride} keeps only level 0 of {deg}'s {n} "
                      f"levels, and R needs a perturbed level: use a stride of at most {n - 1}")
 
+    t_start = time.perf_counter()
     ds = cells.dataset("splice")
-    order = [f"{p}{b}" for p in POSITIONS for b in "acgt"]
-    idx = [ds.features.index(f) for f in order]
-    X = ds.X[:, idx]
+    X, columns = splice_matrix(ds)
     train, test = ski_data.stratified_split(ds.y, 0)
-    worker = Path(__file__).with_name("ski_psyki_worker.py")
     print(f"splice: {len(train)} training rows, {len(test)} test rows; reps {args.reps}, "
-          f"epochs {args.epochs}, level stride {args.level_stride}")
-    print("| degradation | levels | R, PSyKI's KBANN | R, nesybench (default / psyki) | paper |")
-    print("|---|---|---|---|---|")
+          f"epochs {args.epochs}, level stride {args.level_stride}; PSyKI KBANN omega "
+          f"{args.omega:g}, rules {'frozen' if args.frozen_rules else 'trainable'}")
+    print(untrained_check(args.reference_python, ds, args.omega), flush=True)
+    table, accs = [], []
     for deg in degradations:
         levels = degrade.LEVELS[deg][::args.level_stride]
         members, psi = cells.build_members(ds, train, deg, levels, args.reps)
@@ -85,26 +190,50 @@ def main(argv=None) -> int:
             starts.append(starts[-1] + len(r))
         seeds = [derive_seed(0, "member", f"{lv:.4f}", k) for lv in levels
                  for k in range(args.reps)]
+        t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as job:
-            np.savez(Path(job) / "job.npz", X=X, y=ds.y, test=test,
-                     starts=np.asarray(starts), rows=np.concatenate(rows),
-                     labels=np.concatenate(labels))
-            (Path(job) / "job.json").write_text(json.dumps({
-                "classes": list(ds.classes), "columns": [psyki_name(f) for f in order],
-                "seeds": [int(s % 2**31) for s in seeds], "omega": 4.0,
-                "hidden": injectors.HIDDEN["splice"], "lr": 1e-3, "batch_size": 32,
-                "epochs": args.epochs}))
-            subprocess.run([args.reference_python, str(worker), job], check=True)
+            write_job(Path(job), {"X": X, "y": ds.y, "test": test, "starts": np.asarray(starts),
+                                  "rows": np.concatenate(rows),
+                                  "labels": np.concatenate(labels)},
+                      {"classes": list(ds.classes), "columns": columns,
+                       "seeds": [int(s % 2**31) for s in seeds], "omega": args.omega,
+                       "frozen_rules": args.frozen_rules,
+                       "hidden": injectors.HIDDEN["splice"], "lr": 1e-3, "batch_size": 32,
+                       "epochs": args.epochs})
+            subprocess.run([args.reference_python, str(WORKER), job], check=True,
+                           stdout=sys.stderr)
             acc = np.load(Path(job) / "acc.npz")
-            a_k = acc["kbann"].reshape(len(levels), args.reps)
-            a_u = acc["uneducated"].reshape(len(levels), args.reps)
+            shape = (len(levels), args.reps)
+            a = {"psyki_kbann": acc["kbann"].reshape(shape),
+                 "psyki_mlp": acc["uneducated"].reshape(shape)}
+        t1 = time.perf_counter()
+        a.update(ours(deg, levels, args.reps, args.epochs))
+        t2 = time.perf_counter()
         psi_m = psi.mean(axis=1)
-        r = scores.gain(scores.rho(levels, psi_m, a_k.mean(axis=1)),
-                        scores.rho(levels, psi_m, a_u.mean(axis=1)))
-        print(f"clean accuracy {deg}: PSyKI KBANN {a_k[0].mean():.4f}, "
-              f"Keras MLP {a_u[0].mean():.4f}", file=sys.stderr)
-        print(f"| {deg} | {', '.join(f'{v:g}' for v in levels)} | {r:.4f} | "
-              f"{OURS[deg][0]:.4f} / {OURS[deg][1]:.4f} | {PAPER[deg]:.4f} |", flush=True)
+        rho = {k: scores.rho(levels, psi_m, v.mean(axis=1)) for k, v in a.items()}
+        r = {"psyki": scores.gain(rho["psyki_kbann"], rho["psyki_mlp"]),
+             "ours": scores.gain(rho["kbann"], rho["uneducated"]),
+             "ours_psyki": scores.gain(rho["kbann_psyki"], rho["uneducated"])}
+        table.append(f"| {deg} | {', '.join(f'{v:g}' for v in levels)} | {r['psyki']:.4f} | "
+                     f"{r['ours']:.4f} | {r['ours_psyki']:.4f} | {PAPER[deg]:.4f} |")
+        accs.append(f"| {deg} | " + " | ".join(
+            f"{a[k][0].mean():.4f} / {a[k].mean():.4f}"
+            for k in ("psyki_kbann", "psyki_mlp", "kbann", "kbann_psyki", "uneducated")) + " |")
+        print(f"{deg}: PSyKI side {t1 - t0:.0f} s, nesybench side {t2 - t1:.0f} s",
+              flush=True)
+    print()
+    print("| degradation | levels | R, PSyKI's KBANN | R, nesybench KBANN (default) | "
+          "R, nesybench KBANN (`psyki`) | paper |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(table))
+    print()
+    print("test accuracy, level 0 / mean over the levels:")
+    print()
+    print("| degradation | PSyKI KBANN | Keras MLP | nesybench KBANN (default) | "
+          "nesybench KBANN (`psyki`) | nesybench MLP |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(accs))
+    print(f"\nrun time {time.perf_counter() - t_start:.0f} s")
     return 0
 
 

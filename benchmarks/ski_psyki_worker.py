@@ -1,5 +1,6 @@
 """PSyKI side of ``benchmarks/ski_psyki.py``: run with the Python of a separate environment
-that has ``psyki`` (and its TensorFlow); never imported by nesybench.
+that has ``psyki`` (and its TensorFlow; ``scripts/psyki_env.sh`` builds one); never imported
+by nesybench.
 
 Reads ``job.npz`` (the clean feature matrix, labels, the test rows, and per member its
 training rows and labels), builds Towell's splice domain theory in PSyKI's Prolog syntax,
@@ -8,7 +9,26 @@ nesybench's uneducated predictor on every member, and writes the test accuracies
 ``acc.npz``.
 
     PSYKI_PYTHON benchmarks/ski_psyki_worker.py JOB_DIR
-    PSYKI_PYTHON benchmarks/ski_psyki_worker.py --theory     # print the theory, nothing else
+    PSYKI_PYTHON benchmarks/ski_psyki_worker.py --outputs JOB_DIR   # untrained network
+    PSYKI_PYTHON benchmarks/ski_psyki_worker.py --theory            # print the theory
+
+``--outputs`` builds the network from the theory alone (ω from ``job.json``) and writes its
+class outputs on every row of ``X`` to ``outputs.npy``, without training.
+
+How the theory is written for PSyKI's Towell fuzzifier (each choice matters to the network
+it builds):
+
+* a base is the variable of its multi-hot column (``X_3a``), a positive antecedent of
+  weight ω; an IUPAC code of several bases is their disjunction, ``(X_3a ; X_3c)``, a unit
+  with bias ω/2. Written as ``\\+ (X_3a = 0, X_3c = 0)`` it has the same crisp meaning, but
+  PSyKI gives a negated antecedent weight −ω and counts only positive weights in a bias, so
+  inside ``m_of_n`` ten such antecedents turn "6 of 10 pyrimidines" into a unit that is
+  never true (and the equalities add trainable constants);
+* the rules are made trainable (``Theory.set_all_formulae_trainable``): PSyKI's theories are
+  fixed by default, which makes its KBANN a network whose rule weights never change
+  (``"frozen_rules": true`` in ``job.json`` keeps that default);
+* the class rules come in the order of the job's classes, which is the order of PSyKI's
+  output units (its class mapping does not reorder them).
 """
 import json
 import os
@@ -20,27 +40,40 @@ import numpy as np  # noqa: E402
 
 POSITIONS = [p for p in range(-30, 31) if p != 0]
 IUPAC = {"a": "a", "c": "c", "g": "g", "t": "t", "m": "ac", "r": "ag", "y": "ct"}
+CLASSES = ("ei", "ie", "n")
 
 
 def var(pos, base):
+    """PSyKI variable (and column) name of the multi-hot column of ``base`` at ``pos``."""
     return f"X_{-pos}{base}" if pos < 0 else f"X{pos}{base}"
 
 
-def literal(pos, code):
+#: how a code of several bases is written: ``disjunction`` (the default) or, as earlier
+#: versions of this script did, ``negated-equalities`` (kept to show what it does)
+ENCODINGS = ("disjunction", "negated-equalities")
+
+
+def literal(pos, code, encoding="disjunction"):
+    """A base code at a position as a positive PSyKI antecedent: one variable, or the
+    disjunction of the variables of the code's bases."""
     bases = IUPAC[code.lower()]
     if len(bases) == 1:
         return var(pos, bases)
-    return "\\+ (" + ", ".join(f"{var(pos, b)} = 0" for b in bases) + ")"
+    if encoding == "negated-equalities":
+        return "\\+ (" + ", ".join(f"{var(pos, b)} = 0" for b in bases) + ")"
+    return "(" + " ; ".join(var(pos, b) for b in bases) + ")"
 
 
-def seq(start, codes):
-    i = POSITIONS.index(start)
-    return [literal(POSITIONS[i + k], c) for k, c in enumerate(codes)]
-
-
-def theory() -> str:
+def theory(encoding="disjunction") -> str:
     """Towell, Shavlik and Noordewier's splice-junction theory (the rules of
     kb/ski/splice.pl), written with one variable per multi-hot feature."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown encoding {encoding!r}")
+
+    def seq(start, codes):
+        i = POSITIONS.index(start)
+        return [literal(POSITIONS[i + k], c, encoding) for k, c in enumerate(codes)]
+
     head = ", ".join(var(p, b) for p in POSITIONS for b in "acgt")
     lines = []
     for start in (-3, -4, -5):
@@ -49,7 +82,7 @@ def theory() -> str:
     for start in (1, 2, 3):
         for codon in ("TAA", "TAG", "TGA"):
             lines.append(f"ie_stop({head}) :- {', '.join(seq(start, codon))}.")
-    pyr = ", ".join(literal(p, "y") for p in range(-15, -5))
+    pyr = ", ".join(literal(p, "y", encoding) for p in range(-15, -5))
     lines.append(f"pyrimidine_rich({head}) :- m_of_n(6, {pyr}).")
     lines.append(f"class({head}, ei) :- {', '.join(seq(-3, 'MAGGTRAGT'))}, "
                  f"\\+ ei_stop({head}).")
@@ -59,26 +92,56 @@ def theory() -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(job_dir: str) -> int:
+def load(job_dir):
+    job = np.load(os.path.join(job_dir, "job.npz"))
+    cfg = json.load(open(os.path.join(job_dir, "job.json")))
+    cols = [var(p, b) for p in POSITIONS for b in "acgt"]
+    assert cols == cfg["columns"], "feature order differs from the theory's"
+    assert tuple(cfg["classes"]) == CLASSES, "class order differs from the theory's"
+    return job, cfg, cols
+
+
+def psyki_theory(job_dir, X, y, cfg, cols):
+    """The theory parsed by PSyKI (tuProlog), its rules trainable unless frozen."""
     import pandas as pd
-    import tensorflow as tf
     from psyki.logic import Theory
+
+    frame = pd.DataFrame(X, columns=cols)
+    frame["class"] = [CLASSES[k] for k in y]
+    kb_file = os.path.join(job_dir, "splice-psyki.pl")
+    with open(kb_file, "w") as fh:
+        fh.write(theory(cfg.get("encoding", "disjunction")))
+    th = Theory(kb_file, frame, {c: i for i, c in enumerate(CLASSES)})
+    if not cfg.get("frozen_rules", False):
+        th.set_all_formulae_trainable()
+    return th
+
+
+def build(th, n_features, cfg):
+    """PSyKI's KBANN of the theory ``th`` (untrained)."""
+    import tensorflow as tf
     from psyki.ski import Injector
 
     tf.get_logger().setLevel("ERROR")
-    job = np.load(os.path.join(job_dir, "job.npz"))
-    cfg = json.load(open(os.path.join(job_dir, "job.json")))
+    inp = tf.keras.Input((n_features,))
+    return Injector.kbann(tf.keras.Model(inp, inp), omega=cfg["omega"]).inject(th)
+
+
+def outputs(job_dir: str) -> int:
+    job, cfg, cols = load(job_dir)
+    X, y = job["X"].astype("float32"), job["y"].astype("int64")
+    model = build(psyki_theory(job_dir, X, y, cfg, cols), X.shape[1], cfg)
+    np.save(os.path.join(job_dir, "outputs.npy"), model.predict(X, verbose=0))
+    return 0
+
+
+def main(job_dir: str) -> int:
+    import tensorflow as tf
+
+    job, cfg, cols = load(job_dir)
     X, y, test = job["X"].astype("float32"), job["y"].astype("int64"), job["test"]
     starts, rows, labels = job["starts"], job["rows"], job["labels"]
-    classes = cfg["classes"]
-    cols = [var(p, b) for p in POSITIONS for b in "acgt"]
-    assert cols == cfg["columns"], "feature order differs from the theory's"
-    frame = pd.DataFrame(X, columns=cols)
-    frame["class"] = [classes[k] for k in y]
-    kb_file = os.path.join(job_dir, "splice-psyki.pl")
-    with open(kb_file, "w") as fh:
-        fh.write(theory())
-    th = Theory(kb_file, frame, {c: i for i, c in enumerate(classes)})
+    th = psyki_theory(job_dir, X, y, cfg, cols)
     n_members = len(starts) - 1
     acc = {"kbann": np.zeros(n_members), "uneducated": np.zeros(n_members)}
     for e in range(n_members):
@@ -86,15 +149,14 @@ def main(job_dir: str) -> int:
         ytr = labels[starts[e]:starts[e + 1]]
         for name in ("kbann", "uneducated"):
             tf.keras.utils.set_random_seed(int(cfg["seeds"][e]) + (0 if name == "kbann" else 1))
-            inp = tf.keras.Input((X.shape[1],))
             if name == "kbann":
-                base = tf.keras.Model(inp, inp)
-                model = Injector.kbann(base, omega=cfg["omega"]).inject(th)
+                model = build(th, X.shape[1], cfg)
             else:
+                inp = tf.keras.Input((X.shape[1],))
                 h = inp
                 for w in cfg["hidden"]:
                     h = tf.keras.layers.Dense(w, activation="relu")(h)
-                out = tf.keras.layers.Dense(len(classes), activation="softmax")(h)
+                out = tf.keras.layers.Dense(len(CLASSES), activation="softmax")(h)
                 model = tf.keras.Model(inp, out)
             model.compile(optimizer=tf.keras.optimizers.Adam(cfg["lr"]),
                           loss="sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -109,9 +171,12 @@ def main(job_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--theory"]:
+    args = sys.argv[1:]
+    if args == ["--theory"]:
         print(theory(), end="")
         sys.exit(0)
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
-        sys.exit(f"usage: {sys.argv[0]} JOB_DIR | --theory")
-    sys.exit(main(sys.argv[1]))
+    if len(args) == 2 and args[0] == "--outputs":
+        sys.exit(outputs(args[1]))
+    if len(args) != 1 or args[0].startswith("-"):
+        sys.exit(f"usage: {sys.argv[0]} JOB_DIR | --outputs JOB_DIR | --theory")
+    sys.exit(main(args[0]))

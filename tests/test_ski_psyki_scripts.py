@@ -48,3 +48,31 @@ def test_the_worker_prints_the_theory_with_theory_alone():
     assert any(ln.startswith("pyrimidine_rich(") and "m_of_n(6," in ln for ln in lines)
     bad = subprocess.run([sys.executable, str(WORKER)], capture_output=True, text=True)
     assert bad.returncode != 0 and "usage:" in bad.stderr
+
+
+def _fake_python(path: Path, rc: int) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\nexit {rc}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_environment_script_skips_a_broken_python39_and_finds_pyenvs(tmp_path):
+    """``python3.9`` on PATH that does not run (a pyenv shim for a version not selected) is
+    passed over; a 3.9 in pyenv's versions folder is used; PSYKI_PYTHON39 must be a 3.9."""
+    script = ROOT / "scripts" / "psyki_env.sh"
+    _fake_python(tmp_path / "bin" / "python3.9", 1)
+    good = _fake_python(tmp_path / "pyenv" / "versions" / "3.9.7" / "bin" / "python", 0)
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "PYENV_ROOT": str(tmp_path / "pyenv"),
+           "HOME": str(tmp_path)}
+    res = subprocess.run(["bash", str(script), "--find-python"], capture_output=True,
+                         text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == str(good)
+    bad = subprocess.run(["bash", str(script), "--find-python"], capture_output=True,
+                         text=True, env={**env, "PSYKI_PYTHON39": str(tmp_path / "bin" /
+                                                                      "python3.9")})
+    assert bad.returncode == 1 and "is not a working Python 3.9" in bad.stderr
+    usage = subprocess.run(["bash", str(script), "--bogus"], capture_output=True, text=True,
+                           env=env)
+    assert usage.returncode == 2 and "usage:" in usage.stderr
