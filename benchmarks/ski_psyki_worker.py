@@ -11,6 +11,7 @@ nesybench's uneducated predictor on every member, and writes the test accuracies
     PSYKI_PYTHON benchmarks/ski_psyki_worker.py JOB_DIR
     PSYKI_PYTHON benchmarks/ski_psyki_worker.py --outputs JOB_DIR   # untrained network
     PSYKI_PYTHON benchmarks/ski_psyki_worker.py --theory            # print the theory
+    PSYKI_PYTHON benchmarks/ski_psyki_worker.py --mofn-demo         # PSyKI's m_of_n
 
 ``--outputs`` builds the network from the theory alone (ω from ``job.json``) and writes its
 class outputs on every row of ``X`` to ``outputs.npy``, without training.
@@ -135,6 +136,37 @@ def outputs(job_dir: str) -> int:
     return 0
 
 
+#: "2 of A, B, C" written four ways, each with the same crisp meaning on 0/1 inputs
+MOFN_DEMO = ("m_of_n(2, A, B, C)", "m_of_n(2, (A ; A), (B ; B), (C ; C))",
+             "m_of_n(2, \\+ (A = 0), \\+ (B = 0), \\+ (C = 0))",
+             "m_of_n(2, \\+ (A = 0, A = 0), \\+ (B = 0, B = 0), \\+ (C = 0, C = 0))")
+
+
+def mofn_demo(omega: float = 4.0) -> int:
+    """Output of PSyKI's untrained KBANN unit for "2 of A, B, C" on rows with 0, 1, 2 and 3
+    of the inputs true (the crisp rule: false, false, true, true)."""
+    import pandas as pd
+    import tensorflow as tf
+    from psyki.logic import Theory
+    from psyki.ski import Injector
+
+    tf.get_logger().setLevel("ERROR")
+    X = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype="float32")
+    frame = pd.DataFrame(X, columns=["A", "B", "C"])
+    frame["class"] = ["no", "no", "yes", "yes"]
+    print(f"PSyKI KBANN, omega {omega:g}: output of class yes on rows with 0, 1, 2, 3 of "
+          f"A, B, C true (the rule: false, false, true, true)")
+    for body in MOFN_DEMO:
+        text = (f"class(A, B, C, yes) :- {body}.\n"
+                f"class(A, B, C, no) :- \\+ class(A, B, C, yes).\n")
+        th = Theory(text, frame, {"yes": 0, "no": 1})
+        inp = tf.keras.Input((3,))
+        net = Injector.kbann(tf.keras.Model(inp, inp), omega=omega).inject(th)
+        out = net.predict(X, verbose=0)[:, 0]
+        print(f"  {body:68s} " + " ".join(f"{v:.3f}" for v in out))
+    return 0
+
+
 def main(job_dir: str) -> int:
     import tensorflow as tf
 
@@ -175,8 +207,11 @@ if __name__ == "__main__":
     if args == ["--theory"]:
         print(theory(), end="")
         sys.exit(0)
+    if args == ["--mofn-demo"]:
+        sys.exit(mofn_demo())
     if len(args) == 2 and args[0] == "--outputs":
         sys.exit(outputs(args[1]))
     if len(args) != 1 or args[0].startswith("-"):
-        sys.exit(f"usage: {sys.argv[0]} JOB_DIR | --outputs JOB_DIR | --theory")
+        sys.exit(f"usage: {sys.argv[0]} JOB_DIR | --outputs JOB_DIR | --theory | "
+                 "--mofn-demo")
     sys.exit(main(args[0]))

@@ -161,3 +161,19 @@ def _crisp_tree(ds, t):
         return ds.X[:, col[t["feature"]]] > 0
     vals = [_crisp_tree(ds, a) for a in t["args"]]
     return np.all(vals, axis=0) if t["op"] == "and" else np.any(vals, axis=0)
+
+
+@needs_psyki
+def test_psykis_m_of_n_demo(worker):
+    """The worker's minimal reproduction of PSyKI's m_of_n: "2 of A, B, C" with positive
+    antecedents is already true with one of them (bias m − ω/2), and with negated-equality
+    antecedents (weight −ω, the bias unchanged) is not true even with two."""
+    import subprocess
+    out = subprocess.run([PSYKI_PYTHON, str(ROOT / "benchmarks" / "ski_psyki_worker.py"),
+                          "--mofn-demo"], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()[1:]
+    assert [ln.split()[0] for ln in lines] == [b.split()[0] for b in worker.MOFN_DEMO]
+    assert all(body in ln for body, ln in zip(worker.MOFN_DEMO, lines))
+    plain, _, negated, _ = ([float(v) for v in ln.split()[-4:]] for ln in lines)
+    assert plain[1] > 0.9 and plain[2] > 0.99
+    assert negated[2] < 0.1 and negated[3] <= 0.5
