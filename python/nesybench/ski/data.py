@@ -198,6 +198,9 @@ class _Stub:
         self.state = state
 
 
+_NUMPY_2 = int(np.__version__.split(".")[0]) >= 2
+
+
 class _FrameUnpickler(pickle.Unpickler):
     _ALLOWED = ("pandas.", "numpy.", "numpy", "builtins", "copyreg", "_codecs")
 
@@ -214,8 +217,10 @@ class _FrameUnpickler(pickle.Unpickler):
                 def __init__(self, *args, **kw):
                     pass
             return Stub
-        if module.startswith("numpy.core"):                 # pickled by numpy 1.x
-            module = "numpy._core" + module[len("numpy.core"):]
+        # numpy 2 renamed numpy.core to numpy._core: a file pickled by either reads in both
+        old, new = ("numpy.core", "numpy._core") if _NUMPY_2 else ("numpy._core", "numpy.core")
+        if module == old or module.startswith(old + "."):
+            module = new + module[len(old):]
         if module.split(".")[0] not in ("numpy", "builtins", "copyreg", "_codecs"):
             raise pickle.UnpicklingError(f"unexpected class {module}.{name} in the data file")
         return super().find_class(module, name)
