@@ -155,7 +155,8 @@ def main(argv=None) -> int:
     ap.add_argument("--degradations", default="drop,flip")
     ap.add_argument("--omega", type=float, default=4.0, help="PSyKI KBANN's ω (its default 4)")
     ap.add_argument("--frozen-rules", action="store_true",
-                    help="keep PSyKI's default of fixed (untrainable) rule weights")
+                    help="keep PSyKI's default of fixed (untrainable) rule weights: its "
+                         "KBANN is then the untrained rule network at every level")
     args = ap.parse_args(argv)
     degradations = args.degradations.split(",")
     for deg in degradations:

@@ -192,8 +192,11 @@ def main(job_dir: str) -> int:
                 model = tf.keras.Model(inp, out)
             model.compile(optimizer=tf.keras.optimizers.Adam(cfg["lr"]),
                           loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-            model.fit(X[tr], ytr, epochs=cfg["epochs"], batch_size=cfg["batch_size"],
-                      verbose=0)
+            if not (name == "kbann" and cfg.get("frozen_rules", False)):
+                # frozen rules leave PSyKI's network nothing to train (Keras refuses to fit
+                # it): it is the untrained rule network at every level
+                model.fit(X[tr], ytr, epochs=cfg["epochs"], batch_size=cfg["batch_size"],
+                          verbose=0)
             pred = np.argmax(model.predict(X[test], verbose=0), axis=1)
             acc[name][e] = float(np.mean(pred == y[test]))
         print(f"member {e + 1}/{n_members}: kbann {acc['kbann'][e]:.4f} "
