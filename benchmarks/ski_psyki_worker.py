@@ -22,9 +22,9 @@ it builds):
 * a base is the variable of its multi-hot column (``X_3a``), a positive antecedent of
   weight ω; an IUPAC code of several bases is their disjunction, ``(X_3a ; X_3c)``, a unit
   with bias ω/2. Written as ``\\+ (X_3a = 0, X_3c = 0)`` it has the same crisp meaning, but
-  PSyKI gives a negated antecedent weight −ω and counts only positive weights in a bias, so
-  inside ``m_of_n`` ten such antecedents turn "6 of 10 pyrimidines" into a unit that is
-  never true (and the equalities add trainable constants);
+  PSyKI gives a negated antecedent weight −ω and its m-of-n unit the bias m − ω/2 whatever
+  the signs, so inside ``m_of_n`` ten such antecedents turn "6 of 10 pyrimidines" into a
+  unit that is never true (and the equalities add trainable constants);
 * the rules are made trainable (``Theory.set_all_formulae_trainable``): PSyKI's theories are
   fixed by default, which makes its KBANN a network whose rule weights never change
   (``"frozen_rules": true`` in ``job.json`` keeps that default);
