@@ -135,11 +135,23 @@ def _run_swipl(args, cwd, env, where, timeout=120):
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_readme_block(block, scratches):
-    scratch = scratches(block.file)
-    if block.skip:
-        pytest.skip(f"{block.where}: {block.skip}")
+#: the pages with runnable blocks, in document order
+PAGES = list(dict.fromkeys(b.file for b in BLOCKS))
+
+
+# One test per page, its blocks in order in one scratch folder: a block may use what an earlier
+# block of the same page wrote, so a page's blocks must not be spread over pytest-xdist workers.
+@pytest.mark.parametrize("page", PAGES)
+def test_readme_page(page, scratches):
+    runnable = [b for b in BLOCKS if b.file == page and not b.skip]
+    if not runnable:
+        pytest.skip(f"{page}: every block is marked skip")
+    scratch = scratches(page)
+    for block in runnable:
+        _run_block(block, scratch)
+
+
+def _run_block(block, scratch) -> None:
     env = _env()
     if block.lang == "python":
         script = scratch / f"block_{block.line}.py"
