@@ -69,3 +69,19 @@ def test_clingo_models_with_mixed_argument_types(tmp_path):
     lp.write_text("m(1, 2). m(1, f(1)). m(a, \"s\").\n#show m/2.\n")
     res = asp.solve([lp])
     assert res.count == 1 and len(res.models[0]) == 3
+
+
+def test_fact_symbols_from_the_memo_are_the_plain_symbols():
+    """The batch path (``fact_symbol``) builds each fact from memoised arguments; it must give
+    exactly ``symbol``'s terms, with True/1 and False/0 apart (equal as dict keys)."""
+    from nesybench.logic.asp import fact_symbol, symbol
+
+    facts = [("c", 0, ("color", 1), "red"), ("c", 1, ("color", 1), True), ("c", 1, 1, 1),
+             ("c", 2, False, 0), ("c", 3, "Not An Atom", ("t", 1, "x")), ("Up", 1, 2),
+             ("tab", 5, "y", (1, True)), ("c", 4, (1, 2), (True, 2))]
+    memo: dict = {}
+    for _ in range(2):                                   # the second pass reads the memo
+        for f in facts:
+            assert fact_symbol(f, memo) == symbol(f), f
+    assert str(fact_symbol(("c", 1, ("color", 1), True), memo)) == "c(1,color(1),true)"
+    assert str(fact_symbol(("c", 1, 1, 1), memo)) == "c(1,1,1)"

@@ -128,6 +128,24 @@ def symbol(value):
     raise NesyError(f"cannot turn {value!r} into an ASP term")
 
 
+def fact_symbol(fact: tuple, memo: dict):
+    """``symbol(fact)`` for a fact ``(name, arg, ...)``, its arguments taken from ``memo`` (a
+    dict the caller keeps for one batch): the facts of many worlds repeat the same concept
+    terms and values, and building a clingo symbol through its C interface costs far more
+    than a lookup. Keys are ``repr`` of the value, so ``True`` and ``1`` stay apart."""
+    if not (fact and isinstance(fact[0], str) and fact[0][:1].islower()
+            and fact[0].replace("_", "a").isalnum()):
+        return symbol(fact)
+    args = []
+    for v in fact[1:]:
+        key = repr(v)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = symbol(v)
+        args.append(got)
+    return _clingo().Function(fact[0], args)
+
+
 def to_python(sym):
     """clingo Symbol -> Python value (numbers int, constants/strings str, functions tuples)."""
     clingo = _clingo()
@@ -346,9 +364,11 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
         except RuntimeError as exc:
             raise NesyError(f"ASP syntax error: {_one_line(messages) or exc}",
                             file=str(path)) from None
+    memo: dict = {}
     with ctl.backend() as backend:
         for fact in facts:
-            atom = backend.add_atom(symbol(tuple(fact)) if len(fact) > 1 else symbol(fact[0]))
+            atom = backend.add_atom(fact_symbol(tuple(fact), memo) if len(fact) > 1
+                                    else symbol(fact[0]))
             backend.add_rule([atom])
     limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
     started = time.monotonic()
