@@ -137,11 +137,15 @@ def test_outlier_limit_is_inclusive_and_may_be_below_one():
     first = fit_irt(U)
     i = int(np.nanargmax(np.abs(first.b_raw)))
     limit = float(abs(first.b_raw[i]))
-    again = fit_irt(U, outlier=limit)        # the same data fit the same: |b_i| == limit
-    assert again.b_raw[i] == first.b_raw[i]
-    assert again.kept[i] and i not in again.outliers.tolist()
-    small = fit_irt(U, outlier=0.5)
+    for rule in ("paper", "significant"):
+        again = fit_irt(U, outlier=limit, outlier_rule=rule)   # |b_i| == limit: kept
+        assert again.b_raw[i] == first.b_raw[i]
+        assert again.kept[i] and i not in again.outliers.tolist()
+    small = fit_irt(U, outlier=0.5, outlier_rule="paper")
     assert set(small.outliers.tolist()) == set(np.flatnonzero(np.abs(small.b_raw) > 0.5))
+    small = fit_irt(U, outlier=0.5)
+    near = np.abs(small.b_raw) - 1.959963984540054 * small.se_b
+    assert set(small.outliers.tolist()) == set(np.flatnonzero(near > 0.5))
     with pytest.raises(NesyError, match="outlier limit"):
         fit_irt(U, outlier=0)
 
