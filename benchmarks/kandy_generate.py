@@ -175,10 +175,10 @@ def report(times: dict, cpus: dict, args, images: int) -> None:
     print()
     per_round = lambda a, b: ", ".join(f"{x / y:.2f}" for x, y in zip(a, b))  # noqa: E731
     if times["floor"]:
-        print(f"nesybench / PNG floor        {ours / floor:6.2f}×  (done when <= 1.5×; "
+        print(f"nesybench / PNG floor        {ours / floor:6.2f}×  (target <= 1.5×; "
               f"per round {per_round(times['ours'], times['floor'])})")
     if times["reference"]:
-        print(f"reference / nesybench        {ref / ours:6.1f}×  (done when >= 20×; "
+        print(f"reference / nesybench        {ref / ours:6.1f}×  (target >= 20×; "
               f"per round {per_round(times['reference'], times['ours'])}; CPU time "
               f"{statistics.median(cpus['reference']) / statistics.median(cpus['ours']):.1f}×)")
 
