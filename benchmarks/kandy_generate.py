@@ -154,7 +154,7 @@ def _stat(xs: list[float]) -> str:
 
 def report(times: dict, cpus: dict, args, images: int) -> None:
     """The Markdown table of medians (wall time with its range, CPU time of all the job's
-    processes) and the two ratios of the issue's targets, also per round."""
+    processes) and the two ratios against their targets, also per round."""
     ours = statistics.median(times["ours"])
     rows = [(f"nesybench, {args.workers} workers", "ours", "1.0×")]
     if times["floor"]:
