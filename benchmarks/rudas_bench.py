@@ -4,8 +4,8 @@
         [--category chain] [--depth 2] [--seed 0] [--eval-rules 10,100,1000]
         [--reference PATH [--reference-python PY] [--reference-cmd TEMPLATE]]
 
-Each generation runs in a fresh subprocess (so peak RSS is per dataset). Targets: M < 2 s, XL (<= 500k facts) < 60 s, memory < 4 GB on a 2-core machine. The reference
-RuDaS generator was measured on this machine at up to 226 s (S) and 625 s (M). With
+Each generation runs in a fresh subprocess (so peak RSS is per dataset). Targets: M < 2 s,
+XL (<= 500k facts) < 60 s, memory < 4 GB on a 2-core machine. The reference RuDaS generator was measured on this machine at up to 226 s (S) and 625 s (M). With
 ``--reference PATH`` (an IBM/RuDaS checkout) its generator ``src/generator.py`` is run on the
 same size, category and depth (by default ``{python} generator.py --path {out}/ --size
 {size_index} --category {category_index} --maxdepth {depth}`` in ``PATH/src``; it needs
