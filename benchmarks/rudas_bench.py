@@ -5,7 +5,8 @@
         [--reference PATH [--reference-python PY] [--reference-cmd TEMPLATE]]
 
 Each generation runs in a fresh subprocess (so peak RSS is per dataset). Targets: M < 2 s,
-XL (<= 500k facts) < 60 s, memory < 4 GB on a 2-core machine. The reference RuDaS generator was measured on this machine at up to 226 s (S) and 625 s (M). With
+XL (<= 500k facts) < 60 s, memory < 4 GB on a 2-core machine. The reference RuDaS generator
+was measured on this machine at up to 226 s (S) and 625 s (M). With
 ``--reference PATH`` (an IBM/RuDaS checkout) its generator ``src/generator.py`` is run on the
 same size, category and depth (by default ``{python} generator.py --path {out}/ --size
 {size_index} --category {category_index} --maxdepth {depth}`` in ``PATH/src``; it needs
