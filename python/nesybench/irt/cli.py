@@ -119,7 +119,7 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
 @click.option("--outlier", type=click.FloatRange(0, min_open=True), default=6.0,
               show_default=True, help="the difficulty limit of the outlier rule")
 @click.option("--outlier-rule", type=click.Choice(["significant", "paper"]), default=None,
-              help="significant: drop an item only when its whole 95 %% interval b ± 1.96·se "
+              help="significant: drop an item only when its whole 95 % interval b ± 1.96·se "
                    "is beyond --outlier; paper: drop every |b| above it (the paper's rule). "
                    "Default: paper for a study drawn with --population paper, else "
                    "significant")
@@ -174,8 +174,8 @@ def fit_cmd(study, responses, irt_model, bins, outlier, outlier_rule, slope_prio
                    f"{shown}: {irt_model.upper()} on {s['respondents']} × {s['items']}: "
                    f"b {s['b_mean']:.3f} ± {s['b_sd']:.3f}, {s['kept']} kept, "
                    f"{s['all_right']} all right, {s['all_wrong']} all wrong, {s['outliers']} "
-                   f"{_beyond_text(s['outlier_rule'], outlier)}, {s['negative_a']} negative a, {s['misfit']} infit outside "
-                   f"0.7-1.3; {s['iterations']} EM "
+                   f"{_beyond_text(s['outlier_rule'], outlier)}, {s['negative_a']} negative a, "
+                   f"{s['misfit']} infit outside 0.7-1.3; {s['iterations']} EM "
                    f"cycles, {s['seconds']:.2f} s", nl=not as_json)
         return
     summ = _fit(study, irt_model, bins, outlier, outlier_rule)
