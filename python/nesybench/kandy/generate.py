@@ -3,9 +3,10 @@
 ``generate(curriculum, out)`` parses the YAML, draws each task's symbols with rejection
 sampling (rule checks batched through SWI-Prolog), splits them, renders the images, and
 writes annotations, rules and a manifest with checksums into a temporary folder that is
-renamed to ``out`` only when everything succeeded. With ``workers > 1`` the worker processes
-do both the drawing (a task per job) and the rendering (jobs of :data:`RENDER_CHUNK`
-pictures, drawn in vectorised batches and written by the worker); this process only writes
+renamed to ``out`` only when everything succeeded. With ``workers > 1`` each job of the
+worker processes is one task (or one part of a task, when there are fewer tasks than a few
+per worker): the worker draws the task's symbols, renders the pictures from the symbol
+objects it drew, in vectorised batches, and writes the files itself; this process only writes
 the annotations and the manifest, in task order.
 """
 from __future__ import annotations
@@ -17,8 +18,8 @@ import json
 import os
 import re
 import time
-from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +34,9 @@ from ..yamlsafe import safe_load
 from .language import Curriculum, TaskSpec, load_curriculum, read_rule_file
 from .render import PNG_DEFLATE, RenderConfig, render_chunk
 from .rules import TaskRule
-from .sampler import SPLITS, Sample, TaskStats, draw_symbols, split_samples
+from .expand import sample_symbol
+from .sampler import SPLITS, Sample, TaskStats, draw_symbols, rng_for, split_samples
+from .symbols import leaves
 
 #: Version of the KANDY dataset format (docs/formats/kandy-dataset.md). 1.1: Hard layouts keep every shape
 #: inside the canvas (render._fit_into); annotations are unchanged, pixels of the samples whose
@@ -228,8 +231,8 @@ def _draw_task(args) -> tuple[TaskStats, dict, list]:
     """Worker entry point (picklable, top level): draw one task's symbols (rule checks in this
     process's SWI-Prolog) and split them. ``args = (task, domain, curriculum_source,
     task_seed)``. Returns the statistics, the annotation rows per split and the render jobs
-    (symbols as JSON text: the rows' own, and far cheaper to send between processes than
-    symbol objects)."""
+    (``(symbol, render seed, noisy_color, noisy_size, relpath)``, the symbol objects as
+    drawn: the process that draws a task renders it, so nothing is parsed again)."""
     task, domain, source, task_seed = args
     rule = None
     if task.rule_text is not None:
@@ -247,9 +250,8 @@ def _draw_task(args) -> tuple[TaskStats, dict, list]:
         rows[split_name] = []
         for s in samples:
             rel = f"{s.task_id:02d}/{s.index:05d}.png"
-            row = _row(s, rel, s.symbol.to_json())
-            rows[split_name].append(row)
-            jobs.append((row[4], derive_seed(task_seed, "render", split_name, s.index),
+            rows[split_name].append(_row(s, rel, s.symbol.to_json()))
+            jobs.append((s.symbol, derive_seed(task_seed, "render", split_name, s.index),
                          task.noisy_color, task.noisy_size, f"{split_name}/{rel}"))
     return stats, rows, jobs
 
@@ -269,37 +271,94 @@ def _task_entry(task: TaskSpec, task_seed: int, stats: TaskStats, tmp: Path) -> 
     }
 
 
+#: jobs per worker the pool aims at: a curriculum with fewer tasks than that splits each
+#: task's pictures into parts (each part's worker draws the task itself, see
+#: :func:`_task_job`), so that the workers stay busy until the end
+JOBS_PER_WORKER = 2
+
+
 def _in_pool(drawing: list, emit, config: dict, root: str, workers: int) -> Iterator:
     """Draw every task's symbols and render their pictures in one pool of ``workers``
-    processes; yield each render job's digests in job order.
+    processes; yield each job's digests in job order.
 
     ``drawing`` holds the :func:`_draw_task` arguments of the tasks in order; ``emit(i,
-    stats, rows)`` records task ``i`` (manifest entry, annotations). Every task's drawing is
-    queued first, so the workers draw symbols for all tasks, several at a time, before any
-    picture: no single process is the one that feeds the others, which on a loaded machine
-    would leave the pool waiting on its share of a core. Render jobs are queued in task
-    order as the drawn tasks come back in task order, so the files and annotations do not
-    depend on the number of workers or on timing.
+    stats, rows)`` records task ``i`` (manifest entry, annotations). A job is one task, or
+    one of ``parts`` equal parts of its pictures when the curriculum has fewer than
+    :data:`JOBS_PER_WORKER` tasks per worker. Jobs are queued longest first and their
+    files' digests yielded as they finish; the tasks are emitted in task order, so neither
+    the files nor the annotations depend on the number of workers or on timing.
     """
+    parts = max(1, -(-JOBS_PER_WORKER * workers // max(1, len(drawing))))
+    # longest jobs first (LPT), so that the last jobs to start are short ones and no worker
+    # is left alone with a large task at the end; each job's output is the same in any order
+    order = sorted(range(len(drawing)), key=lambda i: -_estimated_cost(drawing[i]))
     pool = spawn_pool(workers)
     ok = False
     try:
-        drawn = [pool.submit(_draw_task, args) for args in drawing]
-        rendering: deque = deque()
-        for i, fut in enumerate(drawn):
-            stats, rows, jobs = fut.result()
-            emit(i, stats, rows)
-            for k in range(0, len(jobs), RENDER_CHUNK):
-                rendering.append(pool.submit(render_chunk, (config, root,
-                                                            jobs[k:k + RENDER_CHUNK])))
-            while rendering and rendering[0].done():
-                yield rendering.popleft().result()
-        while rendering:
-            yield rendering.popleft().result()
+        futures = {pool.submit(_task_job, (drawing[i], config, root, part, parts)): i
+                   for i in order for part in range(parts)}
+        done: dict[int, tuple] = {}
+        following = 0                       # the next task to emit: tasks go out in order
+        for fut in as_completed(futures):
+            stats, rows, written = fut.result()
+            if stats is not None:
+                done[futures[fut]] = (stats, rows)
+                while following in done:
+                    emit(following, *done.pop(following))
+                    following += 1
+            yield written
         ok = True
     finally:
         # an error (in a worker, here or in the consumer) or Ctrl-C drops the queued work
         _shutdown_pool(pool, hard=not ok)
+
+
+#: symbols drawn per task to estimate its job's cost (:func:`_estimated_cost`)
+PILOT_SYMBOLS = 16
+
+
+def _estimated_cost(drawing) -> float:
+    """A task's relative cost for scheduling: its samples times one plus the mean number of
+    shapes of :data:`PILOT_SYMBOLS` symbols drawn from its sets on a random stream of their
+    own (the task's data do not depend on it). A task whose sets cannot be drawn from
+    counts as its samples alone; its job reports the error."""
+    task, domain, _, task_seed = drawing
+    rng = rng_for(task_seed, "pilot")
+    sets = (task.negative_set, task.positive_set)
+    try:
+        shapes = [len(leaves(sample_symbol(sets[k % 2], rng, domain)))
+                  for k in range(PILOT_SYMBOLS)]
+    except (NesyError, RecursionError, MemoryError):
+        return float(task.samples)
+    return task.samples * (1.0 + sum(shapes) / len(shapes))
+
+
+#: the task a worker drew last, ``[(key, (stats, rows, jobs))]``: the other parts of that
+#: task that reach the same worker render from it instead of drawing it again
+_DRAWN: list = []
+
+
+def _task_job(args) -> tuple[TaskStats | None, dict | None, list]:
+    """Worker entry point (picklable, top level): draw one task (:func:`_draw_task`) and
+    render part ``part`` of ``parts`` of its pictures, written by this process
+    (:func:`~nesybench.kandy.render.render_chunk`). ``args = (drawing, config, root, part,
+    parts)``. Returns the statistics and the annotation rows (part 0 only, else ``None``)
+    and the ``(relpath, sha256)`` of the files written."""
+    drawing, config, root, part, parts = args
+    task, _, source, task_seed = drawing
+    key = (source, task.index, task.samples, task_seed, task.rule_text)
+    if _DRAWN and _DRAWN[0][0] == key:
+        stats, rows, jobs = _DRAWN[0][1]
+    else:
+        _DRAWN.clear()
+        stats, rows, jobs = _draw_task(drawing)
+        if parts > 1:
+            _DRAWN.append((key, (stats, rows, jobs)))
+    lo, hi = part * len(jobs) // parts, (part + 1) * len(jobs) // parts
+    written = []
+    for k in range(lo, hi, RENDER_CHUNK):
+        written.extend(render_chunk((config, root, jobs[k:min(k + RENDER_CHUNK, hi)])))
+    return (stats, rows, written) if part == 0 else (None, None, written)
 
 
 _RULE_FILE_LINE = re.compile(r"^(?P<lead>\s*(?:-\s+)?rule_file:\s*)(?P<value>\S.*?)\s*$")
