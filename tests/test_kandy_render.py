@@ -6,6 +6,8 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from nesybench.errors import NesyError
@@ -436,3 +438,33 @@ def test_write_pngs_encodes_any_strided_pixels(tmp_path):
         assert data == R.encode_png(np.ascontiguousarray(px))
         assert digest == hashlib.sha256(data).hexdigest()
         assert (np.asarray(Image.open(io.BytesIO(data))) == px).all()
+
+
+@given(st.lists(st.tuples(st.sampled_from(sorted(DEFAULT_COLORS.values()) + ["#000000", "#ffffff",
+                                                                           "#808080", "#ff0001"]),
+                          st.floats(-40, 40, allow_nan=False),
+                          st.floats(-40, 40, allow_nan=False),
+                          st.floats(-40, 40, allow_nan=False)), min_size=1, max_size=30),
+       st.tuples(st.sampled_from([0.0, 0.01, 0.025, 0.2, 1.0]),
+                 st.sampled_from([0.0, 0.05, 0.3]), st.sampled_from([0.0, 0.05, 0.3])))
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_vectorised_colour_noise_equals_the_scalar_form(cases, sigma):
+    """The batch's colour noise (one numpy pass) gives exactly colorsys' per-leaf values,
+    hue wrap-around, clipped saturation/value and round-half-even included."""
+    from nesybench.kandy.render import _hsv_jitter, _hsv_jitter_many
+    rgbs = [hex_to_rgb(c) for c, *_ in cases]
+    z = np.array([zs for _, *zs in cases], dtype=np.float64)
+    many = _hsv_jitter_many(rgbs, sigma, z).tolist()
+    assert many == [list(_hsv_jitter(rgb, sigma, zz)) for rgb, zz in zip(rgbs, z)]
+
+
+def test_vectorised_colour_noise_edge_values():
+    from nesybench.kandy.render import _hsv_jitter, _hsv_jitter_many
+    # hue landing just below 0 (wraps to 1.0 after rounding), exactly on sector bounds,
+    # grey (s = 0), and values that round half to even
+    rgbs = [(255, 0, 0), (255, 0, 0), (128, 128, 128), (0, 255, 0), (255, 255, 0), (1, 2, 3)]
+    z = np.array([[-1e-18, 0, 0], [1 / 6 / 0.025, 0, 0], [3.0, 0.0, 0.0],
+                  [0.0, -50, 0], [0.0, 0.0, 50], [0.5 / 0.025, 0.5 / 0.3, 0.5 / 0.3]])
+    sigma = (0.025, 0.3, 0.3)
+    assert _hsv_jitter_many(rgbs, sigma, z).tolist() == \
+        [list(_hsv_jitter(rgb, sigma, zz)) for rgb, zz in zip(rgbs, z)]

@@ -312,16 +312,12 @@ def _overlap_area(a, b, gap: float = 1.0) -> float:
 
 
 def _layout(sym: Symbol, box, cfg: RenderConfig, rng, noisy_size: bool, out: list) -> None:
-    x, y, w, h = box
     if isinstance(sym, Shape):
-        _check_leaf(sym, cfg)
-        size = float(cfg.sizes[sym.size])
-        if noisy_size and cfg.size_noise > 0:
-            size = max(1.0, size + float(rng.uniform(-cfg.size_noise, cfg.size_noise)))
-        out.append((sym, x + w / 2, y + h / 2, size))
+        out.append(_place_leaf(sym, box, cfg, rng, noisy_size))
         return
     if not isinstance(sym, Composite) or sym.op not in COMPOSITIONS:
         raise NesyError(f"not a KANDY symbol: {sym!r}")
+    x, y, w, h = box
     kids = sym.children
     n = len(kids)
     if n == 0:
@@ -353,10 +349,45 @@ def _layout(sym: Symbol, box, cfg: RenderConfig, rng, noisy_size: bool, out: lis
         return
     else:  # pragma: no cover - COMPOSITIONS is exhaustive above
         raise NesyError(f"unknown operator {op!r}")
+    right, bottom = x + w, y + h
     for kid, kbox in zip(kids, boxes):
+        if isinstance(kid, Shape):
+            # a leaf child, without the recursion: _fit_into of its one placed shape
+            s, cx, cy, size = _place_leaf(kid, kbox, cfg, rng, noisy_size)
+            r = size / 2
+            dx = _shift(cx - r, cx + r, x, right)
+            dy = _shift(cy - r, cy + r, y, bottom)
+            out.append((s, cx + dx, cy + dy, size) if dx != 0.0 or dy != 0.0
+                       else (s, cx, cy, size))
+            continue
         sub: list = []
         _layout(kid, kbox, cfg, rng, noisy_size, sub)
         out.extend(_fit_into(sub, box))
+
+
+def _place_leaf(s: Shape, box, cfg: RenderConfig, rng, noisy_size: bool) -> tuple:
+    """``(shape, cx, cy, size)`` of an atomic shape centred in ``box``; the size noise
+    U(−a, a) is ``-a + 2a·u`` with one ``rng.random()``, the very value (and stream) of
+    ``rng.uniform(-a, a)``, at a quarter of its call cost."""
+    if s.shape not in SHAPES or s.color not in cfg.colors or s.size not in cfg.sizes:
+        _check_leaf(s, cfg)                        # raises the error that names the value
+    x, y, w, h = box
+    size = float(cfg.sizes[s.size])
+    if noisy_size and cfg.size_noise > 0:
+        lo, hi = -float(cfg.size_noise), float(cfg.size_noise)
+        size = max(1.0, size + (lo + (hi - lo) * rng.random()))
+    return (s, x + w / 2, y + h / 2, size)
+
+
+def _shift(lo: float, hi: float, b0: float, b1: float) -> float:
+    """The least translation bringing [lo, hi] inside [b0, b1] (centred when larger)."""
+    if hi - lo > b1 - b0:
+        return (b0 + b1) / 2 - (lo + hi) / 2
+    if lo < b0:
+        return b0 - lo
+    if hi > b1:
+        return b1 - hi
+    return 0.0
 
 
 def _fit_into(items: list, box) -> list:
@@ -371,18 +402,8 @@ def _fit_into(items: list, box) -> list:
         return items
     x, y, w, h = box
     ex0, ey0, ex1, ey1 = _extent(items)
-
-    def shift(lo, hi, b0, b1):
-        if hi - lo > b1 - b0:
-            return (b0 + b1) / 2 - (lo + hi) / 2
-        if lo < b0:
-            return b0 - lo
-        if hi > b1:
-            return b1 - hi
-        return 0.0
-
-    dx = shift(ex0, ex1, x, x + w)
-    dy = shift(ey0, ey1, y, y + h)
+    dx = _shift(ex0, ex1, x, x + w)
+    dy = _shift(ey0, ey1, y, y + h)
     if dx == 0.0 and dy == 0.0:
         return items
     return [(s, cx + dx, cy + dy, sz) for s, cx, cy, sz in items]
@@ -407,8 +428,9 @@ def _layout_random(kids, box, cfg, rng, noisy_size, out) -> None:
             lo_y = hi_y = (lo_y + hi_y) / 2
         best, best_cost = None, math.inf
         for _ in range(cfg.patience):
-            tx = float(rng.uniform(lo_x, hi_x)) if hi_x > lo_x else lo_x
-            ty = float(rng.uniform(lo_y, hi_y)) if hi_y > lo_y else lo_y
+            # lo + (hi − lo)·u: the value and stream of rng.uniform(lo, hi), called faster
+            tx = lo_x + (hi_x - lo_x) * rng.random() if hi_x > lo_x else lo_x
+            ty = lo_y + (hi_y - lo_y) * rng.random() if hi_y > lo_y else lo_y
             cand = [(s, cx + tx, cy + ty, sz) for s, cx, cy, sz in sub]
             cost = sum(_overlap_area(a, b) for a in cand for b in placed)
             if cost < best_cost:
@@ -654,20 +676,29 @@ def _draw_batch(dims: tuple[int, int, int], base, shapes: _Shapes, ss: int,
     return work, m
 
 
-def _placed_and_colours(symbol, cfg: RenderConfig, seed, noisy_color, noisy_size):
-    """Layout and (noisy) RGB of every leaf of one picture, consuming the picture's random
-    stream in the documented order (layout, then one HSV triple per leaf)."""
+def _placed_and_noise(symbol, cfg: RenderConfig, seed, noisy_color, noisy_size):
+    """Layout of every leaf of one picture, its colours and its colour noise, consuming the
+    picture's random stream in the documented order (layout, then one standard-normal
+    (H, S, V) triple per leaf). Returns ``(placed, rgbs, z)``: the nominal RGB of each leaf
+    and a ``(leaves, 3)`` array of normals, or ``None`` without colour noise."""
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise NesyError(f"render seed must be a non-negative integer, got {seed!r}")
     nc = cfg.noisy_color if noisy_color is None else bool(noisy_color)
     rng = np.random.Generator(np.random.PCG64(int(seed)))
     placed = layout(symbol, cfg, rng, noisy_size)
-    rgbs = [_rgb(cfg.colors[shape.color]) for shape, _ in placed]
-    if nc and placed:
-        # one (H, S, V) triple per leaf in drawing order; a single draw of N×3 normals is the
-        # same stream as N draws of 3
-        z = rng.normal(0.0, 1.0, (len(placed), 3)).tolist()
-        rgbs = [_hsv_jitter(rgb, cfg.hsv_sigma, z[i]) for i, rgb in enumerate(rgbs)]
+    colors = cfg.colors
+    rgbs = [_rgb(colors[shape.color]) for shape, _ in placed]
+    # one draw of N×3 normals is the same stream as N draws of 3
+    z = rng.normal(0.0, 1.0, (len(placed), 3)) if nc and placed else None
+    return placed, rgbs, z
+
+
+def _placed_and_colours(symbol, cfg: RenderConfig, seed, noisy_color, noisy_size):
+    """Layout and (noisy) RGB of every leaf of one picture (:func:`_placed_and_noise`, the
+    noise applied by :func:`_hsv_jitter_many`)."""
+    placed, rgbs, z = _placed_and_noise(symbol, cfg, seed, noisy_color, noisy_size)
+    if z is not None:
+        rgbs = [tuple(c) for c in _hsv_jitter_many(rgbs, cfg.hsv_sigma, z).tolist()]
     return placed, rgbs
 
 
@@ -682,9 +713,20 @@ def render_batch(items, config: RenderConfig | None = None, *,
     cfg = config or RenderConfig()
     W, H = cfg.canvas
     shapes = _Shapes()
+    noisy, noise = [], []        # shape rows with colour noise, and their normals
     for b, (symbol, seed, noisy_color, noisy_size) in enumerate(items):
-        placed, rgbs = _placed_and_colours(symbol, cfg, seed, noisy_color, noisy_size)
+        placed, rgbs, z = _placed_and_noise(symbol, cfg, seed, noisy_color, noisy_size)
+        if z is not None:
+            noisy.append(np.arange(len(shapes.rgb), len(shapes.rgb) + len(placed)))
+            noise.append(z)
         shapes.add(b, placed, rgbs)
+    if noisy:
+        # the colour noise of the whole batch in one vectorised pass
+        rows = np.concatenate(noisy)
+        jittered = _hsv_jitter_many([shapes.rgb[i] for i in rows.tolist()], cfg.hsv_sigma,
+                                    np.concatenate(noise)).tolist()
+        for i, rgb in zip(rows.tolist(), jittered):
+            shapes.rgb[i] = tuple(rgb)
     work, m = _draw_batch((len(items), H, W), _rgb(cfg.background), shapes, cfg.supersample,
                           scratch)
     return work[:, m:m + H, m:m + W]
@@ -719,6 +761,33 @@ def _hsv_jitter(rgb: tuple[int, int, int], sigma, z) -> tuple[int, int, int]:
     v = min(1.0, max(0.0, v + sigma[2] * float(z[2])))
     r, g, b = colorsys.hsv_to_rgb(h, s, v)
     return int(round(r * 255)), int(round(g * 255)), int(round(b * 255))
+
+
+def _hsv_jitter_many(rgbs, sigma, z: np.ndarray) -> np.ndarray:
+    """:func:`_hsv_jitter` of many colours at once: ``rgbs`` a sequence of N ``(r, g, b)``,
+    ``z`` an ``(N, 3)`` array of standard normals; returns an ``(N, 3)`` int64 array.
+
+    The same IEEE operations in the same order as the scalar form (``colorsys``' HSV to RGB,
+    Python's float ``%`` and round-half-even ``round``), elementwise, so every value equals
+    the scalar result exactly (checked against it in the tests)."""
+    hsv = np.array([_hsv(tuple(c)) for c in rgbs], dtype=np.float64).reshape(-1, 3)
+    z = np.asarray(z, dtype=np.float64).reshape(-1, 3)
+    h = np.remainder(hsv[:, 0] + float(sigma[0]) * z[:, 0], 1.0)
+    s = np.minimum(1.0, np.maximum(0.0, hsv[:, 1] + float(sigma[1]) * z[:, 1]))
+    v = np.minimum(1.0, np.maximum(0.0, hsv[:, 2] + float(sigma[2]) * z[:, 2]))
+    # colorsys.hsv_to_rgb: i = int(h*6) (h >= 0, so a floor), then one of six arrangements
+    # of (v, t, p, q); with s == 0 all of p, q, t equal v, as colorsys' early return gives
+    h6 = h * 6.0
+    i = np.trunc(h6)
+    f = h6 - i
+    p = v * (1.0 - s)
+    q = v * (1.0 - s * f)
+    t = v * (1.0 - s * (1.0 - f))
+    sector = i.astype(np.int64) % 6
+    table = np.stack([np.stack(c, axis=1) for c in
+                      ((v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q))])
+    rgb = table[sector, np.arange(len(h))]
+    return np.rint(rgb * 255).astype(np.int64)
 
 
 def render(symbol, config: RenderConfig | None = None, seed: int = 0,
