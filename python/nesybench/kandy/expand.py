@@ -166,10 +166,15 @@ def _post(items: list, ctx: _Context) -> list:
     return out
 
 
+#: list operators whose result can be longer than their input (checked against the cap)
+_GROWING = frozenset({"repeat", "random_repeat", "mirror", "palindrome", "sample"})
+
+
 def _apply(op: ListOp, items: list, ctx: _Context) -> list:
     """Apply one list-expansion operator to an already expanded list."""
     name, rng = op.op, ctx.rng
     n_items = len(items)
+    param = op.param
 
     def need(cond: bool, message: str):
         if not cond:
@@ -185,12 +190,14 @@ def _apply(op: ListOp, items: list, ctx: _Context) -> list:
             return []
         k = op.param("n") % n_items
         return items[n_items - k:] + items[:n_items - k]
-    if name in ("repeat", "random_repeat", "mirror", "palindrome", "sample"):
-        n = {"repeat": lambda: op.param("n"), "random_repeat": lambda: op.param("max"),
-             "mirror": lambda: 2, "palindrome": lambda: 2, "sample": lambda: 0}[name]()
-        size = max(n * n_items, op.param("n") if name == "sample" else 0)
-        need(size <= MAX_LIST_ITEMS, f"{name} would make a list of up to {size} items "
-             f"(the cap is {MAX_LIST_ITEMS})")
+    if name in _GROWING:
+        # the longest list the operator can make, against the cap
+        size = (param("n") * n_items if name == "repeat" else
+                param("max") * n_items if name == "random_repeat" else
+                param("n") if name == "sample" else 2 * n_items)
+        if size > MAX_LIST_ITEMS:
+            need(False, f"{name} would make a list of up to {size} items "
+                 f"(the cap is {MAX_LIST_ITEMS})")
     if name == "repeat":
         return items * op.param("n")
     if name == "mirror":
@@ -205,15 +212,16 @@ def _apply(op: ListOp, items: list, ctx: _Context) -> list:
         k = int(rng.integers(n_items))
         return items[n_items - k:] + items[:n_items - k]
     if name == "random_repeat":
-        lo, hi = op.param("min"), op.param("max")
+        lo, hi = param("min"), param("max")
         return items * int(rng.integers(lo, hi + 1))
     if name == "sample":
         n = op.param("n")
         need(n == 0 or n_items > 0, "sample from an empty list")
         return [items[int(i)] for i in rng.integers(0, n_items, size=n)] if n else []
     if name == "pick":
-        n = op.param("n")
-        need(n <= n_items, f"pick n={n} from a list of {n_items} items (no repetition)")
+        n = param("n")
+        if n > n_items:
+            need(False, f"pick n={n} from a list of {n_items} items (no repetition)")
         return [items[int(i)] for i in rng.permutation(n_items)[:n]]
     if name == "argsort":
         idx = op.param("idx")

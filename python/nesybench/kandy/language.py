@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import yaml
@@ -181,7 +182,12 @@ class ListOp(Node):
     children: tuple[Node, ...] = ()
 
     def param(self, name):
-        return dict(self.params)[name]
+        return self._params[name]
+
+    @cached_property
+    def _params(self) -> dict:
+        # kept in the instance's __dict__ (a frozen dataclass allows that; fields unchanged)
+        return dict(self.params)
 
 
 @dataclass(frozen=True)
