@@ -34,6 +34,27 @@ def test_marker_written_and_excluded_from_checksums(tmp_path):
     _write(out, overwrite=True)          # our own output may be replaced with --overwrite
 
 
+def test_checksums_list_the_files_rglob_lists_in_its_order(tmp_path):
+    """The scandir walk gives the files, the order and the digests of the plain definition
+    (rglob + is_file, sorted as paths): links to files count, links to folders and broken
+    links do not, '-' and '.' sort against '/' by path parts."""
+    import hashlib
+    root = tmp_path / "r"
+    for rel in ["a/b/c.txt", "a-b/x", "a/b.txt", "a.b", "a/b-c/d", "z/y/x/w", "0", "a/a"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    (root / "link-file").symlink_to(root / "a.b")
+    (root / "link-dir").symlink_to(root / "a")
+    (root / "broken").symlink_to(root / "nowhere")
+    (root / "empty").mkdir()
+    plain = {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted(p for p in root.rglob("*") if p.is_file())}
+    got = io.checksums(root)
+    assert list(got.items()) == list(plain.items())
+    assert "link-file" in got and not any(k.startswith("link-dir/") for k in got)
+    assert io.checksums(root, exclude=("0",), known={"a.b": "x"})["a.b"] == "x"
+
+
 def test_existing_folder_needs_overwrite_and_foreign_folders_are_never_replaced(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()

@@ -105,10 +105,13 @@ def _scan(path: Path, enter):
                 stack.append((Path(entry.path), name + "/"))
 
 
-def _folder_entries(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
+def _folder_entries(path: Path, known: dict[str, str] | None = None
+                    ) -> tuple[dict[str, str], list[str], list[str]]:
     """``(files, folders, others)`` under ``path``: every regular file's relative POSIX path
-    with its SHA-256, every folder's, and whatever is neither (symbolic links, FIFOs,
-    devices: never written by nesybench). The marker and the pid file are left out."""
+    with its SHA-256 (taken from ``known`` when the writer hashed the bytes it wrote), every
+    folder's, and whatever is neither (symbolic links, FIFOs, devices: never written by
+    nesybench). The marker and the pid file are left out."""
+    known = known or {}
     files: dict[str, str] = {}
     dirs: list[str] = []
     others: list[str] = []
@@ -118,21 +121,22 @@ def _folder_entries(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
         elif entry.is_dir(follow_symlinks=False):
             dirs.append(name)
         elif entry.is_file(follow_symlinks=False):
-            files[name] = sha256_file(entry.path)
+            files[name] = known[name] if name in known else sha256_file(entry.path)
         else:
             others.append(name)
     return files, sorted(dirs), sorted(others)
 
 
-def marker_record(path: str | os.PathLike) -> dict:
+def marker_record(path: str | os.PathLike, known: dict[str, str] | None = None) -> dict:
     """The :data:`MARKER` record for the finished folder ``path``: the digest of its manifest
-    (see :func:`_folder_digest`) and every file it holds with its SHA-256 (``files``) and
-    every folder (``folders``), so ``--overwrite`` can tell nesybench's files from a user's."""
+    (see :func:`_folder_digest`) and every file it holds with its SHA-256 (``files``; those
+    in ``known``, relative path to digest, are not read again) and every folder
+    (``folders``), so ``--overwrite`` can tell nesybench's files from a user's."""
     digest = _folder_digest(Path(path))
     if digest is None:
         raise OSError(f"cannot list {path}")
     what, sha = digest
-    files, dirs, _others = _folder_entries(Path(path))
+    files, dirs, _others = _folder_entries(Path(path), known)
     return {"format_version": FORMAT_VERSION, "manifest": what, "sha256": sha,
             "files": files, "folders": dirs, "written_by": "nesybench"}
 
@@ -403,7 +407,8 @@ def remove_output_folder(path: str | os.PathLike, *, flag: str = "--overwrite") 
 
 @contextlib.contextmanager
 def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
-                      inputs: Iterable[str | os.PathLike] = ()) -> Iterator[Path]:
+                      inputs: Iterable[str | os.PathLike] = (),
+                      known: dict[str, str] | None = None) -> Iterator[Path]:
     """Yield a temporary folder that becomes ``out`` when the block succeeds.
 
     Raises :class:`NesyError` up front when :func:`check_replaceable` refuses ``out`` (it
@@ -411,6 +416,8 @@ def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
     one of ``inputs``) or its parent is not writable. On any exception (``KeyboardInterrupt``
     and SIGTERM included) the temporary folder is removed and ``out`` is untouched. The
     finished folder holds :data:`MARKER` and has the permissions of the user's umask.
+    ``known``: a dict the block may fill with the SHA-256 of files it wrote (relative POSIX
+    path to hex digest), which the marker then takes instead of reading the files again.
     """
     inputs = list(inputs)
     out = check_replaceable(out, overwrite=overwrite, inputs=inputs)
@@ -431,7 +438,7 @@ def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False,
         raise
     try:
         (tmp / PID_FILE).unlink(missing_ok=True)
-        (tmp / MARKER).write_text(dumps(marker_record(tmp)), encoding="utf-8")
+        (tmp / MARKER).write_text(dumps(marker_record(tmp, known)), encoding="utf-8")
         # re-check just before replacing: the folder may have changed while we worked
         check_replaceable(out, overwrite=overwrite, inputs=inputs)
         if out.exists():
@@ -550,11 +557,23 @@ def checksums(root: str | os.PathLike, exclude: tuple[str, ...] = (),
     root = Path(root)
     known = known or {}
     out = {}
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root).as_posix()
+    for rel in sorted(_files_under(os.fspath(root), ""), key=lambda r: r.split("/")):
         if rel not in exclude and rel not in (MARKER, PID_FILE):
-            out[rel] = known[rel] if rel in known else sha256_file(path)
+            out[rel] = known[rel] if rel in known else sha256_file(root / rel)
     return out
+
+
+def _files_under(top: str, prefix: str) -> Iterator[str]:
+    """POSIX relative paths of the files under ``top`` (as ``Path.rglob`` + ``is_file``
+    list them: links to files count, links to folders are not entered), from ``scandir``'s
+    entries, which know their type without a ``stat`` per file."""
+    with os.scandir(top) as entries:
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                yield from _files_under(entry.path, rel + "/")
+            elif entry.is_file():
+                yield rel
 
 
 def strict(obj):

@@ -143,7 +143,9 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
 
     result = GenerationResult(out=Path(out).resolve())
     total = sum(t.samples for t in selected)
-    with atomic_output_dir(out, overwrite=overwrite, inputs=[curriculum]) as tmp, contextlib.ExitStack() as files:
+    digests: dict[str, str] = {}        # what the workers wrote, hashed as they wrote it
+    with atomic_output_dir(out, overwrite=overwrite, inputs=[curriculum],
+                           known=digests) as tmp, contextlib.ExitStack() as files:
         (tmp / "rules").mkdir()
         writers = {}
         for split_name in SPLITS:
@@ -168,7 +170,6 @@ def generate(curriculum: str | os.PathLike, out: str | os.PathLike, *, seed: int
 
         bar = tqdm(total=total, desc="images" if images else "symbols", unit="sample",
                    disable=not progress)
-        digests: dict[str, str] = {}
         drawing = [(task, cur.domain, cur.source, seeds[i]) for i, task in enumerate(selected)]
         if images and workers > 1:
             for written in _in_pool(drawing, emit, config, root, workers):
