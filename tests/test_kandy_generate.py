@@ -9,13 +9,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nesybench.cli import main as cli_main
 from nesybench.errors import NesyError, PrologError, UnsafeRuleError
 from nesybench.kandy.generate import generate, read_annotations
 from nesybench.kandy.rules import TaskRule
 from nesybench.kandy.sampler import supervision_probability
-from nesybench.kandy.symbols import from_json, from_prolog
+from nesybench.kandy.symbols import COMPOSITIONS, Composite, Shape, from_json, from_prolog
 
 REF = Path(__file__).parent / "data" / "reference_style.yaml"
 
@@ -336,3 +338,21 @@ def test_symbol_errors_surface_with_parallel_rendering(tmp_path):
     with pytest.raises(NesyError, match="produced no positive sample"):
         generate(path, tmp_path / "out", workers=2)
     assert not (tmp_path / "out").exists()
+
+
+_words = st.text(alphabet=st.sampled_from(list("abcxyzäößçéñ") + ["\u0131", "\u00df", "\u03bb"]),
+                 min_size=1, max_size=6)
+_symbols = st.recursive(
+    st.builds(lambda a, b, c: Shape(a, b, c), _words, _words, _words),
+    lambda kids: st.builds(lambda op, cs: Composite(op, tuple(cs)),
+                           st.sampled_from(COMPOSITIONS), st.lists(kids, max_size=4)),
+    max_leaves=20)
+
+
+@given(_symbols)
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_json_text_is_json_dumps_of_to_json(symbol):
+    """The annotations' symbol column, built from cached pieces, is byte for byte the compact
+    json.dumps of the symbol's dict (non-ASCII letters escaped the same way)."""
+    from nesybench.kandy.symbols import json_text
+    assert json_text(symbol) == json.dumps(symbol.to_json(), separators=(",", ":"))

@@ -36,7 +36,7 @@ from .render import PNG_DEFLATE, RenderConfig, render_chunk
 from .rules import TaskRule
 from .expand import sample_symbol
 from .sampler import SPLITS, Sample, TaskStats, draw_symbols, rng_for, split_samples
-from .symbols import leaves
+from .symbols import json_text, leaves
 
 #: Version of the KANDY dataset format (docs/formats/kandy-dataset.md). 1.1: Hard layouts keep every shape
 #: inside the canvas (render._fit_into); annotations are unchanged, pixels of the samples whose
@@ -251,7 +251,7 @@ def _draw_task(args) -> tuple[TaskStats, dict, list]:
         rows[split_name] = []
         for s in samples:
             rel = f"{s.task_id:02d}/{s.index:05d}.png"
-            rows[split_name].append(_row(s, rel, s.symbol.to_json()))
+            rows[split_name].append(_row(s, rel))
             jobs.append((s.symbol, derive_seed(task_seed, "render", split_name, s.index),
                          task.noisy_color, task.noisy_size, f"{split_name}/{rel}"))
     return stats, rows, jobs
@@ -399,9 +399,8 @@ def _copy_curriculum(src: Path, out: Path) -> None:
     (out / "curriculum.yaml").write_text("".join(lines), encoding="utf-8")
 
 
-def _row(s: Sample, rel: str, sym_json: dict) -> tuple:
-    return (rel, s.task_id, s.label, s.supervised,
-            json.dumps(sym_json, separators=(",", ":")), s.prolog)
+def _row(s: Sample, rel: str) -> tuple:
+    return (rel, s.task_id, s.label, s.supervised, json_text(s.symbol), s.prolog)
 
 
 def read_annotations(dataset: str | os.PathLike, split: str) -> list[dict]:

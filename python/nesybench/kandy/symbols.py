@@ -10,7 +10,9 @@ A grounded sample (a *symbol*) has exactly three spellings, all 1-to-1:
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Union
 
 #: The 13 compositional operators (placement of children's bounding boxes).
@@ -79,6 +81,26 @@ def to_prolog(symbol: Symbol) -> str:
 
 def to_json(symbol: Symbol) -> dict:
     return symbol.to_json()
+
+
+def json_text(symbol: Symbol) -> str:
+    """Compact JSON text of :func:`to_json` (``json.dumps(to_json(symbol),
+    separators=(",", ":"))``, byte for byte), built from cached pieces: a data set's
+    annotations hold one per sample, and most leaves repeat."""
+    if isinstance(symbol, Shape):
+        return _leaf_json(symbol)
+    return (f"{{{_key_json(symbol.op)}:["
+            + ",".join(json_text(child) for child in symbol.children) + "]}")
+
+
+@lru_cache(maxsize=4096)
+def _leaf_json(shape: Shape) -> str:
+    return json.dumps(shape.to_json(), separators=(",", ":"))
+
+
+@lru_cache(maxsize=64)
+def _key_json(op: str) -> str:
+    return json.dumps(op)
 
 
 def from_json(obj) -> Symbol:
