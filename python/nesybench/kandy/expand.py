@@ -74,7 +74,7 @@ def sample_symbol(alternatives: tuple[Node, ...], rng: np.random.Generator, doma
 # --------------------------------------------------------------------------- phase 1
 def _pre(node: Node, ctx: _Context) -> list:
     """Expand before-grounding operators; returns a list of template nodes."""
-    if isinstance(node, Atom) or isinstance(node, Recall):
+    if node.expands_to_itself:
         return [node]
     if isinstance(node, SetOp):
         aliases = {k: v[1] for k, v in ctx.aliases.items() if v[0] == "template"}
@@ -103,7 +103,7 @@ def _pre(node: Node, ctx: _Context) -> list:
 def _pre_list(nodes, ctx) -> list:
     out = []
     for n in nodes:
-        if type(n) is Atom:             # the common leaf, without a call
+        if type(n) is Atom or n.expands_to_itself:     # the common cases, without a call
             out.append(n)
         else:
             out.extend(_pre(n, ctx))

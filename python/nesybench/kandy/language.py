@@ -153,6 +153,23 @@ class Node:
     path: str = field(compare=False)
     line: int | None = field(compare=False)
 
+    @cached_property
+    def expands_to_itself(self) -> bool:
+        """Whether the before-grounding expansion (:mod:`~nesybench.kandy.expand`) returns this
+        node unchanged whatever the random stream and the aliases: no random composition,
+        set operator, ``*_before`` operator or ``store_before`` below it. Such a subtree is
+        taken as it is instead of being rebuilt node by node. (Kept in the instance's
+        ``__dict__``, which a frozen dataclass allows; fields, equality and hash unchanged.)"""
+        if isinstance(self, (Atom, Recall)):
+            return True
+        if isinstance(self, Comp):
+            fixed = self.op not in RANDOM_COMPOSITIONS
+        elif isinstance(self, (ListOp, Store)):
+            fixed = not self.before
+        else:                       # set operators depend on the aliases of the sample
+            return False
+        return fixed and all(child.expands_to_itself for child in self.children)
+
 
 @dataclass(frozen=True)
 class Atom(Node):
