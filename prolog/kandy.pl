@@ -43,27 +43,30 @@ load_task_rule(Module, File, Preds) :-
 %
 %   Flags holds 1 for every sample text (natural encoding) that satisfies Module:valid/1
 %   and 0 otherwise, in order: one call checks a whole batch.
-%   Each sample runs under safe_load:bounded_once/4 (inference_limit/1 and a wall-clock
-%   limit of time_limit/1 seconds); a rule that hits either limit raises kandy_check_error/3.
+%   Each sample runs under the bounds of safe_load:bounded_once/4 (inference_limit/1 and a
+%   wall-clock limit of time_limit/1 seconds), through safe_load:bounded_maplist/6; a rule
+%   that hits a limit or raises an error raises kandy_check_error/3 for that sample.
 check_samples(Module, Texts, Flags) :-
     inference_limit(Limit),
     time_limit(Seconds),
-    foldl(check_one(Module, Limit, Seconds), Texts, Flags, 0, _).
-
-check_one(Module, Limit, Seconds, Text, Flag, I0, I) :-
-    I is I0 + 1,
-    term_string(Sample, Text),
-    bounded_once(Module:valid(Sample), Limit, Seconds, Status),
-    (   Status == true
-    ->  Flag = 1
-    ;   Status == false
-    ->  Flag = 0
-    ;   Status = error(Error)
-    ->  throw(kandy_check_error(I0, Text, Error))
-    ;   Status = inference_limit(_)
-    ->  throw(kandy_check_error(I0, Text, inference_limit_exceeded(Limit)))
-    ;   throw(kandy_check_error(I0, Text, time_limit_exceeded(Seconds)))
+    maplist(text_sample, Texts, Samples),
+    bounded_maplist(valid_in(Module), Samples, Flags0, Limit, Seconds, Outcome),
+    (   Outcome = stopped(I, Status)
+    ->  nth0(I, Texts, Text),
+        check_failure(Status, Limit, Seconds, Error),
+        throw(kandy_check_error(I, Text, Error))
+    ;   Flags = Flags0
     ).
+
+valid_in(Module, Sample) :-
+    Module:valid(Sample).
+
+text_sample(Text, Sample) :-
+    term_string(Sample, Text).
+
+check_failure(error(Error), _, _, Error).
+check_failure(inference_limit(_), Limit, _, inference_limit_exceeded(Limit)).
+check_failure(time_limit(_), _, Seconds, time_limit_exceeded(Seconds)).
 
 %   Wall-clock seconds one sample's check may take.
 time_limit(10).

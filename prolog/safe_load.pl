@@ -4,6 +4,7 @@
             unload_rules/1,             % +Module
             outcome_parts/4,            % +Outcome, -Kind, -Line, -Message
             bounded_once/4,             % :Goal, +MaxInferences, +MaxSeconds, -Status
+            bounded_maplist/6,          % :Goal, +Items, -Flags, +MaxInf, +MaxSec, -Outcome
             with_time_limit/2,          % +Seconds, :Goal
             untrusted_limits/2,         % -MaxInferences, -MaxSeconds
             untrusted_memory/2,         % -StackBytes, -AtomBytes
@@ -33,7 +34,8 @@ thousands deep would overflow the C stack and kill the process.
 :- use_module(library(yall)).
 :- use_module(library(aggregate)).
 
-:- meta_predicate bounded_once(0, +, +, -), with_time_limit(+, 0).
+:- meta_predicate bounded_once(0, +, +, -), with_time_limit(+, 0),
+                  bounded_maplist(1, +, -, +, +, -).
 
 %!  load_rules_text(+Module:atom, +Text:text, +Imports:list, -Outcome) is det.
 %
@@ -498,6 +500,84 @@ bounded_once(Goal, MaxInf, MaxSec, Status) :-
     ;   Status = false
     ).
 
+%!  bounded_maplist(:Goal, +Items:list, -Flags:list, +MaxInferences, +MaxSeconds,
+%!                  -Outcome) is det.
+%
+%   call(Goal, Item) once for each of Items, in order, each under the bounds of
+%   bounded_once/4: at most MaxInferences inferences and MaxSeconds of wall-clock time per
+%   call, and the memory bound of untrusted_memory/2 (stacks and new atoms of the whole
+%   list). Flags holds 1 for each call that succeeded and 0 for each that failed. Outcome is
+%   `done`, or `stopped(Index, Status)` for the first call (0-based Index) whose status is
+%   neither true nor false, a status as bounded_once/4 gives it (Flags then holds the calls
+%   before it). The list is registered with the watchdog once and its deadline moved as
+%   each call starts: registering every call, as bounded_once/4 would, costs more than
+%   checking a small rule.
+bounded_maplist(Goal, Items, Flags, MaxInf, MaxSec, Outcome) :-
+    untrusted_memory(_, AtomBytes),
+    thread_self(Me),
+    format(atom(Clock), 'safe_load_clock_~w', [Me]),
+    flag(Clock, _, 1.0e300),
+    nb_setval(safe_load_item, 0),
+    catch(with_memory_bound(
+              watched(clock(Clock), AtomBytes,
+                      bounded_items(Items, 0, Goal, MaxInf, MaxSec, Clock, Flags, Outcome))),
+          Error, true),
+    flag(Clock, _, 1.0e300),
+    (   var(Error)
+    ->  true
+    ;   Error = error(signal(_, _), _)
+    ->  throw(Error)                     % Ctrl-C / SIGTERM: let the caller stop
+    ;   nb_getval(safe_load_item, I),    % a bound hit between two calls' own catches
+        item_status(Error, _, MaxInf, MaxSec, Status),
+        Flags = [],
+        Outcome = stopped(I, Status)
+    ).
+
+bounded_items([], _, _, _, _, _, [], done).
+bounded_items([Item|Items], I, Goal, MaxInf, MaxSec, Clock, Flags, Outcome) :-
+    nb_setval(safe_load_item, I),
+    get_time(Now),
+    Deadline is Now + MaxSec,
+    flag(Clock, _, Deadline),
+    % the deadline is withdrawn inside the catch: a late signal then finds it gone
+    catch(( (   call_with_inference_limit(call(Goal, Item), MaxInf, Result)
+            ->  true
+            ;   Result = false
+            ),
+            flag(Clock, _, 1.0e300) ),
+          Error, true),
+    flag(Clock, _, 1.0e300),
+    item_status(Error, Result, MaxInf, MaxSec, Status),
+    (   Status == true
+    ->  Flags = [1|Rest]
+    ;   Status == false
+    ->  Flags = [0|Rest]
+    ;   Flags = [],
+        Outcome = stopped(I, Status)
+    ),
+    (   var(Outcome)
+    ->  I1 is I + 1,
+        bounded_items(Items, I1, Goal, MaxInf, MaxSec, Clock, Rest, Outcome)
+    ;   true
+    ).
+
+item_status(Error, _, _, MaxSec, Status) :-
+    nonvar(Error),
+    !,
+    (   Error == time_limit_exceeded
+    ->  Status = time_limit(MaxSec)
+    ;   Error = error(signal(_, _), _)
+    ->  throw(Error)
+    ;   Status = error(Error)
+    ).
+item_status(_, Result, MaxInf, _, Status) :-
+    (   Result == inference_limit_exceeded
+    ->  Status = inference_limit(MaxInf)
+    ;   Result == false
+    ->  Status = false
+    ;   Status = true
+    ).
+
 :- meta_predicate with_memory_bound(0).
 
 %   with_memory_bound(:Goal): once(Goal) with this thread's stack_limit lowered to what is in
@@ -530,9 +610,8 @@ with_time_limit(Seconds, Goal) :-
 %   watched(+Seconds, +MaxAtomBytes, :Goal): once(Goal) while the watchdog thread checks, every
 %   50 ms, its deadline (time_limit_exceeded) and the growth of the atom space
 %   (error(resource_error(atom_space), _)); either is thrown in this thread, once.
-watched(Seconds, MaxAtoms, Goal) :-
-    get_time(Now),
-    Deadline is Now + Seconds,
+watched(Limit, MaxAtoms, Goal) :-
+    watch_deadline(Limit, Deadline),
     statistics(atom_space, Atoms0),
     thread_self(Me),
     flag(safe_load_watch, N, N + 1),
@@ -541,6 +620,13 @@ watched(Seconds, MaxAtoms, Goal) :-
         arm(Token, Me, Deadline, Atoms0, MaxAtoms),
         once(Goal),
         disarm(Token)).
+
+%   A number of seconds from now, or clock(Key): the deadline is the value of the flag Key,
+%   moved by the watched goal itself (bounded_maplist/6).
+watch_deadline(clock(Key), clock(Key)) :- !.
+watch_deadline(Seconds, Deadline) :-
+    get_time(Now),
+    Deadline is Now + Seconds.
 
 arm(Token, Me, Deadline, Atoms0, MaxAtoms) :-
     active_watches(Active),
@@ -575,7 +661,10 @@ watchdog :-
     forall(with_mutex(safe_load_watchdog,
                       ( watched_goal(Token, Thread, Deadline, Atoms0, Max),
                         exceeded(Now, Atoms, Deadline, Atoms0, Max, Error),
-                        retract(watched_goal(Token, Thread, Deadline, Atoms0, Max)) )),
+                        (   Error = clock_expired(_, _)
+                        ->  true                % the goal itself withdraws its deadline
+                        ;   retract(watched_goal(Token, Thread, Deadline, Atoms0, Max))
+                        ) )),
            catch(thread_signal(Thread, safe_load:expired(Token, Error)), _, true)),
     with_mutex(safe_load_watchdog,
                (   watched_goal(_, _, _, _, _)
@@ -586,14 +675,29 @@ watchdog :-
     Done == true,
     !.
 
+exceeded(Now, _, clock(Key), _, _, clock_expired(Key, Deadline)) :-
+    flag(Key, Deadline, Deadline),
+    Now >= Deadline,
+    !.
 exceeded(Now, _, Deadline, _, _, time_limit_exceeded) :-
+    number(Deadline),
     Now >= Deadline,
     !.
 exceeded(_, Atoms, _, Atoms0, Max, error(resource_error(atom_space), context(untrusted_goal, _))) :-
     Max \== inf,
     Atoms - Atoms0 > Max.
 
-%   Run in the watched thread: throw only while that goal is still being watched.
+%   Run in the watched thread: throw only while that goal is still being watched; for a
+%   clock, only while the call whose deadline passed still runs (its deadline is still the
+%   flag's value; it is withdrawn at once, so a later signal finds nothing to stop).
+expired(Token, clock_expired(Key, Deadline)) :-
+    !,
+    active_watches(Active),
+    (   memberchk(Token, Active),
+        flag(Key, Deadline, 1.0e300)
+    ->  throw(time_limit_exceeded)
+    ;   true
+    ).
 expired(Token, Error) :-
     active_watches(Active),
     (   memberchk(Token, Active)

@@ -289,3 +289,38 @@ def test_a_run_folders_config_that_links_out_is_refused(tmp_path, capsys):
     assert main(["nesy", "eval", str(run)]) == 2
     err = capsys.readouterr().err
     assert "outside" in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------ bounds of a batch of calls
+_BUSY = ("safe_load_test:busy(_S) :- get_time(_T0), repeat, get_time(_T), _T - _T0 >= _S, !",
+         "safe_load_test:loop(_X) :- safe_load_test:loop(_X)")
+
+
+def _maplist(items: str, max_inf: int, max_sec: float):
+    from nesybench.logic import prolog
+    prolog.use("prolog/safe_load.pl")
+    for clause in _BUSY:
+        prolog.once(f"retractall({clause.split(' :- ')[0]}), assertz(({clause}))")
+    res = prolog.once(f"safe_load:bounded_maplist(call, [{items}], Fs, {max_inf}, {max_sec}, _O), "
+                      "term_string(_O, S)")
+    return res["Fs"], res["S"]
+
+
+def test_bounded_maplist_flags_and_the_first_call_past_a_bound():
+    """Each call's own status: 1/0 for success/failure; the first error, inference limit or
+    time limit stops the list and names that call's index (0-based); the flags are those of
+    the calls before it."""
+    assert _maplist("true, fail, true", 10**6, 5) == ([1, 0, 1], "done")
+    flags, outcome = _maplist("true, atom_length(_, _), true", 10**6, 5)
+    assert flags == [1] and outcome.startswith("stopped(1,error(error(instantiation_error")
+    assert _maplist("true, true, safe_load_test:loop(a)", 10**5, 5) == \
+        ([1, 1], "stopped(2,inference_limit(100000))")
+    assert _maplist("true, safe_load_test:busy(5), true", 10**12, 0.3) == \
+        ([1], "stopped(1,time_limit(0.3))")
+
+
+def test_bounded_maplist_gives_each_call_its_own_wall_clock_limit():
+    """Five calls of 0.2 s under a 0.5 s limit all finish: the deadline is per call, moved
+    as each one starts, not one deadline for the list (which would stop the third)."""
+    flags, outcome = _maplist(", ".join(["safe_load_test:busy(0.2)"] * 5), 10**12, 0.5)
+    assert (flags, outcome) == ([1] * 5, "done")
