@@ -22,7 +22,7 @@ with its range, and CPU time (user + system, all the job's processes), the ratio
 from other jobs on the machine disturbs least.
 
     .venv/bin/python benchmarks/kandy_generate.py [--samples 1000] [--workers 2] [--rounds 3]
-        [--workdir DIR] [--reference PATH [--reference-python PY]]
+        [--workdir DIR] [--reference PATH [--reference-python PY]] [--write-docs]
 
 The reference needs pyswip, which is not a nesybench dependency: make a side venv, e.g.
 ``python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install pyswip numpy pillow pyyaml``,
@@ -75,6 +75,10 @@ def main() -> int:
                          "On ext4, creating many files soon after deleting many (e.g. a "
                          "previous run) costs much kernel time; /dev/shm avoids the disk")
     ap.add_argument("--no-floor", action="store_true", help="skip the PNG floor job")
+    ap.add_argument("--write-docs", action="store_true",
+                    help="also write what this run printed (the table, the rounds, the load "
+                         "averages) into docs/performance.md, between the markers "
+                         f"{DOC_BEGIN} and {DOC_END}")
     ap.add_argument("--reference", default=None, help="path to a KANDYBenchmark checkout")
     ap.add_argument("--reference-python", default=sys.executable,
                     help="Python interpreter with the reference's requirements (pyswip, numpy, "
@@ -83,6 +87,21 @@ def main() -> int:
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
 
+    if args.write_docs:
+        tee = _Tee(sys.stdout)
+        sys.stdout = tee
+        try:
+            status = _run(args)
+        finally:
+            sys.stdout = tee.out
+        if status == 0:
+            write_docs(ROOT / "docs" / "performance.md", "".join(tee.parts),
+                       " ".join(["benchmarks/kandy_generate.py", *sys.argv[1:]]))
+        return status
+    return _run(args)
+
+
+def _run(args) -> int:
     from nesybench.kandy.generate import RENDER_CHUNK, generate
     from nesybench.kandy.render import PNG_DEFLATE
 
@@ -146,6 +165,42 @@ def main() -> int:
             store.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+#: the markers around the measured section of docs/performance.md that --write-docs replaces
+DOC_BEGIN, DOC_END = "<!-- kandy_generate.py:begin -->", "<!-- kandy_generate.py:end -->"
+
+
+class _Tee:
+    """stdout that also keeps what was written (for --write-docs)."""
+
+    def __init__(self, out):
+        self.out, self.parts = out, []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.out.write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def write_docs(doc: Path, printed: str, command: str) -> None:
+    """Replace the section between :data:`DOC_BEGIN` and :data:`DOC_END` of ``doc`` with the
+    Markdown table of ``printed`` and, below it, the rest of what the run printed."""
+    text = doc.read_text(encoding="utf-8")
+    if DOC_BEGIN not in text or DOC_END not in text:
+        raise SystemExit(f"{doc}: no {DOC_BEGIN} ... {DOC_END} section to write")
+    lines = printed.splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    rest = [line for line in lines if line.strip() and not line.startswith("|")]
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    section = (f"\nAs printed by `{command}` ({when}, {os.cpu_count()} CPUs):\n\n"
+               + "\n".join(table) + "\n\n```text\n" + "\n".join(rest) + "\n```\n")
+    head, tail = text.split(DOC_BEGIN, 1)
+    tail = tail.split(DOC_END, 1)[1]
+    doc.write_text(head + DOC_BEGIN + section + DOC_END + tail, encoding="utf-8")
+    print(f"wrote the section of {doc}", file=sys.stderr)
 
 
 def _stat(xs: list[float]) -> str:
