@@ -468,3 +468,210 @@ def test_vectorised_colour_noise_edge_values():
     sigma = (0.025, 0.3, 0.3)
     assert _hsv_jitter_many(rgbs, sigma, z).tolist() == \
         [list(_hsv_jitter(rgb, sigma, zz)) for rgb, zz in zip(rgbs, z)]
+
+
+# -- the fast rasteriser against the per-sample reference (tests/kandy_raster_reference.py) ----
+
+def _raster_reference():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    import kandy_raster_reference  # noqa: PLC0415
+    return kandy_raster_reference
+
+
+def _on_samples(ss):
+    """Coordinates (pixels) that lie exactly on a sample, or halfway between two samples, of
+    a ``ss``-times supersampled grid, or on a pixel corner or centre."""
+    return st.builds(lambda p, k: p + k / (2 * ss), st.integers(-4, 70),
+                     st.integers(0, 2 * ss - 1))
+
+
+_CENTRES = st.integers(1, 8).flatmap(lambda ss: st.tuples(st.just(ss), st.one_of(
+    _on_samples(ss), st.floats(-6.0, 75.0, allow_nan=False, width=64),
+    st.integers(-6, 75).map(float))))
+
+_SIZES = st.one_of(st.integers(1, 60).map(float), st.floats(1.0, 60.0),
+                   st.sampled_from([10.5, 24.999999, 25.000001, 1.0, 2.5, 59.75]),
+                   st.integers(2, 120).map(lambda k: k / 2))
+
+
+@st.composite
+def _shape_rows(draw, ss=None):
+    """One kind, supersampling and 1-6 shapes (centre x, centre y, size) of a coverage pass;
+    sizes may also be chosen so that the outline passes exactly through samples."""
+    ss = ss or draw(st.integers(1, 8))
+    kind = draw(st.sampled_from(["circle", "square", "triangle"]))
+    geoms = []
+    for _ in range(draw(st.integers(1, 6))):
+        cx = draw(st.one_of(_on_samples(ss), st.floats(-6.0, 75.0), st.integers(0, 70)))
+        cy = draw(st.one_of(_on_samples(ss), st.floats(-6.0, 75.0), st.integers(0, 70)))
+        size = draw(st.one_of(_SIZES, st.integers(1, 8 * ss * 8).map(lambda k: k / ss)))
+        geoms.append((float(cx), float(cy), float(size)))
+    return kind, ss, geoms
+
+
+def _tiles(geoms):
+    """Tile origins and sides as :func:`render._draw_batch` sizes them."""
+    g = np.array(geoms, dtype=np.float64).reshape(-1, 3)
+    r = g[:, 2] / 2.0
+    x0, y0 = np.floor(g[:, 0] - r) - 1, np.floor(g[:, 1] - r) - 1
+    need = np.maximum(np.ceil(g[:, 0] + r) + 1 - x0, np.ceil(g[:, 1] + r) + 1 - y0)
+    return g, x0, y0, -(-need.astype(np.int64) // 4) * 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(_shape_rows())
+def test_coverages_equal_the_per_sample_reference(case):
+    """Circles and triangles counted from runs of inside samples, squares separably: every
+    pixel's alpha equals the reference's test of every sample, for centres on and between
+    samples and sizes whose outline passes exactly through samples."""
+    import nesybench.kandy.render as R
+    ref = _raster_reference()
+    kind, ss, geoms = case
+    g, x0, y0, tile = _tiles(geoms)
+    t = int(tile.max())                     # the largest tile holds every shape of the pass
+    args = (kind, g[:, 0], g[:, 1], g[:, 2], x0, y0, t, ss)
+    got = R._coverages(*args)
+    assert got.dtype == np.uint16 and got.shape == (len(geoms), t, t)
+    assert (got == ref.coverages(*args)).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(_shape_rows(), st.integers(0, 2 ** 32 - 1))
+def test_run_ends_that_miss_are_found_by_testing_every_sample(case, seed):
+    """Estimates of the run ends that are off by a few samples (as float rounding could make
+    them, right at a sample) are caught by the inside test and the row is tested at every
+    sample: the pixels stay those of the reference."""
+    import nesybench.kandy.render as R
+    ref = _raster_reference()
+    kind, ss, geoms = case
+    g, x0, y0, tile = _tiles(geoms)
+    t = int(tile.max())
+    args = (kind, g[:, 0], g[:, 1], g[:, 2], x0, y0, t, ss)
+    true_estimates = R._run_estimates
+    rng = np.random.default_rng(seed)
+
+    def off(*a):
+        est = true_estimates(*a)
+        return est + rng.integers(-2, 3, est.shape) * (rng.random(est.shape) < 0.3)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "_run_estimates", off)
+        got = R._coverages(*args)
+    assert (got == ref.coverages(*args)).all()
+
+
+def _batch_from(geoms_per_picture, rgbs):
+    import nesybench.kandy.render as R
+    shapes = R._Shapes()
+    for b, placed in enumerate(geoms_per_picture):
+        shapes.add(b, [(Shape(kind, "red", "small"), geom) for kind, geom in placed],
+                   rgbs[b][:len(placed)])
+    return shapes
+
+
+@st.composite
+def _pictures(draw, canvas=(40, 32)):
+    """1-4 pictures of 0-7 shapes each, anywhere on (and around) a small canvas, with sizes
+    up to 60 px (tiles overhang every edge), random colours, and one supersampling."""
+    W_, H_ = canvas
+    ss = draw(st.integers(1, 8))
+    pics, rgbs = [], []
+    for _ in range(draw(st.integers(1, 4))):
+        placed = []
+        for _ in range(draw(st.integers(0, 7))):
+            kind = draw(st.sampled_from(["circle", "square", "triangle"]))
+            cx = draw(st.one_of(_on_samples(ss).filter(lambda v: -30 < v < W_ + 30),
+                                st.floats(-30.0, W_ + 30.0)))
+            cy = draw(st.one_of(_on_samples(ss).filter(lambda v: -30 < v < H_ + 30),
+                                st.floats(-30.0, H_ + 30.0)))
+            placed.append((kind, (float(cx), float(cy), float(draw(_SIZES)))))
+        pics.append(placed)
+        rgbs.append([tuple(draw(st.integers(0, 255)) for _ in range(3)) for _ in placed])
+    return ss, pics, rgbs
+
+
+@settings(max_examples=150, deadline=None)
+@given(_pictures(), st.sampled_from([(127, 127, 127), (0, 0, 0), (255, 255, 255), "array"]))
+def test_draw_batch_equals_the_reference_drawing(case, base):
+    """Whole batches (layers, tile sizes, tiles overhanging the canvas, a background colour
+    or per-picture starting pixels) composite to the reference's pixels."""
+    import nesybench.kandy.render as R
+    ref = _raster_reference()
+    ss, pics, rgbs = case
+    B, H_, W_ = len(pics), 32, 40
+    if base == "array":
+        base = np.random.default_rng(len(pics)).integers(0, 256, (B, H_, W_, 3), dtype=np.uint8)
+    work, m = R._draw_batch((B, H_, W_), base, _batch_from(pics, rgbs), ss)
+    want, mr = ref.draw_batch((B, H_, W_), base, _batch_from(pics, rgbs), ss)
+    assert (work[:, m:m + H_, m:m + W_] == want[:, mr:mr + H_, mr:mr + W_]).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_pictures(), st.sampled_from([(127, 127, 127), (10, 200, 30),
+                                                         "array"])), min_size=2, max_size=5))
+def test_a_reused_canvas_buffer_gives_every_batch_its_own_pixels(batches):
+    """A scratch buffer carried from batch to batch (more or fewer pictures, wider or
+    narrower margins, another background, starting pixels given) only has the previous
+    batch's tiles reset, yet every batch equals a fresh reference drawing."""
+    import nesybench.kandy.render as R
+    ref = _raster_reference()
+    scratch: list = []
+    H_, W_ = 32, 40
+    for (ss, pics, rgbs), base in batches:
+        B = len(pics)
+        if base == "array":
+            base = np.random.default_rng(B).integers(0, 256, (B, H_, W_, 3), dtype=np.uint8)
+        work, m = R._draw_batch((B, H_, W_), base, _batch_from(pics, rgbs), ss, scratch)
+        want, mr = ref.draw_batch((B, H_, W_), base, _batch_from(pics, rgbs), ss)
+        assert (work[:, m:m + H_, m:m + W_] == want[:, mr:mr + H_, mr:mr + W_]).all()
+
+
+@pytest.mark.parametrize("noisy", [True, False])
+def test_curriculum_pictures_equal_the_reference_drawing(noisy, monkeypatch):
+    """Pictures of the Hard curriculum's first tasks, drawn by :func:`render_batch` in
+    batches through one reused buffer, equal the reference drawing pixel for pixel (with
+    the dataset's size noise, and without it: integer sizes, centres on sample positions)."""
+    from pathlib import Path
+
+    import nesybench.kandy.generate as g
+    import nesybench.kandy.render as R
+    from nesybench.kandy.language import load_curriculum
+    ref = _raster_reference()
+    cur = load_curriculum(Path(__file__).resolve().parents[1] / "curricula/kandy/hard.yaml")
+    sel = g._select(cur, None, 1000)[:4]
+    jobs = [j[:4] for t in sel
+            for j in g._draw_task((t, cur.domain, cur.source,
+                                   g.derive_seed(12345, "task", t.index)))[2]]
+    cfg = g.render_config_from(cur)
+    if not noisy:
+        cfg = RenderConfig.from_dict({**cfg.to_dict(), "noisy_size": False,
+                                      "noisy_color": False})
+        jobs = [(sym, seed, False, False) for sym, seed, _, _ in jobs]
+    scratch: list = []
+    got = [R.render_batch(jobs[k:k + 50], cfg, scratch=scratch).copy()
+           for k in range(0, len(jobs), 50)]
+    monkeypatch.setattr(R, "_draw_batch", ref.draw_batch)
+    want = [R.render_batch(jobs[k:k + 50], cfg) for k in range(0, len(jobs), 50)]
+    assert len(jobs) >= 100
+    assert all((a == b).all() for a, b in zip(got, want))
+
+
+def test_a_reused_canvas_buffer_through_more_then_fewer_pictures():
+    """One margin: 3 pictures on grey, then on white 1 picture (the buffer, big enough for
+    3, filled anew), 3 (two of them filled in the buffer), 1 and 2: the tiles drawn in every
+    picture the buffer holds are reset."""
+    import nesybench.kandy.render as R
+    ref = _raster_reference()
+    H_, W_ = 32, 40
+    shapes = [("circle", (10.3, 12.0, 9.5)), ("triangle", (30.0, 20.125, 14.0)),
+              ("square", (20.5, 8.0, 11.0))]
+    scratch: list = []
+    for B, base in ((3, (127, 127, 127)), (1, (255, 255, 255)), (3, (255, 255, 255)),
+                    (1, (255, 255, 255)), (2, (255, 255, 255))):
+        pics = [shapes[b:] + shapes[:b] for b in range(B)]
+        rgbs = [[(200, 10 * b, 90), (0, 255, 30), (40, 40, 250)] for b in range(B)]
+        work, m = R._draw_batch((B, H_, W_), base, _batch_from(pics, rgbs), 4, scratch)
+        want, mr = ref.draw_batch((B, H_, W_), base, _batch_from(pics, rgbs), 4)
+        assert (work[:, m:m + H_, m:m + W_] == want[:, mr:mr + H_, mr:mr + W_]).all()
