@@ -96,7 +96,7 @@ def main() -> int:
             sys.stdout = tee.out
         if status == 0:
             write_docs(ROOT / "docs" / "performance.md", "".join(tee.parts),
-                       " ".join(["benchmarks/kandy_generate.py", *sys.argv[1:]]))
+                       public_command(sys.argv[1:]))
         return status
     return _run(args)
 
@@ -185,9 +185,42 @@ class _Tee:
         self.out.flush()
 
 
+#: options whose values are this machine's paths, and what the page shows instead
+_PLACEHOLDERS = {"--reference": "PATH", "--reference-python": "PY", "--workdir": "DIR",
+                 "--curriculum": None}
+
+
+def public_command(argv: list[str]) -> str:
+    """The command line as the page shows it: paths of this machine replaced by
+    placeholders, a curriculum inside the source tree by its relative path."""
+    out, i = ["benchmarks/kandy_generate.py"], 0
+    while i < len(argv):
+        arg = argv[i]
+        key, eq, value = arg.partition("=")
+        if key in _PLACEHOLDERS and (eq or i + 1 < len(argv)):
+            if not eq:
+                i += 1
+                value = argv[i]
+            shown = _PLACEHOLDERS[key] or _relative(value)
+            out.append(f"{key} {shown}")
+        else:
+            out.append(arg)
+        i += 1
+    return " ".join(out)
+
+
+def _relative(path: str) -> str:
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return "FILE"
+
+
 def write_docs(doc: Path, printed: str, command: str) -> None:
     """Replace the section between :data:`DOC_BEGIN` and :data:`DOC_END` of ``doc`` with the
-    Markdown table of ``printed`` and, below it, the rest of what the run printed."""
+    Markdown table of ``printed`` and, below it, the rest of what the run printed (the source
+    tree's own path left out of it)."""
+    printed = printed.replace(f"{ROOT}{os.sep}", "")
     text = doc.read_text(encoding="utf-8")
     if DOC_BEGIN not in text or DOC_END not in text:
         raise SystemExit(f"{doc}: no {DOC_BEGIN} ... {DOC_END} section to write")

@@ -34,3 +34,20 @@ def test_write_docs_replaces_only_the_marked_section(tmp_path):
     assert "```text\nload average" in section and "25.0×" in section
     bench.write_docs(doc, printed, "again")           # idempotent structure: still one section
     assert doc.read_text(encoding="utf-8").count(bench.DOC_BEGIN) == 1
+
+
+def test_the_page_shows_no_path_of_the_machine(tmp_path):
+    bench = _bench()
+    command = bench.public_command(["--rounds", "3", "--reference", "/home/me/KANDYBenchmark",
+                                    "--reference-python=/opt/venv/bin/python", "--workdir",
+                                    "/dev/shm", "--curriculum",
+                                    str(bench.ROOT / "curricula/kandy/hard.yaml")])
+    assert command == ("benchmarks/kandy_generate.py --rounds 3 --reference PATH "
+                       "--reference-python PY --workdir DIR --curriculum "
+                       "curricula/kandy/hard.yaml")
+    doc = tmp_path / "p.md"
+    doc.write_text(f"{bench.DOC_BEGIN}\n{bench.DOC_END}\n", encoding="utf-8")
+    bench.write_docs(doc, f"curriculum  {bench.ROOT}/curricula/kandy/hard.yaml (18 tasks)\n",
+                     command)
+    assert str(bench.ROOT) not in doc.read_text(encoding="utf-8")
+    assert "curriculum  curricula/kandy/hard.yaml (18 tasks)" in doc.read_text(encoding="utf-8")
