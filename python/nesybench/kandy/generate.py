@@ -45,9 +45,9 @@ FORMAT_VERSION = "1.1"
 
 DEFAULT_SEED = 12345
 CSV_COLUMNS = ("filename", "task_id", "label", "supervised", "symbol", "prolog")
-#: pictures per job handed to a render worker: large enough that the worker draws them in a
-#: few vectorised batches and the job's traffic is small against its work, small enough that
-#: a task of 1,000 samples still gives each of several workers something to do
+#: pictures handed to :func:`~nesybench.kandy.render.render_chunk` at a time (which draws
+#: them in vectorised batches): the unit of the progress bar in one process, and the size of
+#: the digest lists a job collects
 RENDER_CHUNK = 250
 
 
