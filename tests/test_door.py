@@ -47,7 +47,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the lines of JSON the preflight subprocess doctor started printed (no file)",
     ("io.py", "check_replaceable", "check_output_path(a resolved path)"):
         "check_output_path gets the path as given; the name is resolved later in the function",
-    ("io.py", "checksums", "Path.rglob"): _OWN_OUTPUT,
     ("io.py", "pid_alive", "Path.read_text"): _PROC,
     ("io.py", "sha256_file", "open"): _OWN_OUTPUT,
     ("io.py", "sweep_stale_temps", "Path.glob"): "nesybench's own temporary siblings of --out",

@@ -38,8 +38,8 @@ def test_write_docs_replaces_only_the_marked_section(tmp_path):
 
 def test_the_page_shows_no_path_of_the_machine(tmp_path):
     bench = _bench()
-    command = bench.public_command(["--rounds", "3", "--reference", "/home/me/KANDYBenchmark",
-                                    "--reference-python=/opt/venv/bin/python", "--workdir",
+    command = bench.public_command(["--rounds", "3", "--reference", "checkouts/KANDYBenchmark",
+                                    "--reference-python=refvenv/bin/python", "--workdir",
                                     "/dev/shm", "--curriculum",
                                     str(bench.ROOT / "curricula/kandy/hard.yaml")])
     assert command == ("benchmarks/kandy_generate.py --rounds 3 --reference PATH "
