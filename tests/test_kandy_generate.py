@@ -102,6 +102,18 @@ def test_same_bytes_whatever_the_jobs_and_batches(tmp_path, monkeypatch):
     assert man["config"]["png_deflate"] == R.PNG_DEFLATE
 
 
+def test_a_task_split_into_parts_gives_the_same_bytes(tmp_path):
+    """With fewer tasks than two per worker, each task's pictures are split into parts that
+    several workers draw the task for (or reuse the draw of): the folder is the one process's,
+    byte for byte, and the job order (longest first) does not show in the annotations."""
+    generate(REF, tmp_path / "one", seed=5, workers=1, tasks=[1], samples=30)
+    generate(REF, tmp_path / "parts", seed=5, workers=3, tasks=[1], samples=30)   # 6 parts
+    assert _tree_digest(tmp_path / "parts") == _tree_digest(tmp_path / "one")
+    generate(REF, tmp_path / "both", seed=5, workers=3, samples=30)       # 2 tasks: 3 parts each
+    rows = read_annotations(tmp_path / "both", "train")
+    assert [r["task_id"] for r in rows] == sorted(r["task_id"] for r in rows)
+
+
 def test_supervision_decay():
     assert supervision_probability(0.0, 0.8, 0.2) == pytest.approx(0.8)
     assert supervision_probability(1.0, 0.8, 0.2) == pytest.approx(0.2)
