@@ -304,6 +304,40 @@ def test_failure_in_a_later_task_while_workers_render_leaves_nothing(tmp_path, c
     assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
 
 
+def test_the_first_failing_task_is_the_one_reported(tmp_path):
+    """Jobs run longest first and finish in any order, but of two failing tasks the error is
+    the first one's in task order, as with one process: task 1 (large, queued first) fails
+    too, with another message."""
+    small = """\
+        - name: first
+          samples: 12
+          train_split: 0.5
+          val_split: 0.25
+          patience: 30
+          positive_rule: >-
+            valid(C) :- fail.
+          positive_set: [{shape: triangle, color: ~, size: ~}]
+          negative_set: [{shape: square, color: ~, size: ~}]
+        """
+    large = """\
+        - name: second
+          samples: 2000
+          train_split: 0.5
+          val_split: 0.25
+          patience: 30
+          positive_rule: >-
+            valid(C) :- true.
+          positive_set: [{side_by_side: [{shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}]}]
+          negative_set: [{side_by_side: [{shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}, {shape: ~, color: ~, size: ~}]}]
+        """
+    path = _write(tmp_path, textwrap.dedent(small) + textwrap.dedent(large))
+    for workers in (1, 2):
+        with pytest.raises(NesyError) as err:
+            generate(path, tmp_path / "out", workers=workers)
+        assert "task 0 'first'" in str(err.value) and "no positive sample" in str(err.value)
+        assert not (tmp_path / "out").exists()
+
+
 def test_output_folder_regenerates_itself(tmp_path):
     # two rule files with the same name in different folders, one of them used twice
     for sub, shape in (("a", "circle"), ("b", "square")):

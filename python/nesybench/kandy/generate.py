@@ -300,14 +300,28 @@ def _in_pool(drawing: list, emit, config: dict, root: str, workers: int) -> Iter
                    for i in order for part in range(parts)}
         done: dict[int, tuple] = {}
         following = 0                       # the next task to emit: tasks go out in order
+        pending = [parts] * len(drawing)    # jobs of each task not finished yet
+        failed: dict[int, BaseException] = {}
         for fut in as_completed(futures):
-            stats, rows, written = fut.result()
-            if stats is not None:
-                done[futures[fut]] = (stats, rows)
-                while following in done:
-                    emit(following, *done.pop(following))
-                    following += 1
-            yield written
+            i = futures[fut]
+            pending[i] -= 1
+            try:
+                stats, rows, written = fut.result()
+            except Exception as exc:        # noqa: BLE001 - re-raised below, in task order
+                failed.setdefault(i, exc)
+            else:
+                if stats is not None:
+                    done[i] = (stats, rows)
+                    while following in done:
+                        emit(following, *done.pop(following))
+                        following += 1
+                yield written
+            if failed:
+                # the error of the first failing task in task order, as one process reports
+                # it, once every job of the tasks before it has finished
+                first = min(failed)
+                if not any(pending[:first]):
+                    raise failed[first]
         ok = True
     finally:
         # an error (in a worker, here or in the consumer) or Ctrl-C drops the queued work
