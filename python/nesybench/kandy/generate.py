@@ -280,7 +280,7 @@ JOBS_PER_WORKER = 2
 
 def _in_pool(drawing: list, emit, config: dict, root: str, workers: int) -> Iterator:
     """Draw every task's symbols and render their pictures in one pool of ``workers``
-    processes; yield each job's digests in job order.
+    processes; yield each job's ``(relpath, sha256)`` list as the job finishes.
 
     ``drawing`` holds the :func:`_draw_task` arguments of the tasks in order; ``emit(i,
     stats, rows)`` records task ``i`` (manifest entry, annotations). A job is one task, or
