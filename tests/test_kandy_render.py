@@ -675,3 +675,22 @@ def test_a_reused_canvas_buffer_through_more_then_fewer_pictures():
         work, m = R._draw_batch((B, H_, W_), base, _batch_from(pics, rgbs), 4, scratch)
         want, mr = ref.draw_batch((B, H_, W_), base, _batch_from(pics, rgbs), 4)
         assert (work[:, m:m + H_, m:m + W_] == want[:, mr:mr + H_, mr:mr + W_]).all()
+
+
+def test_size_and_position_noise_are_numpys_uniform_draws():
+    """Layout draws U(lo, hi) as lo + (hi − lo)·random(): the value numpy's uniform(lo, hi)
+    gives from the same stream (checked here over many draws and bounds, so a numpy build
+    that computed it otherwise would be caught), and leaf sizes follow in drawing order."""
+    a, b = np.random.Generator(np.random.PCG64(11)), np.random.Generator(np.random.PCG64(11))
+    for lo, hi in ((-2.0, 2.0), (-0.5, 0.5), (3.25, 170.7), (-1e-3, 7.1), (0.0, 1e-300)):
+        xs = [float(a.uniform(lo, hi)) for _ in range(20000)]
+        assert xs == [lo + (hi - lo) * b.random() for _ in range(20000)]
+    sym = from_prolog("side_by_side([stack([triangle_red_small, square_blue_large]), "
+                      "circle_green_small, grid([circle_red_large, square_red_small])])")
+    cfg = RenderConfig()
+    placed = layout(sym, cfg, np.random.Generator(np.random.PCG64(5)), noisy_size=True)
+    g = np.random.Generator(np.random.PCG64(5))
+    want = [max(1.0, float(cfg.sizes[s.size]) + float(g.uniform(-cfg.size_noise,
+                                                                   cfg.size_noise)))
+            for s, _ in placed]
+    assert [p[2] for _, p in placed] == want
