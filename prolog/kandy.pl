@@ -1,6 +1,7 @@
 :- module(kandy,
           [ load_task_rule/3,       % +Module, +File, -Preds
             check_samples/3,        % +Module, +Texts, -Flags
+            check_sample_data/3,    % +Module, +Samples, -Flags
             task_valid/2,           % +RuleFile, +Sample
             check_error_text/2      % +Error, -Message
           ]).
@@ -47,16 +48,58 @@ load_task_rule(Module, File, Preds) :-
 %   wall-clock limit of time_limit/1 seconds), through safe_load:bounded_maplist/6; a rule
 %   that hits a limit or raises an error raises kandy_check_error/3 for that sample.
 check_samples(Module, Texts, Flags) :-
+    maplist(text_sample, Texts, Samples),
+    check_terms(Module, Samples, Texts, Flags).
+
+%!  check_sample_data(+Module:atom, +Samples:list, -Flags:list) is det.
+%
+%   As check_samples/3 for samples given as data instead of text, so that nothing is
+%   parsed: an atomic shape is its name (`triangle_red_small`, an atom or a string) and a
+%   composition is `Op-Children` (`Op` an atom or string, `Children` a list of samples), which
+%   is what janus makes of a Python `("stack", [...])`. An error names the sample in the
+%   natural encoding.
+check_sample_data(Module, Data, Flags) :-
+    maplist(data_sample, Data, Samples),
+    check_terms(Module, Samples, _, Flags).
+
+check_terms(Module, Samples, Texts, Flags) :-
     inference_limit(Limit),
     time_limit(Seconds),
-    maplist(text_sample, Texts, Samples),
     bounded_maplist(valid_in(Module), Samples, Flags0, Limit, Seconds, Outcome),
     (   Outcome = stopped(I, Status)
-    ->  nth0(I, Texts, Text),
+    ->  sample_text(I, Samples, Texts, Text),
         check_failure(Status, Limit, Seconds, Error),
         throw(kandy_check_error(I, Text, Error))
     ;   Flags = Flags0
     ).
+
+sample_text(I, _, Texts, Text) :-
+    nonvar(Texts),
+    !,
+    nth0(I, Texts, Text).
+sample_text(I, Samples, _, Text) :-
+    nth0(I, Samples, Sample),
+    with_output_to(string(Text),
+                   write_term(Sample, [quoted(true), spacing(next_argument)])).
+
+data_sample(Op-Children, Sample) :-
+    !,
+    must_be(list, Children),
+    data_name(Op, Name),
+    maplist(data_sample, Children, Samples),
+    Sample =.. [Name, Samples].
+data_sample(Name, Atom) :-
+    data_name(Name, Atom),
+    !.
+data_sample(Data, _) :-
+    type_error(kandy_sample_data, Data).
+
+data_name(Name, Name) :-
+    atom(Name),
+    !.
+data_name(Text, Name) :-
+    string(Text),
+    atom_string(Name, Text).
 
 valid_in(Module, Sample) :-
     Module:valid(Sample).

@@ -402,3 +402,61 @@ def test_json_text_is_json_dumps_of_to_json(symbol):
     json.dumps of the symbol's dict (non-ASCII letters escaped the same way)."""
     from nesybench.kandy.symbols import json_text
     assert json_text(symbol) == json.dumps(symbol.to_json(), separators=(",", ":"))
+
+
+_domain_symbols = st.recursive(
+    st.builds(Shape, st.sampled_from(["triangle", "square", "circle"]),
+              st.sampled_from(["red", "green", "blue", "cyan", "magenta", "yellow"]),
+              st.sampled_from(["small", "large"])),
+    lambda kids: st.builds(lambda op, cs: Composite(op, tuple(cs)),
+                           st.sampled_from(COMPOSITIONS), st.lists(kids, max_size=4)),
+    max_leaves=12)
+_RULES = sorted(Path(__file__).resolve().parents[1].glob("kb/kandy/rules/*/t*.pl"))
+
+
+@given(st.sampled_from(_RULES), st.lists(_domain_symbols, min_size=1, max_size=12))
+@settings(max_examples=60, deadline=None, derandomize=True)
+def test_symbols_checked_as_data_get_the_verdicts_of_their_text(rule_file, symbols):
+    """Generation sends the symbols to Prolog as data (nothing parsed); every shipped rule
+    gives them the verdicts it gives their natural-encoding text read by SWI-Prolog."""
+    rule = TaskRule(rule_file.read_text(), source=str(rule_file))
+    try:
+        assert rule.check_symbols(symbols) == rule.check([s.to_prolog() for s in symbols])
+    finally:
+        rule.close()
+
+
+@pytest.mark.parametrize("curriculum", ["easy", "hard"])
+def test_curriculum_samples_checked_as_data_get_the_verdicts_of_their_text(curriculum):
+    """The same on what generation checks: candidates drawn from every shipped task's
+    positive and negative sets (so that each rule says yes as well as no), with its rule."""
+    import numpy as np
+    from nesybench.kandy.expand import sample_symbol
+    from nesybench.kandy.language import load_curriculum
+    cur = load_curriculum(Path(__file__).resolve().parents[1] / f"curricula/kandy/{curriculum}.yaml")
+    rng = np.random.Generator(np.random.PCG64(3))
+    for task in cur.tasks:
+        symbols = [sample_symbol((task.negative_set, task.positive_set)[k % 2], rng, cur.domain)
+                   for k in range(40)]
+        rule = TaskRule(task.rule_text, task=task.label)
+        try:
+            by_text = rule.check([s.to_prolog() for s in symbols])
+            assert rule.check_symbols(symbols) == by_text, task.label
+            assert any(by_text) and not all(by_text), task.label
+        finally:
+            rule.close()
+
+
+def test_a_rule_error_on_data_names_the_sample_as_its_text():
+    rule = TaskRule("valid(X) :- X = side_by_side(_), atom_length(X, _).\n")
+    sample = Composite("side_by_side", (Shape("circle", "red", "small"),
+                                        Composite("stack", (Shape("square", "blue", "large"),))))
+    try:
+        with pytest.raises(NesyError) as by_data:
+            rule.check_symbols([Shape("circle", "red", "small"), sample])
+        with pytest.raises(NesyError) as by_text:
+            rule.check(["circle_red_small", sample.to_prolog()])
+        assert str(by_data.value) == str(by_text.value)
+        assert sample.to_prolog() in str(by_data.value)
+    finally:
+        rule.close()

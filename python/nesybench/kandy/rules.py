@@ -2,8 +2,9 @@
 
 The rule text (a task's ``positive_rule`` or ``rule_file``) is untrusted: it is loaded through
 :func:`nesybench.logic.prolog.load_rules` (line-accurate syntax errors, sandbox) into a module
-of its own that sees the background knowledge ``kb/kandy/bk.pl``. :meth:`TaskRule.check` sends a
-whole batch of candidate samples to ``kandy:check_samples/3`` in one call.
+of its own that sees the background knowledge ``kb/kandy/bk.pl``. :class:`TaskRule` sends a
+whole batch of candidate samples to ``kandy:check_sample_data/3`` (symbols as data) or
+``kandy:check_samples/3`` (texts) in one call.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import itertools
 
 from ..errors import NesyError, PrologError
 from ..logic import prolog
+from .symbols import Symbol, to_data
 
 BK_FILE = "kb/kandy/bk.pl"
 _counter = itertools.count()
@@ -42,24 +44,31 @@ class TaskRule:
         self.checked = 0
 
     def check(self, prolog_terms: list[str]) -> list[bool]:
-        """Whether each sample (natural-encoding Prolog text) satisfies ``valid/1``.
+        """Whether each sample (natural-encoding Prolog text, e.g. typed by a user) satisfies
+        ``valid/1``. One Prolog call for the whole list."""
+        return self._check("check_samples", list(prolog_terms))
 
-        One Prolog call for the whole list.
-        """
-        if not prolog_terms:
+    def check_symbols(self, symbols: list[Symbol]) -> list[bool]:
+        """Whether each symbol satisfies ``valid/1``: the symbols go to Prolog as data
+        (:func:`~nesybench.kandy.symbols.to_data`), not as text to parse. One Prolog call for
+        the whole list."""
+        return self._check("check_sample_data", [to_data(s) for s in symbols])
+
+    def _check(self, predicate: str, samples: list) -> list[bool]:
+        if not samples:
             return []
         try:
             res = prolog.once(
-                "catch((kandy:check_samples(M, Ts, Fs), Err = \"\"), kandy_check_error(_I, _T, _E), "
+                f"catch((kandy:{predicate}(M, Ts, Fs), Err = \"\"), kandy_check_error(_I, _T, _E), "
                 "(kandy:check_error_text(_E, _M), format(string(Err), '~w: ~w', [_T, _M]), Fs = []))",
-                M=self.module, Ts=list(prolog_terms))
+                M=self.module, Ts=samples)
         except PrologError as exc:
             raise exc.where(task=self.task, field=self.field) from None
         flags = res["Fs"]
         if res["Err"]:
             raise NesyError(f"the rule raised an error on sample {res['Err']}",
                             task=self.task, field=self.field)
-        self.checked += len(prolog_terms)
+        self.checked += len(samples)
         return [f == 1 for f in flags]
 
     def close(self) -> None:

@@ -110,9 +110,13 @@ def draw_symbols(task: TaskSpec, domain: Domain, task_seed: int, rule: TaskRule 
                 raise exc.where(file=task_source(task), task=task.label) from None
             cands.append((sym, label, sym.to_prolog()))
         verdict: dict[str, bool] = {}
-        fresh = [t for t in dict.fromkeys(c[2] for c in cands) if t not in seen]
+        fresh: dict[str, Symbol] = {}       # new texts in draw order, with their symbols
+        for sym, _, text in cands:
+            if text not in seen and text not in fresh:
+                fresh[text] = sym
         if rule is not None:
-            verdict = dict(zip(fresh, rule.check(fresh)))
+            # the symbols go to Prolog as data; their texts are the de-duplication keys
+            verdict = dict(zip(fresh, rule.check_symbols(list(fresh.values()))))
             stats.checked += len(fresh)
         for sym, label, text in cands:
             if len(accepted) >= task.samples or misses >= task.patience:

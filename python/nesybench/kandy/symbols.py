@@ -83,6 +83,15 @@ def to_json(symbol: Symbol) -> dict:
     return symbol.to_json()
 
 
+def to_data(symbol: Symbol):
+    """The symbol as data for Prolog (``kandy:check_sample_data/3``): an atomic shape is its
+    name ``"shape_color_size"``, a composition the pair ``(op, [children])``, which janus
+    passes as the term ``op-[...]``; nothing is written out to be parsed again."""
+    if isinstance(symbol, Shape):
+        return symbol.to_prolog()
+    return (symbol.op, [to_data(child) for child in symbol.children])
+
+
 def json_text(symbol: Symbol) -> str:
     """Compact JSON text of :func:`to_json` (``json.dumps(to_json(symbol),
     separators=(",", ":"))``, byte for byte), built from cached pieces: a data set's
