@@ -90,9 +90,8 @@ def test_lemire_rejects_exactly_below_the_threshold(bound):
     """numpy's buffered_bounded_lemire_uint32: threshold (2**32 - bound) % bound; a word whose
     product leaves threshold - 1 is rejected, one that leaves the threshold is kept."""
     threshold = (2**32 - bound) % bound
-    inverse = pow(bound, -1, 2**32) if bound % 2 else None
-    if inverse is None or threshold == 0:
-        pytest.skip("needs an odd bound with a non-zero threshold")
+    assert bound % 2 and threshold > 0          # odd: a word with any product exists
+    inverse = pow(bound, -1, 2**32)
     reject = (threshold - 1) * inverse % 2**32
     keep = threshold * inverse % 2**32
     draws = _Scripted([reject, keep, 12345])
