@@ -304,21 +304,25 @@ def test_failure_in_a_later_task_while_workers_render_leaves_nothing(tmp_path, c
     assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
 
 
+#: a task whose rule accepts nothing: it cannot produce a positive sample
+_NO_POSITIVE = """\
+    - name: {name}
+      samples: {samples}
+      train_split: 0.5
+      val_split: 0.25
+      patience: 30
+      positive_rule: >-
+        valid(C) :- fail.
+      positive_set: [{{shape: triangle, color: ~, size: ~}}]
+      negative_set: [{{shape: square, color: ~, size: ~}}]
+    """
+
+
 def test_the_first_failing_task_is_the_one_reported(tmp_path):
     """Jobs run longest first and finish in any order, but of two failing tasks the error is
     the first one's in task order, as with one process: task 1 (large, queued first) fails
     too, with another message."""
-    small = """\
-        - name: first
-          samples: 12
-          train_split: 0.5
-          val_split: 0.25
-          patience: 30
-          positive_rule: >-
-            valid(C) :- fail.
-          positive_set: [{shape: triangle, color: ~, size: ~}]
-          negative_set: [{shape: square, color: ~, size: ~}]
-        """
+    small = _NO_POSITIVE.format(name="first", samples=12)
     large = """\
         - name: second
           samples: 2000
@@ -370,17 +374,7 @@ def test_output_folder_regenerates_itself(tmp_path):
 def test_symbol_errors_surface_with_parallel_rendering(tmp_path):
     # with workers, symbols are drawn in the worker processes: their errors are the caller's,
     # as with one process, and no output folder is left behind
-    path = _write(tmp_path, """\
-        - name: impossible
-          samples: 20
-          train_split: 0.5
-          val_split: 0.25
-          patience: 30
-          positive_rule: >-
-            valid(C) :- fail.
-          positive_set: [{shape: triangle, color: ~, size: ~}]
-          negative_set: [{shape: square, color: ~, size: ~}]
-        """)
+    path = _write(tmp_path, _NO_POSITIVE.format(name="impossible", samples=20))
     with pytest.raises(NesyError, match="produced no positive sample"):
         generate(path, tmp_path / "out", workers=2)
     assert not (tmp_path / "out").exists()
