@@ -7,7 +7,11 @@ group a displacement operator (any of the 13 but the placements) over 2-4 atomic
 (:func:`nesybench.kandy.render.encode_png`), hashes and writes it to a temporary folder, i.e.
 exactly the generator's per-image work (:func:`nesybench.kandy.render.render_chunk` through
 :func:`nesybench.parallel.map_streamed`). It also prints the split between drawing and PNG
-encoding, and Pillow's encoder (compress_level 6, adaptive filters) for comparison.
+encoding, Pillow's encoder (compress_level 6, adaptive filters) for comparison, and the
+deflate candidates on the same unfiltered rows (interleaved rounds, medians): zlib-ng at levels
+1-3 (level 2 writes the datasets), zlib at level 3, memLevel 5 (the fallback without zlib-ng),
+and ISA-L at level 1 where ``isal`` is installed (faster, but its bytes are not a function of
+the input alone, so it is not used).
 
 Usage: ``python benchmarks/kandy_render.py [--n 2000] [--workers 1 2] [--json]``
 """
@@ -55,6 +59,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="print results as JSON")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the encoder comparison")
     args = ap.parse_args(argv)
 
     rng = np.random.Generator(np.random.PCG64(args.seed))
@@ -81,6 +86,7 @@ def main(argv=None) -> int:
     results["pillow_encode_ms"] = 1000 * (time.perf_counter() - t0) / len(pil)
     results["pillow_png_bytes"] = float(np.mean(pil))
     results["in_memory_1_worker"] = 1000 / (results["draw_ms"] + results["encode_ms"])
+    results["deflate"] = compare_deflates(arrays, args.rounds)
 
     cfg_dict = cfg.to_dict()
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,10 +108,60 @@ def main(argv=None) -> int:
               f"per image ({results['png_bytes']:.0f} bytes); Pillow's encoder "
               f"{results['pillow_encode_ms']:.3f} ms ({results['pillow_png_bytes']:.0f} bytes)")
         print(f"  in memory, 1 worker : {results['in_memory_1_worker']:8.1f} images/s")
+        print(f"  deflate of the same rows, medians of {args.rounds} interleaved rounds:")
+        for name, row in results["deflate"].items():
+            print(f"    {name:28s} {row['ms']:.3f} ms/image  {row['bytes']:7.0f} bytes  "
+                  f"(range {row['ms_min']:.3f}-{row['ms_max']:.3f} ms)")
         for w in args.workers:
             print(f"  render_chunk -> PNG files, {w} worker(s): "
                   f"{results[f'png_files_{w}_workers']:8.1f} images/s (incl. pool start-up)")
     return 0
+
+
+def _deflaters() -> dict:
+    """Name -> function(bytes) -> zlib stream, for every deflate candidate installed here."""
+    import zlib  # noqa: PLC0415
+
+    def zlib_level3(data):
+        comp = zlib.compressobj(3, zlib.DEFLATED, 15, 5)
+        return comp.compress(data) + comp.flush()
+
+    found = {}
+    try:
+        from zlib_ng import zlib_ng  # noqa: PLC0415
+        for level in (1, 2, 3):
+            found[f"zlib-ng {zlib_ng.ZLIBNG_VERSION} level {level}"] = \
+                (lambda lv: lambda data: zlib_ng.compress(data, lv))(level)
+    except ImportError:
+        pass
+    found[f"zlib {zlib.ZLIB_RUNTIME_VERSION} level 3 mem 5"] = zlib_level3
+    try:
+        from isal import isal_zlib  # noqa: PLC0415
+        found["isal level 1"] = lambda data: isal_zlib.compress(data, 1)
+    except ImportError:
+        pass
+    return found
+
+
+def compare_deflates(arrays, rounds: int) -> dict:
+    """Median ms per picture (and range) and mean bytes of each deflate candidate on the
+    pictures' unfiltered PNG rows; candidates take turns within each round."""
+    rows = []
+    for a in arrays:
+        raw = np.empty((a.shape[0], 3 * a.shape[1] + 1), dtype=np.uint8)
+        raw[:, 0] = 0
+        raw[:, 1:] = a.reshape(a.shape[0], -1)
+        rows.append(raw.tobytes())
+    times: dict[str, list[float]] = {}
+    sizes: dict[str, float] = {}
+    for _ in range(max(1, rounds)):
+        for name, fn in _deflaters().items():
+            t0 = time.perf_counter()
+            out = [fn(r) for r in rows]
+            times.setdefault(name, []).append(1000 * (time.perf_counter() - t0) / len(rows))
+            sizes[name] = float(np.mean([len(o) for o in out]))
+    return {name: {"ms": float(np.median(t)), "ms_min": min(t), "ms_max": max(t),
+                   "bytes": sizes[name]} for name, t in times.items()}
 
 
 if __name__ == "__main__":

@@ -333,6 +333,51 @@ def test_rasteriser_batches_give_the_same_pixels(monkeypatch):
     assert (R.render_array(text, CFG, 21) == whole).all()
 
 
+#: SHA-256 over the dataset encodings of :func:`_encoder_pictures`, per encoder
+#: (``PNG_DEFLATE``). A dataset's PNG bytes must be a function of the pixels and the encoder
+#: named in its manifest, on any machine: this digest, computed once and checked wherever the
+#: suite runs, catches an encoder whose bytes depend on the CPU or on the process's memory.
+#: A new zlib-ng release may change its bytes: add its digest (and say so in the changelog).
+ENCODER_DIGESTS = {
+    "zlib-ng 2.3.3 level 2": "9bf836531019877b33beb477de5c6dafe723b9980574238b895cd2c629a01905",
+}
+
+
+def _encoder_pictures():
+    """24 pictures built with numpy only (so that the digest tests the encoder, not the
+    renderer): flat backgrounds, anti-aliased discs, a patch of noise, odd sizes."""
+    rng = np.random.default_rng(2026)
+    for k in range(24):
+        h, w = (224, 224) if k % 3 else (int(rng.integers(1, 300)), int(rng.integers(1, 300)))
+        img = np.empty((h, w, 3), dtype=np.uint8)
+        img[:] = rng.integers(0, 256, 3, dtype=np.uint8)
+        yy, xx = np.mgrid[0:h, 0:w]
+        for _ in range(int(rng.integers(0, 8))):
+            cy, cx, r = rng.uniform(0, h), rng.uniform(0, w), rng.uniform(2, 40)
+            alpha = np.clip(r - np.hypot(yy - cy, xx - cx), 0, 1)[..., None]
+            img[:] = (img * (1 - alpha) + rng.integers(0, 256, 3) * alpha).round().astype(np.uint8)
+        y0, x0 = int(rng.integers(0, h)), int(rng.integers(0, w))
+        patch = img[y0:y0 + 9, x0:x0 + 13]
+        patch[:] = rng.integers(0, 256, patch.shape, dtype=np.uint8)
+        yield img
+
+
+def test_dataset_png_bytes_are_a_function_of_pixels_and_encoder():
+    import hashlib
+
+    import nesybench.kandy.render as R
+
+    assert R.PNG_DEFLATE in ENCODER_DIGESTS, (
+        f"no recorded digest for the encoder {R.PNG_DEFLATE!r}: a dataset written with it "
+        "cannot be checked against one written elsewhere")
+    digest = hashlib.sha256()
+    for img in _encoder_pictures():
+        data = R.encode_png(img)
+        assert (np.asarray(Image.open(io.BytesIO(data))) == img).all()
+        digest.update(data)
+    assert digest.hexdigest() == ENCODER_DIGESTS[R.PNG_DEFLATE]
+
+
 def test_png_encoder_round_trips_through_pillow():
     from nesybench.kandy.render import encode_png, render_array
     px = render_array("grid([circle_red_large, square_blue_small, triangle_cyan_large])", CFG, 5)

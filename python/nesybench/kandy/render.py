@@ -18,8 +18,8 @@ fixed order (layout in depth-first child order — size noise, then ``random`` p
 one HSV triple per leaf in drawing order). Drawing uses only IEEE arithmetic and integer
 compositing, so the same seed gives the same pixel bytes on any machine. Dataset PNGs are
 written by :func:`encode_png` (unfiltered rows, no metadata, deflated by
-:data:`PNG_DEFLATE`: ISA-L level 1, or zlib level :data:`PNG_COMPRESS_LEVEL` without the
-``isal`` package); their bytes are stable for a given encoder build.
+:data:`PNG_DEFLATE`: zlib-ng level 2, or zlib level :data:`PNG_COMPRESS_LEVEL` without the
+``zlib-ng`` package); their bytes are a function of the pixels and that encoder's version.
 
 Speed: the generator draws pictures in batches (:func:`render_batch`). The shapes of a whole
 batch are rasterised in a few vectorised numpy passes (one per kind and tile size,
@@ -97,20 +97,26 @@ DEFAULT_SIZES = {"small": 10, "large": 25}
 #: Pillow options for pictures saved through PIL (sample grids): no metadata is ever attached.
 PNG_SAVE_OPTIONS = {"format": "PNG", "optimize": False, "compress_level": 6}
 
-#: zlib level of the dataset images when ISA-L is not installed (see :data:`PNG_DEFLATE`).
+#: zlib level of the dataset images when zlib-ng is not installed (see :data:`PNG_DEFLATE`).
 PNG_COMPRESS_LEVEL = 3
 
+#: zlib-ng level of the dataset images (its ``deflate_fast``: greedy matching)
+PNG_ZLIB_NG_LEVEL = 2
+
 try:
-    # ISA-L's deflate at level 1 writes these pictures ~4x faster than zlib at level 3, and
-    # smaller; its bytes are its own, so a dataset's PNG bytes depend on which one wrote them
-    from isal import isal_zlib as _isal
-    from isal import __version__ as _isal_version
-except ImportError:  # pragma: no cover - isal is a dependency; zlib keeps a bare install working
-    _isal = None
+    # zlib-ng at level 2 writes these pictures ~2.5x faster than zlib at level 3, and a third
+    # smaller. Its matcher is portable C (one hash function; the SIMD parts only compare bytes
+    # and return exact lengths) on a window it zeroes itself, so its bytes are a function of
+    # the input and the zlib-ng version, whatever the CPU. ISA-L's level 1, faster still,
+    # once gave two processes of one run different bytes for the same pixels.
+    from zlib_ng import zlib_ng as _zlib_ng
+except ImportError:  # pragma: no cover - zlib-ng is a dependency; zlib keeps a bare install working
+    _zlib_ng = None
 
 #: The deflate behind the dataset images (:func:`encode_png` without ``level``), as written
 #: to a dataset's manifest: PNG bytes are a function of the pixels and this encoder.
-PNG_DEFLATE = (f"isal {_isal_version} level 1" if _isal is not None
+PNG_DEFLATE = (f"zlib-ng {_zlib_ng.ZLIBNG_VERSION} level {PNG_ZLIB_NG_LEVEL}"
+               if _zlib_ng is not None
                else f"zlib {zlib.ZLIB_RUNTIME_VERSION} level {PNG_COMPRESS_LEVEL} memLevel 5")
 
 _HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
@@ -1004,7 +1010,7 @@ def encode_png(pixels: np.ndarray, level: int | None = None) -> bytes:
 
     ``level=None`` uses the dataset encoder :data:`PNG_DEFLATE`; an integer uses zlib at that
     level. KANDY pictures are flat backgrounds with a few shapes: unfiltered rows compress
-    better here than the Sub or Up filters, and at ISA-L's level 1 (or zlib's level 3) to
+    better here than the Sub or Up filters, and at zlib-ng's level 2 (or zlib's level 3) to
     about the size Pillow's adaptive filters reach at level 6, at a fraction of the time (see
     ``benchmarks/kandy_render.py``). Bytes depend only on the pixels and the encoder.
     """
@@ -1038,8 +1044,8 @@ def _png_head(width: int, height: int) -> bytes:
 
 def _deflate(data, level: int | None) -> bytes:
     if level is None:
-        if _isal is not None:
-            return _isal.compress(data, 1)
+        if _zlib_ng is not None:
+            return _zlib_ng.compress(data, PNG_ZLIB_NG_LEVEL)
         level = PNG_COMPRESS_LEVEL
     # memLevel 5 (a smaller hash table than zlib's default 8) stays in cache: ~15 % faster
     # on these pictures at the same size
