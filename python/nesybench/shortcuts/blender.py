@@ -15,8 +15,9 @@
 * **Rendering** builds each scene in code: rsbench's eleven shapes from Blender primitives or
   from an outline (:data:`SHAPES`), Principled BSDF materials (rubber: rough diffuse; metal:
   metallic), a ground plane, and renders it with Cycles on the CPU at the preset's quality
-  (:data:`PRESETS`; one thread per process, fixed Cycles seed: the same pixels on the same
-  machine and ``bpy`` version).
+  (:data:`PRESETS`; one thread per process, fixed Cycles seed, smooth shapes shaded with
+  normals computed here rather than by Blender: the same pixels on the same machine and
+  ``bpy`` version, whatever the process rendered before).
   Renders run in ``workers`` processes started with ``spawn`` (``bpy`` is not fork-safe).
 * **Annotations** (``NNNNN.json`` beside each image): the objects with their attributes,
   ground-plane position, rotation, 2D bounding box in pixels (the mesh's vertices projected
@@ -521,7 +522,58 @@ def _add_shape(bpy, o: dict):
     if smooth:
         for poly in ob.data.polygons:
             poly.use_smooth = True
+        set_vertex_normals(ob.data, smooth_vertex_normals(ob.data))
     return ob
+
+
+def smooth_vertex_normals(me) -> np.ndarray:
+    """The smooth-shading normals of mesh ``me``, shape (vertices, 3), float32: each vertex's
+    adjacent face normals (Newell's method) weighted by the face's angle at the vertex, summed
+    in corner order in float64 and normalised (Blender's definition of vertex normals).
+
+    Blender computes the same normals itself, but not reproducibly: the same mesh built twice in
+    one process can get normals one float32 ulp apart (the result depends on the process's
+    earlier work), enough to move a pixel across an 8-bit rounding boundary. These are a
+    function of the vertex positions alone."""
+    n_vert = len(me.vertices)
+    co = np.empty(3 * n_vert, dtype=np.float32)
+    me.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3).astype(np.float64)
+    corner_vert = np.empty(len(me.loops), dtype=np.int32)
+    me.loops.foreach_get("vertex_index", corner_vert)
+    start = np.empty(len(me.polygons), dtype=np.int32)
+    total = np.empty(len(me.polygons), dtype=np.int32)
+    me.polygons.foreach_get("loop_start", start)
+    me.polygons.foreach_get("loop_total", total)
+    # a Blender mesh stores each face's corners together, the faces in order
+    face = np.repeat(np.arange(len(start)), total)           # the face of each corner
+    rank = np.arange(len(corner_vert)) - start[face]
+    p = co[corner_vert]
+    nxt = co[corner_vert[start[face] + (rank + 1) % total[face]]]
+    prv = co[corner_vert[start[face] + (rank - 1) % total[face]]]
+    normal = np.zeros((len(start), 3))
+    np.add.at(normal, face, np.cross(p, nxt))                 # Newell: twice the vector area
+    length = np.linalg.norm(normal, axis=1, keepdims=True)
+    normal = np.divide(normal, length, out=np.zeros_like(normal), where=length > 0)
+    a, b = prv - p, nxt - p
+    cos = (a * b).sum(axis=1) / np.maximum(
+        np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-300)
+    angle = np.arccos(np.clip(cos, -1.0, 1.0))
+    out = np.zeros((n_vert, 3))
+    np.add.at(out, corner_vert, angle[:, None] * normal[face])   # in corner order: reproducible
+    length = np.linalg.norm(out, axis=1, keepdims=True)
+    return (out / np.where(length > 0, length, 1.0)).astype(np.float32)
+
+
+def set_vertex_normals(me, normals: np.ndarray) -> None:
+    """Give mesh ``me`` the vertex normals ``normals`` (shape (vertices, 3)) as free custom
+    normals (a point-domain ``custom_normal`` float vector attribute), which Cycles shades
+    with as they are, instead of normals Blender computes."""
+    attr = me.attributes.get("custom_normal")
+    if attr is not None:
+        me.attributes.remove(attr)
+    attr = me.attributes.new("custom_normal", "FLOAT_VECTOR", "POINT")
+    attr.data.foreach_set("vector", np.ascontiguousarray(normals, dtype=np.float32).ravel())
 
 
 def _build(bpy, desc: dict):
