@@ -8,10 +8,12 @@ supervision that swaps the colours reaches full label accuracy on the swap: the 
 report exactly that map as the counted shortcut; trained on the true colours it must report
 the identity.
 
-Training is deterministic for a seed on the CPU; seed 3 is one that converges in both runs
-(from some seeds 30 epochs on 32 pictures stall at a constant colour, which the detector
-reports as not optimal: the whole-image extractor pools away where each object is, so only
-scenes of one colour tell it which object is which)."""
+Training is deterministic for a seed on the CPU, but whether 40 epochs converge depends on
+the seed and on the pictures' last bits (the whole-image extractor pools away where each
+object is, so only scenes of one colour tell it which object is which, and a run that has not
+converged reports a constant colour, which the detector calls not optimal). 96 training
+pictures converged in 31 of 32 runs (16 seeds, both data sets); each test trains five seeds
+and asks a majority to reach the expected map and no run to reach the other optimal one."""
 from __future__ import annotations
 
 import csv
@@ -38,7 +40,7 @@ maps: shared
 support: all
 generate:
   render: blender
-  samples: {{train: 32, val: 4, test: 8, ood: 0}}
+  samples: {{train: 96, val: 16, test: 16, ood: 0}}
   # a fixed camera and fixed lights: the toy is small enough that jitter changes which seeds
   # converge
   blender: {{preset: fast, resolution: [32, 32], samples: 1, sizes: [large], materials: [rubber],
@@ -68,11 +70,19 @@ def data(tmp_path_factory):
     return d
 
 
-def _train(d: Path, data_dir: str, out: str) -> dict:
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def _train(d: Path, data_dir: str, out: str, seed: int) -> dict:
     assert main(["nesy", "train", str(d / "t.yaml"), "--data", str(d / data_dir), "--model",
-                 "dpl", "--concept-sup", "1.0", "--epochs", "30", "--lr", "0.003", "--seed",
-                 "3", "--out", str(d / out), "-q"]) == 0
+                 "dpl", "--concept-sup", "1.0", "--epochs", "40", "--lr", "0.003", "--seed",
+                 str(seed), "--out", str(d / out), "-q"]) == 0
     return json.loads((d / out / "metrics.json").read_text())["results"]["test"]
+
+
+def _reports(d: Path, data_dir: str) -> list[dict]:
+    """The detector's report on the test split after training with each of :data:`SEEDS`."""
+    return [_train(d, data_dir, f"R-{data_dir}-{seed}", seed)["shortcut"] for seed in SEEDS]
 
 
 def test_counted_shortcuts_of_the_task(data):
@@ -81,19 +91,29 @@ def test_counted_shortcuts_of_the_task(data):
 
 
 def test_dpl_falls_into_the_counted_swap_and_the_detector_names_it(data):
-    test = _train(data, "swapped", "R-swap")
-    rep = test["shortcut"]
-    assert rep["verdict"] == "shortcut"
-    assert rep["maps"] == {"color": SWAP}
-    assert rep["support_errors"] == 0 and rep["support_size"] == 4
-    assert (rep["n_optimal"], rep["n_shortcuts"]) == (2, 1)
-    # the learned map is the one the counter lists besides the identity
+    reports = _reports(data, "swapped")
+    verdicts = [r["verdict"] for r in reports]
+    # no seed learns the identity from swapped labels; most converge to the swap
+    assert set(verdicts) <= {"shortcut", "not_optimal"}, verdicts
+    assert verdicts.count("shortcut") > len(SEEDS) // 2, verdicts
     listed = [{g: {str(a): str(b) for a, b in m.items()} for g, m in rss.items()}
               for rss in count_rs(load_task(data / "t.yaml"), list_n=5).rss]
-    assert {"color": SWAP} in listed
+    for rep in reports:
+        if rep["verdict"] != "shortcut":
+            assert rep["support_errors"] > 0          # not optimal: some support world is wrong
+            continue
+        assert rep["maps"] == {"color": SWAP}
+        assert rep["support_errors"] == 0 and rep["support_size"] == 4
+        assert (rep["n_optimal"], rep["n_shortcuts"]) == (2, 1)
+        # the learned map is the one the counter lists besides the identity
+        assert {"color": SWAP} in listed
 
 
 def test_dpl_on_the_true_colours_learns_the_identity(data):
-    rep = _train(data, "D", "R-true")["shortcut"]
-    assert rep["verdict"] == "identity"
-    assert rep["maps"] == {"color": {"red": "red", "blue": "blue"}}
+    reports = _reports(data, "D")
+    verdicts = [r["verdict"] for r in reports]
+    assert set(verdicts) <= {"identity", "not_optimal"}, verdicts
+    assert verdicts.count("identity") > len(SEEDS) // 2, verdicts
+    for rep in reports:
+        if rep["verdict"] == "identity":
+            assert rep["maps"] == {"color": {"red": "red", "blue": "blue"}}
