@@ -340,7 +340,7 @@ def test_left_recursion_in_a_deterministic_predicate_is_tabled():
 
 
 def test_a_negation_on_a_cycle_falls_back_to_problog_by_name():
-    text = "0.5::a.\np :- a, \+ q.\nq :- a, \+ p.\n"
+    text = "0.5::a.\np :- a, \\+ q.\nq :- a, \\+ p.\n"
     with pytest.raises(NesyError, match="does not handle negation on a cycle.*--grounder "
                                         "problog"):
         ground(text, ["p"], grounder="prolog")
