@@ -214,13 +214,16 @@ def _chunk_types(data: bytes) -> list[bytes]:
 @needs_bpy
 def test_two_runs_of_one_seed_give_the_same_bytes(tmp_path):
     """Every file of the folder (pictures, annotations, labels, manifest) is the same byte for
-    byte: the PNGs carry no date or timing chunk. Smallest render the options allow."""
-    tiny = {"preset": "fast", "resolution": [8, 8], "samples": 1, "workers": 1}
+    byte, at one worker and at two: the PNGs carry no date or timing chunk and the manifest no
+    worker count. Smallest render the options allow."""
+    tiny = {"preset": "fast", "resolution": [8, 8], "samples": 1}
     sizes = {"train": 2, "val": 1, "test": 0, "ood": 0}
     runs = []
-    for name in ("a", "b"):
-        generate(load_task(TASK), tmp_path / name, seed=5, samples=sizes, render_options=tiny)
+    for name, workers in (("a", 1), ("b", 2)):
+        generate(load_task(TASK), tmp_path / name, seed=5, samples=sizes,
+                 render_options={**tiny, "workers": workers})
         runs.append(_files(tmp_path / name))
+    assert "workers" not in json.loads(runs[0]["manifest.json"])["blender"]
     assert sorted(runs[0]) == sorted(runs[1])
     assert [k for k in runs[0] if k.endswith(".png")] == \
         ["train/00000.png", "train/00001.png", "val/00000.png"]

@@ -409,8 +409,11 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                 if blender_info["bpy_version"] is None and jobs:
                     blender_info["bpy_version"] = json.loads(
                         Path(jobs[0][2]).read_text(encoding="utf-8")).get("bpy_version")
+                # the worker count changes how fast, never what: it stays out of the manifest
+                # so that one seed gives the same bytes at any -j
                 manifest["blender"] = {"bpy_version": blender_info["bpy_version"],
-                                       **blender_info["options"]}
+                                       **{k: v for k, v in blender_info["options"].items()
+                                          if k != "workers"}}
             manifest["checksums"] = checksums(tmp)
             write_json(tmp / "manifest.json", manifest)
     if render == "blender":
