@@ -14,6 +14,8 @@ that file). Python only evaluates the trees:
   Łukasiewicz fuzzifier treats ``>`` like ``<``).
 * :func:`unit_graph` — Towell's KBANN translation into sigmoid threshold units (used by
   KBANN and by KINS's default modules).
+* :func:`psyki_graph` — the sigmoid units of PSyKI's KBANN (its Towell fuzzifier), unit for
+  unit (KBANN's ``construction="psyki"``).
 * :func:`clipped_net` — the construction of PSyKI's structuring fuzzifier ("netbuilder"):
   clipped linear literals, and = min, or = max, fixed weights (KINS's ``modules="psyki"``).
 """
@@ -54,6 +56,13 @@ class Knowledge:
         key = (float(omega), float(delta), mofn)
         if key not in self._graphs:
             self._graphs[key] = unit_graph(self, omega=key[0], delta=key[1], mofn=key[2])
+        return self._graphs[key]
+
+    def psyki_graph(self, omega: float = 4.0) -> "UnitGraph":
+        """:func:`psyki_graph` of these rules, built once per ω and shared."""
+        key = ("psyki", float(omega))
+        if key not in self._graphs:
+            self._graphs[key] = psyki_graph(self, omega=key[1])
         return self._graphs[key]
 
     def clipped_net(self, delta: float = 1.0) -> "ClippedNet":
@@ -297,6 +306,118 @@ def unit_graph(kn: Knowledge, omega: float = 6.0, delta: float = 1.0,
             if src[0] == "x":                   # a class that is one Boolean feature
                 src = add([(src, omega)], -omega / 2)
             class_units[k] = src[1]
+    return UnitGraph(units, class_units, len(kn.features))
+
+
+# -- PSyKI's KBANN (Towell fuzzifier) ------------------------------------------------------
+
+@dataclass
+class Edge:
+    """One rule connection of a :func:`psyki_graph` unit: its source (``("x", column)`` or
+    ``("u", unit)``) and initial weight (±ω)."""
+
+    src: tuple
+    weight: float
+
+
+def psyki_graph(kn: Knowledge, omega: float = 4.0) -> UnitGraph:
+    """The network PSyKI's KBANN injector builds from the rules (its Towell fuzzifier), one
+    sigmoid unit σ(Σ w·input − θ) per unit PSyKI builds, written from its behaviour:
+
+    * a conjunction of P positive and N negated antecedents: weights +ω / −ω, θ = (P − ½)ω
+      (Towell's); nested conjunctions are one unit (PSyKI flattens ``(a, (b, c))``), and so
+      are nested disjunctions;
+    * a disjunction: weights ±ω, θ = ω/2 whatever the signs;
+    * m-of-n: weights ±ω, θ = m − ω/2 (PSyKI's bias; not a threshold at m for ω ≠ 1);
+    * a concept with several clauses: one unit over its clause units, weights ω, θ = ω/2;
+      a concept with one clause is that clause's unit; a Boolean feature is an input;
+    * a concept that is not a class is built again at every reference (PSyKI builds a
+      predicate's network per call); a reference to a class rule reuses the class's unit;
+    * identical sub-formulas are not shared;
+    * the class units are the outputs, in class order.
+
+    The thresholds θ are constants (PSyKI's unit has no trainable bias) and only the listed
+    connections exist: :class:`Unit` ``inputs`` are exactly these edges. Returns a
+    :class:`UnitGraph` whose units' biases are −θ.
+
+    Not built (a :class:`~nesybench.errors.NesyError`): comparisons and ``true`` (PSyKI's
+    fuzzifier makes trainable constant and clipped units of them, which this construction
+    does not reproduce), and a class without rules (PSyKI's output has one unit per class
+    rule). A class whose rule is one Boolean feature gets a unit of weight ω, θ = ω/2 (PSyKI
+    outputs the feature itself).
+    """
+    col = {f: j for j, f in enumerate(kn.features)}
+    units: list[Unit] = []
+    class_src: dict[str, tuple] = {}
+
+    def add(edges, theta):
+        depth = 1 + max((units[e.src[1]].depth if e.src[0] == "u" else 0) for e in edges) \
+            if edges else 1
+        units.append(Unit([(e.src, e.weight) for e in edges], -float(theta), depth))
+        return ("u", len(units) - 1)
+
+    def refuse(op):
+        raise NesyError(f"KBANN construction psyki builds PSyKI's Towell network for Boolean "
+                        f"features, and/or/not, m-of-n and concepts; the rules use {op!r}",
+                        file=kn.source, field="construction")
+
+    def literal(t):
+        """(source, weight) of an antecedent: negations fold into the sign."""
+        if t["op"] == "not":
+            src, w = literal(t["args"][0])
+            return src, -w
+        return node(t), omega
+
+    def flat(t, op):
+        """The antecedents of ``t`` with nested ``op`` nodes spliced in (PSyKI's optimise)."""
+        out = []
+        for a in t["args"]:
+            out += flat(a, op) if a["op"] == op else [a]
+        return out
+
+    def node(t):
+        op = t["op"]
+        if op == "var":
+            return ("x", col[t["feature"]])
+        if op == "ref":
+            return concept(t["concept"])
+        if op in ("and", "or"):
+            edges = [Edge(*literal(a)) for a in flat(t, op)]
+            positive = sum(1 for e in edges if e.weight > 0)
+            return add(edges, (positive - 0.5) * omega if op == "and" else 0.5 * omega)
+        if op == "mofn":
+            edges = [Edge(*literal(a)) for a in t["args"]]
+            return add(edges, float(t["m"]) - 0.5 * omega)
+        if op == "not":
+            # a negated body on its own: a unit of one antecedent of weight −ω (θ −ω/2,
+            # Towell's conjunction of no positive antecedents)
+            return add([Edge(*literal(t))], -0.5 * omega)
+        return refuse(op)
+
+    def concept(name):
+        if name.startswith("class:") and name in class_src:
+            return class_src[name]
+        clauses = kn.concepts[name]
+        if len(clauses) == 1:
+            src = node(clauses[0])
+        else:
+            src = add([Edge(node(c), omega) for c in clauses], 0.5 * omega)
+        if name.startswith("class:"):
+            class_src[name] = src
+        return src
+
+    class_units = {}
+    for k in range(len(kn.classes)):
+        name = kn.class_concept(k)
+        if not name:
+            raise NesyError(f"KBANN construction psyki needs a rule for every class (PSyKI's "
+                            f"output has one unit per class rule); {kn.classes[k]} has none",
+                            file=kn.source, field="construction")
+        src = concept(name)
+        if src[0] == "x":                   # a class that is one Boolean feature
+            src = add([Edge(src, omega)], 0.5 * omega)
+            class_src[name] = src
+        class_units[k] = src[1]
     return UnitGraph(units, class_units, len(kn.features))
 
 

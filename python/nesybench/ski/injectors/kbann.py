@@ -8,7 +8,18 @@ N(0, ``extra_std``)) let the network learn beyond the rules, and every weight ge
 perturbation N(0, ``perturb``) (Towell). The output logits are ω·(u_k − ½) of each class's
 rule unit (0 for a class without rules), so before training the argmax is the rules'
 answer. Options: ``omega`` (6), ``extra_units`` (8), ``perturb`` (0.01), ``extra_std``
-(0.1), ``mofn`` ("towell" | "psyki").
+(0.1), ``mofn`` ("towell" | "psyki"), ``construction`` ("towell" | "psyki").
+
+``construction="psyki"`` builds PSyKI's KBANN network instead (its ``Injector.kbann`` with
+the Towell fuzzifier), unit for unit (:func:`nesybench.ski.rules.psyki_graph`): only the rule
+connections exist (every other weight is 0 and stays 0: the weights are masked to the rule
+graph), they start at exactly ±ω, the thresholds are constants (m − ω/2 for m-of-n), the class
+units are the outputs and nothing else reads the inputs (the predictor's own network is
+discarded, as PSyKI's injector does). The loss is Keras's sparse categorical cross-entropy on
+these sigmoid outputs u: −log(u_y / Σ_k u_k), each u clipped to [1e-7, 1 − 1e-7] first; the
+forward pass returns log u as the logits, whose softmax is u / Σu. ``extra_units``,
+``perturb``, ``extra_std``, ``mofn`` and ``delta`` do not apply to it. It trains with the
+PyTorch trainer (the native kernel has no masked or fixed-bias layout).
 """
 from __future__ import annotations
 
@@ -16,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ...errors import NesyError
 from .. import native
 from ..ensemble import dense, matmul_t
 from ..rules import UnitGraph
@@ -121,17 +133,71 @@ def rule_plan(net: RuleNet, plan: native.Plan):
     return hs, segs[-1]
 
 
+#: Keras's clipping of probabilities in its cross-entropy (``backend.epsilon()``)
+KERAS_EPSILON = 1e-7
+
+
+def psyki_layers(graph: UnitGraph, n_features: int):
+    """PSyKI's KBANN laid out as :func:`rule_layers` lays out a rule network (layer ``l``
+    reads the inputs and every earlier layer), with no extra units or columns: the initial
+    ``[Wx, Wh_2, …]`` (±ω on the rule edges, 0 elsewhere), their 0/1 masks (1 on the rule
+    edges), the fixed biases ``b [width]`` (−θ) and the :class:`RuleNet`."""
+    per = [[i for i, u in enumerate(graph.units) if u.depth == d]
+           for d in range(1, graph.depth + 1)]
+    sizes = [len(units) for units in per]
+    pos, width = {}, 0
+    for units in per:
+        for j, i in enumerate(units):
+            pos[i] = width + j
+        width += len(units)
+    W = torch.zeros(width, n_features + width)         # output-major, over [x, h]
+    M = torch.zeros(width, n_features + width)
+    b = torch.zeros(width)
+    for i, u in enumerate(graph.units):
+        for (kind, ref), w in u.inputs:
+            c = ref if kind == "x" else n_features + pos[ref]
+            W[pos[i], c] += w
+            M[pos[i], c] = 1.0
+        b[pos[i]] = u.bias
+    params, masks, off = [W[:, :n_features].contiguous()], [M[:, :n_features].contiguous()], 0
+    for li, size in enumerate(sizes):
+        if li:
+            params.append(W[off:off + size, n_features:n_features + off].contiguous())
+            masks.append(M[off:off + size, n_features:n_features + off].contiguous())
+        off += size
+    return params, masks, b, RuleNet(tuple(sizes), pos, 0)
+
+
 class KBANN(Predictor):
     name = "kbann"
     OPTIONS = {"omega": 6.0, "extra_units": 8, "perturb": 0.01, "extra_std": 0.1,
-               "mofn": "towell", "delta": 1.0}
-    CHOICES = {"mofn": ("towell", "psyki")}
+               "mofn": "towell", "delta": 1.0, "construction": "towell"}
+    CHOICES = {"mofn": ("towell", "psyki"), "construction": ("towell", "psyki")}
+
+    @property
+    def _psyki(self) -> bool:
+        return self.opts["construction"] == "psyki"
 
     def _graph(self):
+        if self._psyki:
+            return self.knowledge.psyki_graph(self.opts["omega"])
         return self.knowledge.unit_graph(self.opts["omega"], self.opts["delta"],
                                          self.opts["mofn"])
 
+    def native_unsupported(self) -> str | None:
+        if self._psyki:
+            return ("kbann.construction=psyki (weights masked to the rule graph, fixed "
+                    "thresholds, the loss on the sigmoid outputs) has no native kernel")
+        return None
+
     def init_member(self, gen):
+        if self._psyki:
+            # PSyKI's network is the rules alone and draws nothing: every member starts the same
+            params, masks, bias, net = psyki_layers(self._graph(), self.n_features)
+            self._net, self._masks, self._bias = net, masks, bias
+            self._out = torch.tensor([net.pos[self._graph().class_units[k]]
+                                      for k in range(self.n_classes)], dtype=torch.long)
+            return params
         graph = self._graph()
         o = self.opts
         K = self.n_classes
@@ -151,6 +217,8 @@ class KBANN(Predictor):
 
     def plan(self):
         self.laid_out()
+        if self._psyki:
+            raise NesyError(f"{self.native_unsupported()}: use engine torch", field="engine")
         plan = native.Plan(self.n_features)
         hs, zout = rule_plan(self._net, plan)
         plan.logits = plan.region(self.n_classes)
@@ -159,7 +227,21 @@ class KBANN(Predictor):
         plan.place(self._net.n_params, w, stride, rows, range(self.n_classes))
         return plan
 
+    def outputs(self, params, x):
+        """``construction="psyki"``: the class units' sigmoid outputs ``u [E, B, K]`` (the
+        output of PSyKI's network)."""
+        self.laid_out()
+        E = params[0].shape[0]
+        masked = [p * m for p, m in zip(params, self._masks)]
+        layers = [masked[0], self._bias.expand(E, -1), *masked[1:]]
+        h, _ = rule_forward(self._net, layers, x)
+        return h[..., self._out]
+
     def forward(self, params, x):
         self.laid_out()
+        if self._psyki:
+            # softmax(log u) = u / Σu: the trainer's cross-entropy is then Keras's on u
+            u = self.outputs(params, x)
+            return torch.log(u.clamp(KERAS_EPSILON, 1.0 - KERAS_EPSILON))
         h, zout = rule_forward(self._net, params[:-1], x)
         return matmul_t(h, params[-1], zout)
