@@ -59,16 +59,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("irt/data.py", "load_builtin", "np.load"): _CACHE,
     ("irt/data.py", "load_responses", "np.load"):
         "a .npy named on the command line: header checked first, no pickles",
-    ("irt/plots.py", "difficulty_histograms", "np.load"): _STUDY,
-    ("irt/study.py", "assemble_responses", "np.load"): _STUDY,
-    ("irt/study.py", "load_responses", "np.load"): _STUDY,
-    ("irt/study.py", "read_csv", "open"): _STUDY,
-    ("irt/study.py", "run_robustness", "np.load"): _STUDY,
     ("kandy/ilp/bias.py", "_inline_includes", "Path.read_text"):
         "background knowledge nesybench ships (bk_file: checked choices), and its includes",
     ("kandy/language.py", "load_curriculum", "yaml.load"):
         "a subclass of yamlsafe.SafeLoader (aliases bounded, duplicate keys refused)",
-    ("kandy/learn/report.py", "load_results", "Path.read_text"): _STUDY,
     ("kandy/render.py", "_cached_config", "json.loads"):
         "JSON this process dumped as a cache key",
     ("logic/prolog.py", "resolve", "ROOT / a value"):
@@ -83,10 +77,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("runs/runner.py", "_check_artifacts", "Path.rglob"): _STUDY,
     ("runs/runner.py", "lock_holder", "open"): "a study's lock file, written by nesybench",
     ("runs/store.py", "Store.add_cells", "json.loads"): _STORE,
-    ("runs/store.py", "Store.cells", "json.loads"): _STORE,
     ("runs/store.py", "Store.note", "json.loads"): _STORE,
     ("runs/store.py", "Store.open", "Path.glob"): "leftovers of nesybench creating a store",
-    ("runs/store.py", "Store.study", "json.loads"): _STORE,
     ("runs/store.py", "remove_creation_leftovers", "Path.glob"):
         "leftovers of nesybench creating a store",
     ("runs/watchdog.py", "_alive", "Path.read_text"): _PROC,

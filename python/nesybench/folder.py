@@ -337,6 +337,15 @@ class DataFolder:
     def read_json(self, rel, **where):
         return parse_json(self.read_text(rel, **where), self.label(relative(rel)))
 
+    def read_npz(self, rel, **where) -> dict:
+        """The arrays of the ``.npz`` archive ``rel`` (:func:`load_npz`: its entries' declared
+        sizes checked before anything is decompressed, no pickles)."""
+        return load_npz(self.read_bytes(rel, **where), self.label(relative(rel)))
+
+    def read_npy(self, rel, **where):
+        """The array of the ``.npy`` file ``rel`` (:func:`load_npy`: no pickles)."""
+        return load_npy(self.read_bytes(rel, **where), self.label(relative(rel)))
+
     def read_head(self, rel, size: int, **where) -> tuple[bytes, int]:
         """``(the first size bytes, the file's size)`` of the regular file ``rel`` (a header
         read before a library opens the file; no SHA-256 check, no size limit: nothing more
@@ -422,7 +431,7 @@ def parse_json(text, label: str | None = None, *, field: str | None = None,
         return json_loads(text, constants=constants)
     except DuplicateKeyError as exc:
         raise NesyError(str(exc), file=label, field=field, line=line) from None
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError, TypeError) as exc:
         raise NesyError(f"not JSON: {str(exc)[:200]}", file=label, field=field,
                         line=line) from None
 
@@ -480,6 +489,34 @@ def load_npz(data: bytes, label: str, *, max_bytes: int = MAX_FILE_BYTES,
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile,
             NotImplementedError) as exc:
         raise NesyError(f"not a readable .npz archive: {' '.join(str(exc).split())[:200]}",
+                        file=label) from None
+
+
+def load_npy(data: bytes, label: str):
+    """The array of the ``.npy`` file ``data`` (already read and size-bounded), no pickled
+    objects; every problem one :class:`NesyError` naming ``label``."""
+    import numpy as np  # noqa: PLC0415
+
+    if not data.startswith(b"\x93NUMPY"):
+        raise NesyError("not a .npy array (no NumPy header)", file=label)
+    try:
+        fh = io.BytesIO(data)
+        fmt = np.lib.format
+        version = fmt.read_magic(fh)
+        header = {(1, 0): fmt.read_array_header_1_0,
+                  (2, 0): fmt.read_array_header_2_0}.get(version)
+        if header is None:
+            raise NesyError(f"unsupported .npy format version {version}", file=label)
+        shape, _, dtype = header(fh)
+        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if dtype.hasobject:
+            raise NesyError("the array holds Python objects (pickles are not read)", file=label)
+        if declared > len(data):            # checked before NumPy allocates the array
+            raise NesyError(f"the header declares {declared:,} bytes of data, the file has "
+                            f"{len(data):,}", file=label)
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (OSError, ValueError, EOFError, NotImplementedError, MemoryError) as exc:
+        raise NesyError(f"not a readable .npy array: {' '.join(str(exc).split())[:200]}",
                         file=label) from None
 
 
@@ -668,7 +705,7 @@ def checksum_map(value, *, file: str, field: str) -> dict[str, str]:
 
 
 __all__ = ["DataFolder", "read_input", "read_input_text", "read_user_file", "check_input_file",
-           "relative", "parse_json", "json_loads", "DuplicateKeyError", "check_zip", "load_npz", "gunzip",
+           "relative", "parse_json", "json_loads", "DuplicateKeyError", "check_zip", "load_npz", "load_npy", "gunzip",
            "hardlinks_allowed",
            "parse_csv", "decode_image", "png_size", "need", "int64", "checksum_map",
            "MAX_FILE_BYTES", "MAX_TEXT_BYTES", "MAX_IMAGE_PIXELS", "MAX_CSV_FIELD",

@@ -17,14 +17,14 @@ def _plt():
 
 def difficulty_histograms(study, summaries: dict, out: Path) -> Path:
     """Figure 3: histogram of the kept difficulties per data set, titled with mean ± sd."""
-    from .study import ds_key  # noqa: PLC0415
+    from .study import load_difficulty  # noqa: PLC0415
 
     plt = _plt()
     names = list(summaries)
     fig, axes = plt.subplots(len(names), 1, figsize=(7, 1.9 * len(names) + 0.6), sharex=True,
                              squeeze=False)
     for ax, d in zip(axes[:, 0], names):
-        z = np.load(Path(study) / "difficulty" / f"{ds_key(d)}.npz")
+        z = load_difficulty(study, d)       # read contained and checked
         b = z["b"][z["kept"]]
         s = summaries[d]
         ax.hist(b, bins=50, color="#4477aa", alpha=0.85)

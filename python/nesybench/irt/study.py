@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NesyError
+from ..folder import DataFolder, parse_csv
 from ..io import write_json
 from .cells import folds_of, load_dataset, parse_data_spec
 from .curves import BINNING, DELTAS, N_BINS, bin_means, equal_frequency_bins
@@ -121,18 +122,23 @@ def assemble_responses(study, datasets, models, base: dict) -> dict:
 
     study = Path(study)
     rows = Study(study / "population").rows(status=None)
-    by = {(r["dataset"], r["model"]): r for r in rows}
+    by = {(r.get("dataset"), r.get("model")): r for r in rows}
+    folder = DataFolder(study / "population")      # read contained: no link out, bounded
     out = {}
     for d in datasets:
         ds = load_dataset({"dataset": d, **base})
         preds, names, missing = [], [], []
         for m in models:
             r = by.get((d, m))
-            f = study / "population" / "artifacts" / (r["cell_id"] if r else "-") / "pred.npy"
-            if r is None or r["status"] != "done" or not f.is_file():
+            rel = f"artifacts/{r['cell_id'] if r else '-'}/pred.npy"
+            if r is None or r["status"] != "done" or not folder.exists(rel):
                 missing.append(m)
                 continue
-            preds.append(np.load(f).astype(np.int64))
+            pred = folder.read_npy(rel)
+            if pred.shape != ds.y.shape or pred.dtype.kind not in "iub":
+                raise NesyError(f"expected {ds.y.shape[0]} integer predictions, got an array "
+                                f"of shape {pred.shape} ({pred.dtype})", file=folder.label(rel))
+            preds.append(pred.astype(np.int64))
             names.append(m)
         if missing:
             print(f"[irt] {d}: {len(missing)} model(s) failed or missing, left out of U: "
@@ -151,12 +157,24 @@ def assemble_responses(study, datasets, models, base: dict) -> dict:
 
 
 def load_responses(study, d: str):
-    path = Path(study) / "responses" / f"{ds_key(d)}.npz"
-    if not path.is_file():
+    """``responses/<ds>.npz`` of a study, read contained (no link out, no FIFO, the archive's
+    declared sizes checked before it is decompressed) and checked: ``U`` a (models ×
+    instances) matrix of 0/1, ``models`` one name per row."""
+    folder = DataFolder(study)
+    rel = f"responses/{ds_key(d)}.npz"
+    if not folder.exists(rel):
         raise NesyError(f"no response matrix for {d}; run `nesybench irt population` first",
-                        file=str(path))
-    z = np.load(path, allow_pickle=False)
-    return {k: z[k] for k in z.files}
+                        file=folder.label(rel))
+    z = folder.read_npz(rel)
+    U, models = z.get("U"), z.get("models")
+    if U is None or U.ndim != 2 or U.dtype.kind not in "iub" or U.size == 0 or \
+            not np.isin(U, (0, 1)).all():
+        raise NesyError("expected U, a non-empty (models x instances) matrix of 0 and 1",
+                        file=folder.label(rel), field="U")
+    if models is None or models.shape != (U.shape[0],) or models.dtype.kind not in "US":
+        raise NesyError(f"expected models, {U.shape[0]} names (one per row of U)",
+                        file=folder.label(rel), field="models")
+    return z
 
 
 def study_datasets(study) -> list[str]:
@@ -167,13 +185,23 @@ def study_datasets(study) -> list[str]:
     if not (p / "results.sqlite").is_file():
         raise NesyError("not an IRT study folder (no population/ sweep); run "
                         "`nesybench irt population --out STUDY` first", file=str(study))
-    return list(Study(p).spec()["axes"]["dataset"])
+    axes = Study(p).spec().get("axes")
+    names = axes.get("dataset") if isinstance(axes, dict) else None
+    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        raise NesyError("the population sweep's spec names no data sets (axes.dataset): not "
+                        "an IRT study, or a damaged one", file=str(p / "results.sqlite"))
+    return names
 
 
 def study_base(study) -> dict:
     from ..runs import Study  # noqa: PLC0415
 
-    return dict(Study(Path(study) / "population").spec()["params"])
+    p = Path(study) / "population"
+    params = Study(p).spec().get("params")
+    if not isinstance(params, dict):
+        raise NesyError("the population sweep's spec has no params object: a damaged study",
+                        file=str(p / "results.sqlite"))
+    return dict(params)
 
 
 def population_kind(study) -> str:
@@ -249,8 +277,12 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
 
 
 def read_csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+    """The rows of a study's CSV table, read contained (a regular file of the study, no link
+    out, bounded)."""
+    path = Path(path)
+    folder = DataFolder(path.parent)
+    _, rows = parse_csv(folder.read_text(path.name), folder.label(path.name))
+    return [row for _, row in rows]
 
 
 def to_pandas(study, table: str = "kappa"):
@@ -261,10 +293,19 @@ def to_pandas(study, table: str = "kappa"):
 
     if table not in ("kappa", "difficulty"):
         raise NesyError(f"unknown table {table!r} (choose from kappa, difficulty)")
-    path = Path(study) / f"{table}.csv"
-    if not path.is_file():
-        raise NesyError(f"no {table}.csv yet (run the study's steps first)", file=str(path))
-    return pd.read_csv(path)
+    import io  # noqa: PLC0415
+
+    folder = DataFolder(study)
+    rel = f"{table}.csv"
+    if not folder.exists(rel):
+        raise NesyError(f"no {table}.csv yet (run the study's steps first)",
+                        file=folder.label(rel))
+    text = folder.read_text(rel)         # contained: no link out, no FIFO, bounded
+    try:
+        return pd.read_csv(io.StringIO(text))
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise NesyError(f"not a readable CSV table: {' '.join(str(exc).split())[:200]}",
+                        file=folder.label(rel)) from None
 
 
 def representatives(study) -> list[str]:
@@ -297,11 +338,7 @@ def run_robustness(study, datasets=None, *, models=None, nu: float = 0.2, deltas
     rows, summary = [], {}
     for d in datasets:
         key = ds_key(d)
-        path = study / "difficulty" / f"{key}.npz"
-        if not path.is_file():
-            raise NesyError(f"no difficulties for {d}; run `nesybench irt fit` first",
-                            file=str(path))
-        z = np.load(path)
+        z = load_difficulty(study, d)
         bins, means = z["bins"], z["bin_means"]
         n_bins = int(means.size)
         grid = GridSpec(study=f"irt-robustness-{key}", function="irt.robustness",
@@ -329,16 +366,48 @@ def run_robustness(study, datasets=None, *, models=None, nu: float = 0.2, deltas
     return summary
 
 
+def load_difficulty(study, d: str) -> dict:
+    """``difficulty/<ds>.npz`` of a study, read contained and checked (``b``, ``kept``,
+    ``bins`` of one length; ``bin_means`` one value per bin)."""
+    folder = DataFolder(study)
+    rel = f"difficulty/{ds_key(d)}.npz"
+    if not folder.exists(rel):
+        raise NesyError(f"no difficulties for {d}; run `nesybench irt fit` first",
+                        file=folder.label(rel))
+    z = folder.read_npz(rel)
+    b, kept, bins, means = (z.get(k) for k in ("b", "kept", "bins", "bin_means"))
+    ok = all(isinstance(a, np.ndarray) and a.ndim == 1 for a in (b, kept, bins, means))
+    if not ok or not (b.shape == kept.shape == bins.shape) or kept.dtype != bool or \
+            bins.dtype.kind not in "iu" or b.dtype.kind != "f" or means.dtype.kind != "f" or \
+            means.size == 0 or bins.size == 0 or int(bins.max()) >= means.size:
+        raise NesyError("expected b, kept, bins (one per item) and bin_means (one per bin)",
+                        file=folder.label(rel))
+    return z
+
+
 def kappa_cube(study):
     """kappa.csv as arrays: (datasets, models, deltas, bins, K[ds, model, δ, bin], B[ds, bin])."""
     path = Path(study) / "kappa.csv"
     if not path.is_file():
         raise NesyError("no kappa.csv; run `nesybench irt robustness` first", file=str(path))
     rows = read_csv(path)
+    try:
+        return _kappa_cube(rows)
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise NesyError(f"not a kappa table ({type(exc).__name__}: {str(exc)[:100]})",
+                        file=str(path)) from None
+
+
+def _kappa_cube(rows):
+    if not rows:
+        raise ValueError("no rows")
     dsets = list(dict.fromkeys(r["dataset"] for r in rows))
     models = list(dict.fromkeys(r["model"] for r in rows))
     deltas = sorted({float(r["delta"]) for r in rows})
     nb = max(int(r["bin"]) for r in rows) + 1
+    if min(int(r["bin"]) for r in rows) < 0 or \
+            len(dsets) * len(models) * len(deltas) * nb > 10_000_000:
+        raise ValueError("bins out of range or a table too large")
     K = np.full((len(dsets), len(models), len(deltas), nb), np.nan)
     KT = np.full_like(K, np.nan)
     B = np.full((len(dsets), nb), np.nan)

@@ -15,8 +15,14 @@ Only the driver writes. Each finished cell is committed in one transaction (its 
 metrics and artifact rows; the artifact files are written before the commit), so a sweep
 killed at any moment loses at most the cells that were running.
 
-Reading commands open the store read-only (``mode=ro``; ``immutable=1`` when the folder
-cannot be written, e.g. a read-only mount), so a finished study can be read anywhere.
+A study folder may come from someone else. Its store is opened only when ``results.sqlite``
+is a regular file inside the folder (no symbolic link out, no FIFO or device, one hard link:
+:meth:`nesybench.folder.DataFolder.check`), and reading commands open it read-only and
+immutable (SQLite URI ``mode=ro&immutable=1``), so that they create no ``-wal``/``-shm`` file
+and leave the folder byte-identical; only while a driver writes the study (its ``-wal`` and
+``-shm`` files are there, regular files of the folder) does a reader open it ``mode=ro`` to
+see the cells committed since the last checkpoint. Cell ids read back are checked
+(:func:`check_cell_id`) before any path is joined with them.
 """
 from __future__ import annotations
 
@@ -32,10 +38,49 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..errors import NesyError
+from ..folder import DataFolder, parse_json
 
 STORE_NAME = "results.sqlite"
 SCHEMA_VERSION = 1
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: a cell id (16 hex digits from :func:`nesybench.runs.spec.cell_id_of`; letters, digits, ``_``
+#: and ``-`` accepted): never a path
+_CELL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def check_cell_id(value, where) -> str:
+    """``value`` checked to be a cell id (it names a folder under ``artifacts/``): a string of
+    letters, digits, ``_`` and ``-``; a ``../`` or any other path is one error naming the
+    store."""
+    if not isinstance(value, str) or not _CELL_ID.match(value):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise NesyError(f"a cell id is {shown}, not an id (letters, digits, _ and -): a "
+                        f"damaged or forged store; {RECOVER}", file=str(where), field="cell_id")
+    return value
+
+
+def store_file(study_dir) -> Path:
+    """The real path of ``study_dir/results.sqlite``, checked as a file of an input folder:
+    a regular file inside the study (a symbolic link out, a FIFO, a device or a file with
+    several hard links is one error)."""
+    folder = DataFolder(study_dir)
+    folder.check(STORE_NAME)
+    return folder.locate(STORE_NAME)
+
+
+def _live_wal(path: Path) -> bool:
+    """Whether a driver is writing the store at ``path`` (real): its ``-wal`` and ``-shm``
+    files exist as regular files with one link each, beside it."""
+    import stat  # noqa: PLC0415
+
+    for suffix in ("-wal", "-shm"):
+        try:
+            st = os.lstat(f"{path}{suffix}")
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return False
+    return True
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS study (
@@ -121,11 +166,13 @@ class Store:
 
     @staticmethod
     def _connect_ro(path: Path) -> sqlite3.Connection:
-        """Read-only: ``mode=ro``, or ``immutable=1`` where the folder cannot be written
-        (SQLite then cannot make the shared-memory file that WAL readers need)."""
-        uri = "file:" + quote(str(path.resolve()))
-        writable = os.access(path.parent, os.W_OK)
-        modes = ["mode=ro", "mode=ro&immutable=1"] if writable else ["mode=ro&immutable=1"]
+        """Read-only and immutable (``mode=ro&immutable=1``: SQLite creates, locks and writes
+        nothing, so no ``-wal``/``-shm`` file appears); ``mode=ro`` only while a driver
+        writes the study (:func:`_live_wal`), to see what it committed since the last
+        checkpoint. ``path`` is the real path :func:`store_file` checked."""
+        uri = "file:" + quote(str(path))
+        modes = (["mode=ro", "mode=ro&immutable=1"] if _live_wal(path)
+                 else ["mode=ro&immutable=1"])
         last = None
         for mode in modes:
             try:
@@ -157,7 +204,8 @@ class Store:
                                 file=str(study_dir))
             raise NesyError(f"no results store here (expected {STORE_NAME}); start a study "
                             "with `nesybench runs start SPEC --out DIR`", file=str(study_dir))
-        conn = cls._connect_ro(path) if readonly else cls._connect(path)
+        real = store_file(study_dir)
+        conn = cls._connect_ro(real) if readonly else cls._connect(real)
         store = cls(path, conn, readonly)
         try:
             row = store.conn.execute("SELECT schema_version FROM study").fetchone()
@@ -244,8 +292,13 @@ class Store:
     def study(self) -> dict:
         row = self.conn.execute(
             "SELECT name, spec, spec_hash, versions, created FROM study").fetchone()
-        return {"name": row[0], "spec": json.loads(row[1]), "spec_hash": row[2],
-                "versions": json.loads(row[3]), "created": row[4]}
+        spec = parse_json(row[1], str(self.path), field="study.spec", constants=True)
+        if not isinstance(spec, dict):
+            raise NesyError(f"the stored spec is not an object: a damaged store; {RECOVER}",
+                            file=str(self.path), field="study.spec")
+        return {"name": row[0], "spec": spec, "spec_hash": row[2],
+                "versions": parse_json(row[3], str(self.path), field="study.versions"),
+                "created": row[4]}
 
     def set_spec(self, spec_dict: dict, spec_hash: str) -> None:
         with self.transaction():
@@ -420,10 +473,17 @@ class Store:
             q += " WHERE status = ?"
             args = (status,)
         q += " ORDER BY cell_id" if by_id else " ORDER BY rowid"
-        return [{"cell_id": r[0], "params": json.loads(r[1]), "axes": json.loads(r[2]),
-                 "rep": r[3], "seed": r[4], "status": r[5], "error": r[6], "seconds": r[7],
-                 "host": r[8], "attempts": r[9], "started": r[10], "finished": r[11],
-                 "pid": r[12]} for r in self.conn.execute(q, args)]
+        def obj(text, field):
+            value = parse_json(text, str(self.path), field=field, constants=True)
+            if not isinstance(value, dict):
+                raise NesyError(f"a cell's {field} is not an object: a damaged store; "
+                                f"{RECOVER}", file=str(self.path), field=field)
+            return value
+        return [{"cell_id": check_cell_id(r[0], self.path), "params": obj(r[1], "params"),
+                 "axes": obj(r[2], "axes"), "rep": r[3], "seed": r[4], "status": r[5],
+                 "error": r[6], "seconds": r[7], "host": r[8], "attempts": r[9],
+                 "started": r[10], "finished": r[11], "pid": r[12]}
+                for r in self.conn.execute(q, args)]
 
     def metric_rows(self, name: str | None = None, final: bool | None = None,
                     *, by_id: bool = False) -> list[tuple]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import NesyError
-from ...folder import json_loads
+from ...folder import DataFolder
 
 TRAIN_FUNCS = ("kandy.train", "nesybench.kandy.learn.cells:train_cell")
 ALEPH_FUNCS = ("kandy.aleph", "nesybench.kandy.learn.cells:aleph_cell")
@@ -199,14 +199,32 @@ def format_table2(rows: list[dict], per_task: list[dict] | None = None) -> str:
 def load_results(study) -> list[dict]:
     """Each done cell's ``result.json`` (A matrices ...) with its model/setting/seed."""
     out = []
+    folder = DataFolder(study.path)     # the study may come from someone else: read contained
     for r in study.rows():
-        p = Path(study.path) / "artifacts" / r["cell_id"] / "result.json"
-        if p.exists():
-            d = json_loads(p.read_text(encoding="utf-8"))
+        rel = f"artifacts/{r['cell_id']}/result.json"
+        if folder.exists(rel, field="cell_id"):
+            d = _check_result(folder.read_json(rel), folder.label(rel))
             d.update(model=r.get("model"), setting=r.get("setting"), seed=r.get("seed"),
                      strategy=_strategy(r))
             out.append(d)
     return out
+
+
+def _check_result(d, label: str) -> dict:
+    """A training cell's ``result.json`` checked for what the figures read: ``tasks`` and
+    ``times`` lists and ``A``, a (times × tasks) matrix of numbers; one error otherwise."""
+    if not isinstance(d, dict):
+        raise NesyError("expected a JSON object", file=label)
+    tasks, times, A = d.get("tasks"), d.get("times"), d.get("A")
+    if not (isinstance(tasks, list) and tasks and isinstance(times, list) and times):
+        raise NesyError("expected non-empty lists 'tasks' and 'times'", file=label)
+    if not (isinstance(A, list) and len(A) == len(times)
+            and all(isinstance(row, list) and len(row) == len(tasks)
+                    and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                            for x in row) for row in A)):
+        raise NesyError(f"'A' is not a {len(times)} x {len(tasks)} matrix of numbers",
+                        file=label, field="A")
+    return d
 
 
 def plot_study(study, out_dir) -> list[Path]:
@@ -228,6 +246,10 @@ def plot_study(study, out_dir) -> list[Path]:
         groups[(d["model"], d["setting"], d["strategy"])].append(d)
     keys = sorted(groups, key=_order)
     tasks = res[0]["tasks"]
+    if any(d["tasks"] != tasks for d in res) or any(
+            d["times"] != g[0]["times"] for g in groups.values() for d in g):
+        raise NesyError("the runs' result.json files name different tasks or times (a "
+                        "damaged study)", file=str(study.path))
     files = []
 
     cont = [k for k in keys if k[1] in ("task_incremental", "continual_online")]
