@@ -20,6 +20,12 @@ under Towell's reading of the m-of-n rule and under the threshold PSyKI's m-of-n
 printed beside the paper's. ``--reps``, ``--epochs`` and ``--level-stride`` reduce the
 grid; a stride that leaves a degradation nothing but level 0 (R needs a perturbed level) is
 refused.
+
+SWI-Prolog (the rules are compiled by nesybench's Prolog code) is found before anything
+starts it: the one whose version janus-swi is built against, among this checkout's own build
+(``.deps/swipl``), the one the running virtual environment was set up with, the user cache's
+and every ``swipl`` on PATH (:func:`use_matching_swipl`), so a fresh clone run with any
+nesybench environment works whatever ``swipl`` comes first on PATH.
 """
 from __future__ import annotations
 
@@ -27,13 +33,16 @@ import argparse
 import copy
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
 
 import numpy as np  # noqa: E402
 
@@ -45,6 +54,50 @@ from nesybench.ski import data as ski_data  # noqa: E402
 PAPER = {"drop": 0.8425, "flip": 1.6749}
 POSITIONS = [p for p in range(-30, 31) if p != 0]
 WORKER = Path(__file__).with_name("ski_psyki_worker.py")
+
+
+def swipl_candidates() -> list[Path]:
+    """Every ``swipl`` worth trying, in order: this checkout's build (``make setup``'s
+    ``.deps/swipl``), the one recorded in the running virtual environment's set-up stamp,
+    the user cache's (``nesybench setup-prolog``) and each ``swipl`` on PATH."""
+    from nesybench.paths import cache_swipl  # noqa: PLC0415
+
+    out = [ROOT / ".deps" / "swipl" / "bin" / "swipl"]
+    stamp = Path(sys.prefix) / ".nesybench-stamp"
+    if stamp.is_file():
+        fields = stamp.read_text(encoding="utf-8").split()
+        if len(fields) >= 2:
+            out.append(Path(fields[1]))
+    out.append(cache_swipl())
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        exe = shutil.which("swipl", path=d) if d else None
+        if exe:
+            out.append(Path(exe))
+    seen, unique = set(), []
+    for exe in out:
+        if exe is not None and exe.is_file() and str(exe) not in seen:
+            seen.add(str(exe))
+            unique.append(exe)
+    return unique
+
+
+def use_matching_swipl() -> str | None:
+    """Point janus (``SWI_HOME_DIR``, and PATH for child processes) at the first of
+    :func:`swipl_candidates` whose version is the one janus-swi is built against; returns its
+    path, or None when ``SWI_HOME_DIR`` is already set or no candidate matches (nesybench
+    then chooses, and says what is wrong)."""
+    if os.environ.get("SWI_HOME_DIR"):
+        return None
+    from nesybench.logic import prolog  # noqa: PLC0415  (janus is not started by importing)
+
+    built = prolog.janus_library_version()
+    for exe in swipl_candidates():
+        home, version = prolog._runtime(exe)
+        if home and built and version == built:
+            os.environ["SWI_HOME_DIR"] = home
+            os.environ["PATH"] = f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+            return str(exe)
+    return None
 
 
 def psyki_name(feature: str) -> str:
@@ -170,6 +223,7 @@ def main(argv=None) -> int:
             ap.error(f"--level-stride {args.level_stride} keeps only level 0 of {deg}'s {n} "
                      f"levels, and R needs a perturbed level: use a stride of at most {n - 1}")
 
+    use_matching_swipl()
     t_start = time.perf_counter()
     ds = cells.dataset("splice")
     X, columns = splice_matrix(ds)

@@ -76,3 +76,46 @@ def test_the_environment_script_skips_a_broken_python39_and_finds_pyenvs(tmp_pat
     usage = subprocess.run(["bash", str(script), "--bogus"], capture_output=True, text=True,
                            env=env)
     assert usage.returncode == 2 and "usage:" in usage.stderr
+
+
+def test_the_driver_finds_the_swipl_janus_is_built_for_from_a_fresh_clone(tmp_path):
+    """A clone without its own SWI-Prolog build, run by an environment set up elsewhere, with
+    another SWI-Prolog first on PATH: nesybench alone picks that one and refuses (janus-swi
+    is built against another version); the driver picks the environment's own first."""
+    from nesybench.logic import prolog
+
+    built = prolog.janus_library_version()
+    stamp = Path(sys.prefix) / ".nesybench-stamp"
+    if built is None or not stamp.is_file():
+        pytest.skip("needs janus-swi and an environment made by make setup")
+    clone = tmp_path / "clone"
+    (clone / "benchmarks").mkdir(parents=True)
+    (clone / "benchmarks" / "ski_psyki.py").write_bytes(
+        (ROOT / "benchmarks" / "ski_psyki.py").read_bytes())
+    for name in ("python", "prolog", "kb", "curricula"):
+        (clone / name).symlink_to(ROOT / name)
+    fake = tmp_path / "bin" / "swipl"
+    fake.parent.mkdir()
+    other = "80504" if built != "8.5.4" else "80503"
+    fake.write_text(f'#!/bin/sh\necho \'PLBASE="{tmp_path}";\'\necho \'PLVERSION="{other}";\'\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "HOME": str(tmp_path),
+           "NESYBENCH_CACHE": str(tmp_path / "cache")}
+    code = ("import importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('d', {str(clone / 'benchmarks' / 'ski_psyki.py')!r})\n"
+            "d = importlib.util.module_from_spec(spec); spec.loader.exec_module(d)\n"
+            "chosen = d.use_matching_swipl() if sys.argv[1] == 'driver' else None\n"
+            "from nesybench.logic import prolog\n"
+            "v = prolog.once('current_prolog_flag(version, V)')['V']\n"
+            "print(chosen, v)\n")
+    alone = subprocess.run([sys.executable, "-c", code, "alone"], env=env, capture_output=True,
+                           text=True)
+    assert alone.returncode != 0 and f"janus-swi is built against SWI-Prolog {built}" in \
+        alone.stderr
+    res = subprocess.run([sys.executable, "-c", code, "driver"], env=env, capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stderr
+    chosen, version = res.stdout.split()
+    assert chosen != str(fake) and Path(chosen).is_file()
+    major, minor, patch = (int(p) for p in built.split("."))
+    assert int(version) == major * 10000 + minor * 100 + patch
