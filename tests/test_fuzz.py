@@ -356,11 +356,14 @@ def test_corpus(path, rudas_ds, rs_ds):
         elif text.startswith("p1("):
             check_outcome(run_cli(["rudas", "evaluate", rudas_ds, path, "--time-limit", "5"]))
         else:
-            (d / "t.yaml").write_text(ASP_TASK.format(lp=path))
+            # knowledge is a file beside the task file (or a shipped name)
+            (d / "k.lp").write_bytes(path.read_bytes())
+            (d / "t.yaml").write_text(ASP_TASK.format(lp="k.lp"))
             check_outcome(run_cli(["rs", "count", d / "t.yaml"]))
     elif kind == "asp":
+        (d / "k.lp").write_bytes(path.read_bytes())
         (d / "t.yaml").write_text(f"name: t\nconcepts: [{{name: b, count: 2, domain: [0, 1]}}]\n"
-                                  f"knowledge: {path}\n")
+                                  f"knowledge: k.lp\n")
         check_outcome(run_cli(["rs", "count", d / "t.yaml"]))
     elif kind == "spec":
         res = run_cli(["runs", "start", path, "--out", d / "o", "-e", "inline", "-q"])

@@ -1,5 +1,8 @@
 :- module(rudas_datalog,
-          [ read_datalog_file/3,        % +File, +Kind, -Terms
+          [ read_datalog_file/3,        % +Source, +Kind, -Terms
+            source_stream/2,            % +Source, -Stream
+            source_label/2,             % +Source, -Label
+            source_text/2,              % +Source, -String
             datalog_rule_problem/2,     % +Clause, -Why
             range_problem/2,            % +Clause, -Why
             datalog_fact_problem/2      % +Fact, -Why
@@ -13,18 +16,53 @@ facts without end, and a head variable that no body literal binds derives non-gr
 Every file is therefore read through read_datalog_file/3, which reads each term under the
 size and depth limits of safe_load:read_untrusted_term/4 and checks it with the predicates
 below; the learned-rule reader of rudas_metrics uses the same checks.
+
+A *source* is either the text of a file, `_{label: Label, text: Text}` (what Python hands
+over: it reads every file of a user through nesybench's door, so Prolog opens no path from
+outside: no FIFO, device, link out or file without bound), or a file name (kept for the
+files nesybench ships and for use from Prolog). Errors name the label.
 */
 :- use_module('../safe_load', [read_untrusted_term/4]).
 :- use_module(messages, []).          % how rudas_file_error/3 prints
 :- use_module(library(lists)).
 
-%!  read_datalog_file(+File, +Kind, -Terms:list) is det.
+%!  source_stream(+Source, -Stream) is det.
 %
-%   Read every term of File (Kind `rules`: datalog rules `Head :- Body` or facts; Kind
-%   `facts`: ground facts). Throws `rudas_file_error(File, Line, Message)` on a syntax
-%   error, a term over the limits, or a term that is not datalog.
-read_datalog_file(File, Kind, Terms) :-
-    catch(setup_call_cleanup(open(File, read, S),
+%   A stream reading Source: the text of `_{label:, text:}`, or the file Source names.
+source_stream(Source, S) :-
+    is_dict(Source), !,
+    get_dict(text, Source, Text),
+    open_string(Text, S).
+source_stream(File, S) :-
+    open(File, read, S).
+
+%!  source_label(+Source, -Label) is det.
+%
+%   What errors call Source: its `label`, or the file name.
+source_label(Source, Label) :-
+    is_dict(Source), !,
+    get_dict(label, Source, Label).
+source_label(File, File).
+
+%!  source_text(+Source, -String) is det.
+%
+%   The whole text of Source.
+source_text(Source, String) :-
+    is_dict(Source), !,
+    get_dict(text, Source, Text),
+    atom_string(Text, String).
+source_text(File, String) :-
+    read_file_to_string(File, String, []).
+
+%!  read_datalog_file(+Source, +Kind, -Terms:list) is det.
+%
+%   Read every term of Source (a file's text `_{label:, text:}` or a file name; Kind
+%   `rules`: datalog rules `Head :- Body` or facts; Kind `facts`: ground facts). Throws
+%   `rudas_file_error(Label, Line, Message)` on a syntax error, a term over the limits, or a
+%   term that is not datalog.
+read_datalog_file(Source, Kind, Terms) :-
+    source_label(Source, File),
+    catch(setup_call_cleanup(source_stream(Source, S),
                              read_checked(S, Kind, Terms),
                              close(S)),
           Error,

@@ -41,12 +41,13 @@ With I(R,F) the facts derived from F by R, excluding F (rudas_chase:chase/5):
 :- use_module(library(yall)).
 :- use_module(library(aggregate)).
 :- use_module(chase).
-:- use_module(datalog, [datalog_rule_problem/2]).
+:- use_module(datalog, [datalog_rule_problem/2, source_stream/2, source_label/2,
+                         source_text/2]).
 :- use_module('../safe_load', [read_untrusted_term/4, with_time_limit/2]).
 :- use_module('../progress').
 :- use_module(messages, []).          % how rudas_input_error/4 prints
 
-%!  evaluate_safe(+Dir, +LearnedFile, +Options:dict, -Result:dict, -Error:dict) is det.
+%!  evaluate_safe(+Dir, +Learned, +Options:dict, -Result:dict, -Error:dict) is det.
 %
 %   As evaluate/4; input errors bind Error to _{kind:, line:, message:} (else Error = none).
 evaluate_safe(Dir, File, Options, Result, Error) :-
@@ -56,20 +57,25 @@ evaluate_safe(Dir, File, Options, Result, Error) :-
 
 %   input_error(+Caught, +LearnedFile, -Error:dict): the dict of evaluate_safe/5 for an input
 %   error (of the learned file, or rudas_file_error/3 of any file the dataset holds).
-input_error(rudas_input_error(File, Kind, Line, Msg), _, _{kind:Kind, line:Line, message:Msg,
-                                                         file:File}) :- !.
+input_error(rudas_input_error(Src, Kind, Line, Msg), _, _{kind:Kind, line:Line, message:Msg,
+                                                        file:File}) :- !,
+    source_label(Src, File).
 input_error(rudas_file_error(F, Line, Msg), _, _{kind:bad_rule, line:Line, message:Msg,
                                                   file:F}) :- !.
 input_error(Caught, _, _) :-
     throw(Caught).
 
-%!  evaluate(+Dir, +LearnedFile, +Options:dict, -Result:dict) is det.
+%!  evaluate(+Dir, +Learned, +Options:dict, -Result:dict) is det.
 %
-%   Evaluate the learned rules in LearnedFile on the dataset in Dir (rules.txt,
-%   eval-support.txt). Options: threshold (confidence, default 0), aux (list of predicate
-%   names to ignore), max_derived (default 5000000), time_limit (seconds, default 600).
+%   Evaluate the learned rules Learned (a source of rudas_datalog: `_{label:, text:}` or a
+%   file name) on the dataset Dir: a dict of sources `_{rules:, support:, train:,
+%   relations:}` (train and relations may be left out; what Python hands over, every file read
+%   through nesybench's door) or a folder name (rules.txt, eval-support.txt, train.txt,
+%   relations.txt; for use from Prolog). Options: threshold (confidence, default 0), aux
+%   (list of predicate names to ignore), max_derived (default 5000000), time_limit (seconds,
+%   default 600).
 evaluate(Dir, File, Options, Result) :-
-    dir_file(Dir, 'rules.txt', RF), dir_file(Dir, 'eval-support.txt', SF),
+    dataset_source(Dir, rules, 'rules.txt', RF), dataset_source(Dir, support, 'eval-support.txt', SF),
     read_rules(RF, Orig),
     read_facts(SF, Support),
     opt(Options, threshold, 0, Th),
@@ -111,20 +117,30 @@ opt(D, K, Def, V) :- ( get_dict(K, D, V0), V0 \== null -> V = V0 ; V = Def ).
 above(Th, C-_) :- C >= Th.
 dir_file(Dir, File, Path) :- atomic_list_concat([Dir, '/', File], Path).
 
+%   dataset_source(+Dir, +Key, +Name, -Source) is semidet: the source Key of a dataset dict
+%   (fails when it is `none` or missing), or the file Name of the folder Dir (fails when an
+%   optional file is missing: train.txt, relations.txt).
+dataset_source(Dir, Key, _, Source) :-
+    is_dict(Dir), !,
+    get_dict(Key, Dir, Source),
+    Source \== none.
+dataset_source(Dir, Key, Name, Path) :-
+    dir_file(Dir, Name, Path),
+    (   memberchk(Key, [train, relations]) -> exists_file(Path) ; true ).
+
 known_preds(Orig, Support, Dir, Known) :-
     findall(N/A, ( member(rule(H, B), Orig), member(X, [H|B]), functor(X, N, A) ), K1),
     findall(N/A, ( member(F, Support), functor(F, N, A) ), K2),
-    dir_file(Dir, 'train.txt', TF),
-    (   exists_file(TF) -> read_facts(TF, Tr), findall(N/A, ( member(F, Tr), functor(F, N, A) ), K3)
+    (   dataset_source(Dir, train, 'train.txt', TF)
+    ->  read_facts(TF, Tr), findall(N/A, ( member(F, Tr), functor(F, N, A) ), K3)
     ;   K3 = [] ),
     append([K1, K2, K3], K0), sort(K0, Known0),
     %   relations.txt lists the signature by name, including predicates that occur in no
     %   other file (the generator draws n_predicates names, not all of them used): a learned
     %   rule may use those with any arity (name(N) entries); a name that does occur keeps its
     %   arity.
-    dir_file(Dir, 'relations.txt', RelF),
-    (   exists_file(RelF)
-    ->  read_file_to_string(RelF, RelS, []),
+    (   dataset_source(Dir, relations, 'relations.txt', RelF)
+    ->  source_text(RelF, RelS),
         split_string(RelS, "\n", " \t\r", Lines),
         findall(name(N), ( member(L, Lines), L \== "", atom_string(N, L),
                            \+ memberchk(N/_, Known0) ), Ns)
@@ -133,16 +149,16 @@ known_preds(Orig, Support, Dir, Known) :-
 
 known_pred(Known, N/A) :- ( memberchk(N/A, Known) -> true ; memberchk(name(N), Known) ).
 
-%!  read_learned(+File, +Known:list, +Aux:list, -Outcome) is det.
+%!  read_learned(+Source, +Known:list, +Aux:list, -Outcome) is det.
 %
 %   Read learned rules, one clause per term, optionally `Conf::Rule` (or `Conf :: Head :- Body`).
 %   Outcome is ok(Conf-Rule list) or error(Kind, Line, Message) with Kind one of
 %   syntax_error, unsafe, unknown_predicate, bad_rule, no_file.
 read_learned(File, Known, Aux, Outcome) :-
     forall(recorded('$rudas_clause_text', _, Ref), erase(Ref)),
-    (   \+ exists_file(File)
+    (   \+ is_dict(File), \+ exists_file(File)
     ->  Outcome = error(no_file, 0, "file not found")
-    ;   setup_call_cleanup(open(File, read, S),
+    ;   setup_call_cleanup(source_stream(File, S),
                            catch(read_clauses(S, Cls), E, true),
                            close(S)),
         (   nonvar(E)

@@ -174,7 +174,7 @@ ALLOWED_DIRECTIVES = frozenset({"const", "show", "project", "minimize", "maximiz
 ALLOWED_STATEMENTS = frozenset({"Rule", "Definition", "ShowSignature", "ShowTerm",
                                 "ProjectAtom", "ProjectSignature", "Minimize", "Defined",
                                 "Comment"})
-_checked: dict[tuple, None] = {}
+_checked: dict[tuple, str] = {}
 #: bounds on one statement of user knowledge, checked on the raw text before clingo parses it:
 #: clingo's parser and grounder recurse over terms in C++, and a term nested 20,000 deep (an
 #: operator chain ``X+1+1+...`` or a tower of unary minus) overflows the C stack (a crash)
@@ -273,19 +273,21 @@ def _check_shape(text: str, source: str) -> None:
                             "(split it into smaller rules)", file=source, line=start_line)
 
 
-def check_program(path: str | os.PathLike) -> None:
+def check_program(path: str | os.PathLike) -> str:
     """Refuse ASP knowledge outside the documented subset, with file:line: first a lexical
     scan of the ``#`` directives (allow-list :data:`ALLOWED_DIRECTIVES`; nothing is parsed
     before it, so an ``#include`` is never followed), the size and nesting of each statement
     (:func:`_check_shape`: nothing deep reaches clingo's recursive C++), then ``clingo.ast``
     statement kinds
-    (:data:`ALLOWED_STATEMENTS`). Checked files are remembered by (path, size, mtime)."""
+    (:data:`ALLOWED_STATEMENTS`). Checked files are remembered by (path, size, mtime).
+    Returns the text checked (read through the door: :func:`read_input_text`), which is what
+    :func:`solve` hands to clingo: clingo opens no file of a user."""
     p = Path(path)
     try:
         st = p.stat()
         key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
         if key in _checked:
-            return
+            return _checked[key]
         text = read_input_text(p)           # a regular file (no FIFO, device), bounded
     except UnicodeDecodeError:
         raise NesyError("ASP knowledge is not UTF-8 text", file=str(p)) from None
@@ -315,7 +317,10 @@ def check_program(path: str | os.PathLike) -> None:
             raise NesyError(f"{kind} statements are not allowed in ASP knowledge (rules, "
                             "constraints, choice rules, #const, #show, #project, #minimize, "
                             "#defined)", file=str(p), line=stm.location.begin.line)
-    _checked[key] = None
+    if len(_checked) >= 256:
+        _checked.clear()
+    _checked[key] = text
+    return text
 
 
 def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
@@ -356,11 +361,17 @@ def solve(programs: Sequence[str | os.PathLike], facts: Iterable[Fact] = (), *,
         path = resolve(prog)
         if not Path(path).exists():
             raise NesyError("ASP program not found", file=str(path))
+        text = None
         if PROLOG_DIR not in Path(path).resolve().parents:
-            check_program(path)                 # user knowledge: the documented subset only
+            # user knowledge: the documented subset only, read by the door and added as text
+            # (clingo loads by path only the encodings nesybench ships under prolog/)
+            text = check_program(path)
             user.append(str(path))
         try:
-            ctl.load(str(path))
+            if text is None:
+                ctl.load(str(path))
+            else:
+                ctl.add("base", [], text)
         except RuntimeError as exc:
             raise NesyError(f"ASP syntax error: {_one_line(messages) or exc}",
                             file=str(path)) from None

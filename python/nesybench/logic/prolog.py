@@ -319,14 +319,16 @@ def load_rules(module: str, text: str, imports: list[str], *, source: str | None
 
 def load_rules_file(module: str, path: str | os.PathLike, imports: list[str], *,
                     task: str | None = None) -> list[str]:
-    """As :func:`load_rules`, reading the rules from ``path``."""
-    use("prolog/safe_load.pl")
+    """As :func:`load_rules`, the rules read from ``path`` by Python through the door
+    (:func:`nesybench.folder.read_input_text`: a regular file, no FIFO or device, bounded)
+    and handed to Prolog as text: Prolog opens no file of a user."""
+    from ..folder import read_input_text  # noqa: PLC0415
+
     p = Path(path)
     if not p.exists():
         raise PrologError("file not found", file=str(p), task=task)
-    res = once("safe_load:load_rules_file(M, F, Imports, _O), safe_load:outcome_parts(_O, Kind, Line, Msg)",
-               M=module, F=str(p), Imports=list(imports))
-    return _outcome(res, str(p), 0, task, None)
+    text = read_input_text(p)
+    return load_rules(module, text, imports, source=str(p), task=task)
 
 
 def _outcome(res: dict | None, source, line_offset, task, field) -> list[str]:

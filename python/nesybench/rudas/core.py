@@ -439,23 +439,35 @@ def chase(rules_file, facts_file, *, max_derived: int | None = None,
     if backward_min_work is not None and plan != "auto":
         raise NesyError("backward_min_work applies to plan='auto' only")
     prolog.use(PL)
-    from ..folder import check_input_file  # noqa: PLC0415
-
+    srcs = []
     for f in (rules_file, facts_file):
         if not Path(f).exists():
             raise NesyError("file not found", file=str(f))
-        check_input_file(f)           # a regular file: /dev/zero or a FIFO never ends
+        srcs.append(_read_source(f))  # a regular file, bounded, read by the door
     # both files go through the datalog check of prolog/rudas/datalog.pl (the one that
     # `evaluate` uses): a function term in a head would make the chase run without end
     res = prolog.once("catch((rudas:chase_strings(RF, FF, MD, TL, P, W, D, St), EF = none, EL = 0, EM = \"\"), "
-                      "rudas_file_error(EF, EL, EM), (D = [], St = none))", RF=str(rules_file),
-                      FF=str(facts_file), P=plan,
+                      "rudas_file_error(EF, EL, EM), (D = [], St = none))", RF=srcs[0],
+                      FF=srcs[1], P=plan,
                       W=int(backward_min_work) if backward_min_work is not None else "none",
                       MD=max_derived if max_derived is not None else "none",
                       TL=float(time_limit) if time_limit is not None else "none")
     if res["EF"] != "none":
         raise NesyError(str(res["EM"]), file=str(res["EF"]), line=int(res["EL"]) or None)
     return list(res["D"]), res["St"]
+
+
+def _source(label: str, text: str) -> dict:
+    """A file's text as a source of ``prolog/rudas/datalog.pl`` (``_{label:, text:}``)."""
+    return {"label": label, "text": text}
+
+
+def _read_source(path) -> dict:
+    """The file ``path`` a user names, read through the door (a regular file, no FIFO or
+    device, bounded; :func:`nesybench.folder.read_input_text`), as a Prolog source."""
+    from ..folder import read_input_text  # noqa: PLC0415
+
+    return _source(str(path), read_input_text(path))
 
 
 def check_budget(max_derived, time_limit) -> None:
@@ -491,16 +503,29 @@ def evaluate(dataset, learned, *, threshold: float = 0.0, aux: list[str] = (),
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or \
             not 0.0 <= threshold <= 1.0:
         raise NesyError(f"--threshold is a confidence in [0, 1], got {threshold!r}")
+    from ..folder import DataFolder  # noqa: PLC0415
+
     ds = Path(dataset)
+    if not ds.is_dir():
+        raise NesyError("not a RuDaS dataset folder (not a folder)", file=str(ds))
+    # every file is read here, through the door (inside the folder, no link out, regular,
+    # bounded), and handed to Prolog as text: Prolog opens no file of the data set
+    folder = DataFolder(ds)
     for name in ("rules.txt", "eval-support.txt"):
-        if not (ds / name).exists():
+        if not folder.exists(name):
             raise NesyError(f"not a RuDaS dataset folder (no {name})", file=str(ds))
+    sources = {key: _source(folder.label(name), folder.read_text(name))
+               for key, name in (("rules", "rules.txt"), ("support", "eval-support.txt"),
+                                 ("train", "train.txt"), ("relations", "relations.txt"))
+               if folder.exists(name)}
     lp = Path(learned)
     if not lp.exists():
         raise NesyError("file not found", file=str(lp))
+    learned_src = _read_source(lp)
     prolog.use(PL)
     with PhaseBar("rudas evaluate", unit="fact", enabled=progress):
-        res = prolog.once("rudas_metrics:evaluate_safe(D, F, O, R, E)", D=str(ds), F=str(lp),
+        res = prolog.once("rudas_metrics:evaluate_safe(D, F, O, R, E)", D=sources,
+                          F=learned_src,
                           O={"threshold": float(threshold), "aux": list(aux),
                              "max_derived": int(max_derived), "time_limit": float(time_limit)})
     if res is None:         # the evaluator failed without naming a clause: still one error

@@ -29,6 +29,7 @@ import ast
 import csv
 import io
 import itertools
+import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from .. import ROOT
 from ..errors import NesyError, yaml_error
 from ..io import derive_seed
 from ..logic import asp
-from ..paths import shipped
+from ..paths import data_root, shipped
 from ..folder import DataFolder, parse_json, read_input_text
 from ..yamlsafe import safe_load
 
@@ -243,6 +244,19 @@ class Task:
         return (miniboia.support(self, n, s, miniboia_labels()),
                 sorted(set(miniboia.left_out(self, n, s, miniboia_labels())), key=_key))
 
+    def rsbench_images(self, sizes: dict, spec=None, *, seed: int = 0) -> dict:
+        """For a generated support: each split's images as rsbench's ``configurations_split``
+        assigns them (``rs generate``'s ``balance: rsbench``), one world per image, ``{split:
+        [world, ...]}`` (:func:`nesybench.shortcuts.miniboia.rsbench_images`)."""
+        spec = self.support_spec if spec is None else spec
+        if not (isinstance(spec, dict) and "generator" in spec):
+            raise NesyError("balance: rsbench draws images as rsbench's miniBOIA generator "
+                            "does, so it needs support: {generator: miniboia}",
+                            file=self.source, task=self.name, field="generate.balance")
+        from . import miniboia  # noqa: PLC0415
+        n, s = spec.get("n_config", N_CONFIG), spec.get("seed", seed)
+        return miniboia.split_worlds(self, n, s, miniboia_labels(), sizes)
+
 
 @functools.lru_cache(maxsize=1)
 def miniboia_labels():
@@ -436,7 +450,7 @@ def read_support(task: Task, path, *, distinct: bool = True) -> list[tuple]:
 TASK_KEYS = {"name", "concepts", "knowledge", "formula", "coef", "maps", "support",
              "supervised", "depends", "labels", "facts", "generate"}
 CONCEPT_KEYS = {"name", "count", "domain", "map", "prompts"}
-GENERATE_KEYS = {"samples", "render", "blender"}
+GENERATE_KEYS = {"samples", "render", "blender", "balance"}
 SPLIT_NAMES = ("train", "val", "test", "ood")
 #: the largest number of values a ``{range: [lo, hi]}`` domain may have
 MAX_RANGE = 10_000
@@ -556,6 +570,9 @@ def validate_task_data(data, source: str | None = None) -> None:
             raise bad("render must be a string", "generate.render")
         if gen.get("blender") is not None and not isinstance(gen["blender"], dict):
             raise bad("blender must be a mapping of render options", "generate.blender")
+        if "balance" in gen and gen["balance"] not in ("equal", "rsbench"):
+            raise bad(f"balance must be equal or rsbench, not {gen['balance']!r}",
+                      "generate.balance")
         samples = gen.get("samples")
         if samples is not None:
             if not isinstance(samples, dict):
@@ -781,13 +798,7 @@ def load_task(path_or_dict, *, source: str | None = None, base=None) -> Task:
         # a knowledge base nesybench ships is named (kb/shortcuts/xor.lp: the registry of
         # shipped names); any other relative path is beside the task file, never in the
         # installation
-        kp = Path(str(k))
-        if kp.is_absolute():
-            cand = [kp]
-        else:
-            kb = shipped(str(k), folders=("kb",))
-            cand = [c for c in (kb, None if base is None else base / kp) if c is not None]
-        found = next((c for c in cand if c.exists()), None)
+        found = _knowledge_file(k, base, source=source, name=name)
         if found is None:
             raise NesyError(f"knowledge file {k} not found", file=source, task=name, field="knowledge")
         if found.suffix not in (".lp", ".pl"):
@@ -832,6 +843,44 @@ def load_task(path_or_dict, *, source: str | None = None, base=None) -> Task:
         task.var_index(s)
     _check_knowledge(task)
     return task
+
+
+def _knowledge_file(k, base, *, source, name) -> Path | None:
+    """The knowledge file ``k`` of a task: a shipped name (``kb/shortcuts/xor.lp``) or a file
+    inside the task file's folder ``base`` (a relative path, or an absolute one that
+    resolves there; no ``..``, no symbolic link out, a regular file: the rules of
+    :class:`nesybench.folder.DataFolder`); None when there is no such file. A task given as
+    a dict without ``base`` (from Python) may name any file."""
+    kp = Path(str(k))
+    reg = str(k)
+    if kp.is_absolute():                 # the full path of a shipped file names it too
+        try:
+            reg = Path(os.path.relpath(os.path.realpath(kp),
+                                       os.path.realpath(data_root()))).as_posix()
+        except (OSError, ValueError):
+            reg = ""
+    kb = shipped(reg, folders=("kb",))
+    if kb is not None and kb.exists():
+        return kb
+    if base is None:
+        cand = kp if kp.is_absolute() else None
+        return cand if cand is not None and cand.exists() else None
+    where = dict(file=source, field="knowledge")
+    folder = DataFolder(base)
+    rel = str(k)
+    if kp.is_absolute():
+        real = os.path.realpath(kp)
+        if not (real == folder.real or real.startswith(folder.real.rstrip(os.sep) + os.sep)):
+            raise NesyError(f"knowledge file {k} is outside the task file's folder (knowledge "
+                            "is a shipped name or a file beside the task)", task=name, **where)
+        rel = os.path.relpath(real, folder.real)
+    try:
+        if not folder.exists(rel, **where):
+            return None
+        return folder.locate(rel, **where)
+    except NesyError as exc:
+        raise NesyError(f"knowledge file {k}: {exc.message} (knowledge is a shipped name or "
+                        "a file inside the task file's folder)", task=name, **where) from None
 
 
 TABLE_LP = "prolog/shortcuts/table.lp"
