@@ -155,7 +155,8 @@ def test_clip_logic_is_clip_concepts_through_the_knowledge(root, ckpt, data, tmp
     con = torch.stack([p.argmax(1) for p in probs], 1)
     assert s["results"]["test"]["metrics"]["concept_accuracy"] == pytest.approx(
         float((con == ds.concepts).float().mean()))
-    assert main(["nesy", "eval", str(run), "--split", "test", "--json"]) == 0
+    assert main(["nesy", "eval", str(run), "--data", str(data), "--split", "test",
+                 "--json"]) == 0
     ev = json.loads(capsys.readouterr().out)
     assert ev["results"]["test"]["metrics"] == s["results"]["test"]["metrics"]
 

@@ -56,7 +56,13 @@ def test_train_then_eval(root, data, tmp_path, capsys):
     for f in ("config.json", "best.pt", "last.pt", "metrics.json", "predictions_test.csv",
               "plots/training.png"):
         assert (run / f).is_file(), f
-    rc = main(["nesy", "eval", str(run), "--split", "test", "--json"])
+    # the run trained on a data set outside its folder: config.json names it by an absolute
+    # path, which eval follows only when told (--data); a run folder leads nowhere outside
+    assert json.loads((run / "config.json").read_text())["task"] == "curricula/rs/xor.yaml"
+    capsys.readouterr()
+    assert main(["nesy", "eval", str(run), "--split", "test", "--json"]) == 2
+    assert "--data" in capsys.readouterr().err
+    rc = main(["nesy", "eval", str(run), "--data", str(data), "--split", "test", "--json"])
     assert rc == 0
     again = json.loads(capsys.readouterr().out)
     assert again["results"]["test"]["metrics"] == test["metrics"]    # best.pt = the run's model

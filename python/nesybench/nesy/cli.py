@@ -207,10 +207,11 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
 
 
 def _fix_data_path(tmp: Path, final: Path) -> None:
-    """config.json names the generated data set where it will be after the move."""
+    """config.json names the generated data set relative to the run folder (``data``): the
+    run is relocatable, and ``nesy eval`` follows no path out of it."""
     from ..folder import DataFolder  # noqa: PLC0415
     cfg = DataFolder(tmp).read_json("config.json")     # the run's own file, read contained
-    cfg["data"] = str(final)
+    cfg["data"] = final.name
     (tmp / "config.json").write_text(dumps(cfg) + "\n", encoding="utf-8")
 
 

@@ -423,7 +423,10 @@ def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: b
     if cfg.model == "clip-logic":
         mask = torch.zeros_like(mask)
     if out is not None:
-        write_json(out / "config.json", {**cfg.to_json(), "data": str(data),
+        # a run folder is relocatable and contained: it names a shipped task by name (or
+        # holds a copy of the user's task file) and its own data by a relative path
+        write_json(out / "config.json", {**cfg.to_json(), "task": run_task_ref(cfg.task, out),
+                                         "data": _run_data_ref(data, out),
                                          "label_domains": label_domains})
     if cfg.model == "clip-logic":        # nothing to train: score CLIP's concepts + the logic
         t0 = time.perf_counter()
@@ -463,6 +466,78 @@ def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: b
     return summary
 
 
+def _shipped_name_of(path) -> str | None:
+    """The registry name of ``path`` when it is a file nesybench ships (a task given as
+    ``curricula/rs/xor.yaml`` or as that file's full path), else None."""
+    import os  # noqa: PLC0415
+
+    from ..paths import data_root, shipped  # noqa: PLC0415
+
+    if isinstance(path, str) and shipped(path, folders=("curricula",)) is not None:
+        return path
+    try:
+        rel = os.path.relpath(os.path.realpath(path), os.path.realpath(data_root()))
+    except (OSError, ValueError):
+        return None
+    rel = Path(rel).as_posix()
+    return rel if not rel.startswith("..") and shipped(rel, folders=("curricula",)) else None
+
+
+def run_task_ref(task, out: Path) -> str:
+    """What ``config.json`` names the task by: its shipped name, or ``task/<file>``, a copy of
+    the user's task file (and of the knowledge files it names beside itself) written into
+    the run folder ``out``."""
+    from ..folder import DataFolder, read_input_text  # noqa: PLC0415
+    from ..paths import shipped  # noqa: PLC0415
+    from ..yamlsafe import safe_load  # noqa: PLC0415
+
+    name = _shipped_name_of(task)
+    if name is not None:
+        return name
+    src = Path(task)
+    text = read_input_text(src)
+    dest = Path(out) / "task"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / src.name).write_text(text, encoding="utf-8")
+    data = safe_load(text)
+    kn = data.get("knowledge") if isinstance(data, dict) else None
+    folder = DataFolder(src.resolve().parent)
+    for k in (kn if isinstance(kn, list) else [kn]):
+        if isinstance(k, str) and not Path(k).is_absolute() and \
+                shipped(k, folders=("kb",)) is None and folder.exists(k):
+            (dest / k).parent.mkdir(parents=True, exist_ok=True)
+            (dest / k).write_text(folder.read_text(k), encoding="utf-8")
+    return f"task/{src.name}"
+
+
+def _run_data_ref(data, out: Path) -> str:
+    """``data`` relative to the run folder ``out`` when it is inside (the data set the run
+    generated), else the path as given (``nesy eval`` then needs ``--data``)."""
+    import os  # noqa: PLC0415
+
+    rel = Path(os.path.relpath(os.path.abspath(data), os.path.abspath(out))).as_posix()
+    return rel if not rel.startswith("..") else str(Path(data).resolve())
+
+
+def _run_ref(folder, value, key: str, file: str, *, shipped_ok: bool) -> Path:
+    """The path ``config.json``'s ``key`` names: a shipped task name, or a relative path
+    inside the run folder (no ``..``, no link out); anything else is one error."""
+    from ..folder import relative  # noqa: PLC0415
+    from ..paths import shipped  # noqa: PLC0415
+
+    if shipped_ok and isinstance(value, str):
+        path = shipped(value, folders=("curricula",))
+        if path is not None:
+            return path
+    what = ("a shipped task (curricula/rs/xor.yaml) or a file inside the run folder"
+            if shipped_ok else "a folder inside the run folder (or give --data DIR)")
+    if not isinstance(value, str) or Path(value).is_absolute() or value.startswith("~") or \
+            ".." in Path(value).parts or not value.strip():
+        raise NesyError(f"names {str(value)[:80]!r}; a run names {what}", file=file, field=key)
+    rel = relative(value, file=file, field=key)
+    return folder.locate(rel, file=file, field=key)
+
+
 def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
     """A trained run folder (from ``nesy train``) back in memory: ``(config dict, task,
     label_domains, data root, model with the checkpoint's weights, epoch)``."""
@@ -484,7 +559,18 @@ def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
     if not isinstance(cfg, dict) or not {"task", "model", "data", "label_domains"} <= set(cfg):
         raise NesyError("config.json lacks task, model, data or label_domains",
                         file=str(cfg_path))
-    task = load_task(cfg["task"])
+    # a run folder may come from someone else: its task is a shipped name or a file of the
+    # run, its data a folder of the run (or --data); no path in it leads outside
+    task_path = _run_ref(folder, cfg["task"], "task", str(cfg_path), shipped_ok=True)
+    if not task_path.is_file():
+        raise NesyError(f"the task file {cfg['task']!r} is missing from the run",
+                        file=str(cfg_path), field="task")
+    task = load_task(task_path)
+    if data is None:
+        data = _run_ref(folder, cfg["data"], "data", str(cfg_path), shipped_ok=False)
+        if not data.is_dir():
+            raise NesyError(f"the data folder {cfg['data']!r} is missing from the run (give "
+                            "--data DIR)", file=str(cfg_path), field="data")
     label_domains = cfg["label_domains"]
     sem = None
     if cfg["model"] in ("dpl", "clip-logic"):
@@ -492,7 +578,7 @@ def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
                               inference=cfg.get("inference", "exact"))
     elif cfg["model"] == "fuzzy":
         sem = build_semantics("worlds", task)
-    root = data or cfg["data"]
+    root = data
     first = NesyData.from_folder(root, "val", task, label_domains)
     clip = None
     if cfg["model"] == "clip-logic":
