@@ -259,6 +259,9 @@ class DataFolder:
             raise NesyError("not a folder", file=str(root))
         self.checksums: dict[str, str] = dict(checksums or {})
         self.verify = verify
+        #: every file read whole (relative paths): what an export checks against the
+        #: manifest's checksums
+        self.read_log: set[str] = set()
 
     def label(self, rel: str) -> str:
         return str(self.root / rel)
@@ -313,6 +316,7 @@ class DataFolder:
         real = self.locate(rel, **where)
         data, st = _read_regular(str(real), self.label(rel), max_bytes,
                                  hardlinks=self.allow_hardlinks)
+        self.read_log.add(rel)
         want = self.checksums.get(rel)
         if want is not None and self.verify:
             key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -605,6 +609,34 @@ def decode_image(data: bytes, label: str, *, max_pixels: int = MAX_IMAGE_PIXELS)
         raise NesyError(f"not a readable picture: {str(exc)[:200]}", file=label) from None
 
 
+def image_size(data: bytes, label: str, *,
+                max_pixels: int = MAX_IMAGE_PIXELS) -> tuple[int, int]:
+    """``(width, height)`` of the picture ``data`` from its header, without decoding it (what
+    :func:`decode_image` checks first, for a reader that passes the bytes on unchanged, such
+    as an export): refused when it is not a picture Pillow reads or its header claims more
+    than ``max_pixels`` pixels (a decompression bomb)."""
+    import warnings  # noqa: PLC0415
+
+    from PIL import Image  # noqa: PLC0415
+
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return png_size(data, label, max_pixels=max_pixels)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as im:
+                w, h = im.size
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise NesyError(f"picture too large (decompression bomb): {exc}", file=label) from None
+    except (OSError, SyntaxError, ValueError, TypeError, EOFError, MemoryError,
+            Image.UnidentifiedImageError) as exc:
+        raise NesyError(f"not a readable picture: {str(exc)[:200]}", file=label) from None
+    if w * h > max_pixels or not w or not h:
+        raise NesyError(f"picture of {w}x{h} pixels, over the limit of {max_pixels:,} "
+                        "(decompression bomb) or empty", file=label)
+    return w, h
+
+
 def png_size(data: bytes, label: str, *,
              max_pixels: int = MAX_IMAGE_PIXELS) -> tuple[int, int]:
     """``(width, height)`` from a PNG header; refused when it is not a PNG or claims more than
@@ -707,6 +739,6 @@ def checksum_map(value, *, file: str, field: str) -> dict[str, str]:
 __all__ = ["DataFolder", "read_input", "read_input_text", "read_user_file", "check_input_file",
            "relative", "parse_json", "json_loads", "DuplicateKeyError", "check_zip", "load_npz", "load_npy", "gunzip",
            "hardlinks_allowed",
-           "parse_csv", "decode_image", "png_size", "need", "int64", "checksum_map",
+           "parse_csv", "decode_image", "image_size", "png_size", "need", "int64", "checksum_map",
            "MAX_FILE_BYTES", "MAX_TEXT_BYTES", "MAX_IMAGE_PIXELS", "MAX_CSV_FIELD",
            "MAX_FACT_ARITY"]

@@ -133,8 +133,13 @@ class BenchmarkData:
     def image_bytes(self, rel: str) -> bytes:
         """The bytes of an image file, by its path relative to :attr:`root` (read through
         :attr:`folder`: inside the folder, a regular file, its SHA-256 checked when the
-        manifest lists it)."""
-        return self.folder.read_bytes(rel)
+        manifest lists it), its header checked as :meth:`image` checks it (a picture that
+        claims more than ``MAX_IMAGE_PIXELS`` pixels is refused before anything decodes it)."""
+        from nesybench.folder import image_size  # noqa: PLC0415
+
+        data = self.folder.read_bytes(rel)
+        image_size(data, self.folder.label(rel))
+        return data
 
     def to_pandas(self):
         """The rows of the selected split(s) as a ``pandas.DataFrame``: a ``split`` column,

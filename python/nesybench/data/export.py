@@ -301,6 +301,7 @@ def export(data: BenchmarkData, out, fmt: str, *, overwrite: bool = False,
         inputs.append(source)
     check_replaceable(out, overwrite=overwrite, inputs=inputs)     # before the work
     dd = dataset_dict(data, progress=progress)
+    _check_listed(data)
     with atomic_output_dir(out, overwrite=overwrite, inputs=inputs) as tmp:
         if fmt == "hf":
             dd.save_to_disk(str(tmp))
@@ -323,6 +324,30 @@ def export(data: BenchmarkData, out, fmt: str, *, overwrite: bool = False,
         size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
     return {"out": str(out), "format": fmt, "splits": {s: len(d) for s, d in dd.items()},
             "bytes": size, "files": len(files) + 2, "seconds": time.perf_counter() - t0}
+
+
+def _check_listed(data: BenchmarkData) -> None:
+    """Refuse to export a file the data set read that its manifest lists no SHA-256 for (an
+    unverified file would be exported as if it were checked); with ``--no-verify``
+    (``verify=False``) such files are exported with a warning on stderr. Data sets whose
+    manifest lists no checksums at all (tables, built-ins) are not concerned."""
+    folder = data.folder
+    if folder is None or not getattr(folder, "checksums", None):
+        return
+    unlisted = sorted(r for r in folder.read_log
+                      if r not in folder.checksums and r != "manifest.json")
+    if not unlisted:
+        return
+    shown = ", ".join(unlisted[:3]) + (f" and {len(unlisted) - 3} more" if len(unlisted) > 3
+                                       else "")
+    if folder.verify:
+        raise NesyError(f"{len(unlisted)} file(s) have no SHA-256 in the manifest: {shown}; "
+                        "they cannot be verified (--no-verify exports them unverified, with "
+                        "a warning)", file=folder.label("manifest.json"))
+    import sys  # noqa: PLC0415
+
+    print(f"nesybench: warning: exported {len(unlisted)} file(s) the manifest lists no "
+          f"SHA-256 for, unverified (--no-verify): {shown}", file=sys.stderr)
 
 
 def _versions() -> dict:
