@@ -39,7 +39,8 @@ def _swi_home() -> tuple[str | None, str, str | None]:
     version is the one janus-swi's library is built against wins, else the first found (and
     :func:`_check_versions` then says what is wrong)."""
     if os.environ.get("SWI_HOME_DIR"):
-        return os.environ["SWI_HOME_DIR"], "SWI_HOME_DIR", None
+        home = os.environ["SWI_HOME_DIR"]
+        return home, "SWI_HOME_DIR", home_version(home)
     candidates = [exe for exe in (project_swipl(), cache_swipl()) if exe]
     on_path = shutil.which("swipl")
     if on_path:
@@ -53,6 +54,28 @@ def _swi_home() -> tuple[str | None, str, str | None]:
         return None, "", None
     built = janus_library_version() if len(found) > 1 else None
     return next((f for f in found if built and f[2] == built), found[0])
+
+
+def home_version(home: str) -> str | None:
+    """The version of the SWI-Prolog whose home is ``home`` (``SWI_HOME_DIR``), read without
+    starting it: the ``PLVERSION`` of its ``include/SWI-Prolog.h``, else what the ``swipl``
+    under its ``bin/`` reports; None when neither is there."""
+    import re  # noqa: PLC0415
+
+    header = Path(home) / "include" / "SWI-Prolog.h"
+    try:
+        with open(header, "rb") as fh:       # a header of the SWI-Prolog install named
+            text = fh.read(1 << 16).decode("latin-1")
+        m = re.search(r"#\s*define\s+PLVERSION\s+(\d+)", text)
+        if m:
+            return _version_text(m.group(1))
+    except OSError:
+        pass
+    for exe in sorted(Path(home).glob("bin/*/swipl")) + [Path(home) / "bin" / "swipl"]:
+        _, version = _runtime(exe)
+        if version:
+            return version
+    return None
 
 
 def _runtime(exe: Path) -> tuple[str | None, str | None]:
@@ -96,6 +119,13 @@ def _check_versions(home: str | None, chosen_by: str, home_version: str | None) 
     its library is built against: SWI-Prolog would abort the whole process there
     (``incompatible VM-signature``, SIGABRT) instead of raising."""
     built = janus_library_version()
+    if chosen_by == "SWI_HOME_DIR" and home and home_version is None:
+        # SWI-Prolog aborts the process (exit 134) on a home it cannot use: refuse first
+        raise NesyError(f"SWI_HOME_DIR is {home}, which is not the home of an SWI-Prolog "
+                        "nesybench can read the version of (no include/SWI-Prolog.h, no "
+                        "bin/*/swipl); unset it, or point it at the home of SWI-Prolog "
+                        f"{built or 'janus-swi is built against'} (`nesybench doctor` says "
+                        "more)")
     if not (home and built and home_version) or built == home_version:
         return
     raise NesyError(
