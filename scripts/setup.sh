@@ -57,6 +57,12 @@ if [ $mode = full ] && [ "${NESYBENCH_NO_BROWSER:-0}" != 1 ] && ! { [ -x /usr/bi
   apt_install chromium chromium-driver || log "chromium not installed: browser tests will be skipped"
 fi
 
+# strace: tests/test_door_monitor.py and `make fuzz` watch every file a hostile case opens,
+# the files SWI-Prolog and clingo open natively included
+if ! command -v strace >/dev/null 2>&1; then
+  apt_install strace || log "strace not installed: the open-monitor test will be skipped"
+fi
+
 swipl=$(find_swipl)
 if [ -z "$swipl" ]; then build_swipl; swipl="$prefix/bin/swipl"; fi
 log "SWI-Prolog: $swipl ($(swipl_version "$swipl"))"

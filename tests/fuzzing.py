@@ -462,6 +462,7 @@ LOADERS = {
     "nesybench.irt.data.load_file": _loader("nesybench.irt.data:load_file"),
     "nesybench.irt.data.load_responses": _loader("nesybench.irt.data:load_responses"),
     "nesybench.runs.spec.load_spec": _loader("nesybench.runs.spec:load_spec"),
+    "nesybench.irt.study.to_pandas": _loader("nesybench.irt.study:to_pandas"),
 }
 
 SURFACE_DIR = FUZZ_DIR / "surface"
@@ -485,21 +486,9 @@ def _fill(value, names: dict[str, str]):
     return value
 
 
-def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
-    """One hostile case of tests/data/fuzz/surface/ (a JSON record):
-
-    ``copy`` {REL: BASE} copies a prepared folder (``rudas_ds``: a generated RuDaS data set,
-    ``rs_ds``: a generated RS data set) to ``d/REL``; ``files`` {REL: TEXT} writes files;
-    ``gzip`` {REL: [TEXT, N]} writes TEXT followed by N zero bytes, gzip-compressed (a
-    small file that decompresses to N bytes);
-    ``links`` {REL: TARGET} makes symbolic links, ``hardlinks`` {REL: TARGET} hard links;
-    ``unchanged`` [REL, ...] names folders that must be left exactly as they were; then ``args`` runs the command (exit status in ``ok``, default ``[2]``, one line)
-    or ``call`` calls the loader ``surface`` of :data:`LOADERS` (it must raise one
-    NesyError); ``says`` is text the error must hold (the refusal is the one meant).
-    Placeholders: ``{d}`` (the scratch folder), ``{secret}`` (:data:`SECRET`),
-    ``{root}`` (the repository). Nothing may open the secret, print it or leave ``d/o``
-    behind after a refusal."""
-    from nesybench.errors import NesyError  # noqa: PLC0415
+def lay_out_case(path: Path, d: Path, bases: dict[str, Path]) -> tuple[dict, dict]:
+    """Lay out the files of the surface case ``path`` in the scratch folder ``d`` (the keys
+    of :func:`run_surface_case`); returns the case and its placeholder values."""
     case = json.loads(path.read_text(encoding="utf-8"))
     names = {"d": str(d), "secret": str(SECRET), "root": str(ROOT)}
     for rel, base in case.get("copy", {}).items():
@@ -511,6 +500,17 @@ def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
         import gzip  # noqa: PLC0415
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
         (d / rel).write_bytes(gzip.compress(_fill(text, names).encode("utf-8") + bytes(zeros)))
+    for rel, data in case.get("bytes", {}).items():
+        import base64  # noqa: PLC0415
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_bytes(base64.b64decode(data))
+    for rel, study in case.get("studies", {}).items():
+        make_study(d / rel, _fill_tree(study.get("spec", {}), names),
+                   _fill_tree(study.get("cells", []), names))
+    for rel, (key, entry) in case.get("json_pop", {}).items():
+        obj = json.loads((d / rel).read_text(encoding="utf-8"))
+        obj.get(key, {}).pop(entry, None)
+        (d / rel).write_text(json.dumps(obj), encoding="utf-8")
     for rel, target in case.get("links", {}).items():
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
         (d / rel).unlink(missing_ok=True)
@@ -519,6 +519,67 @@ def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
         (d / rel).unlink(missing_ok=True)
         os.link(_fill(target, names), d / rel)
+    for rel in case.get("fifos", []):
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).unlink(missing_ok=True)
+        os.mkfifo(d / rel)
+    return case, names
+
+
+def _fill_tree(value, names: dict[str, str]):
+    if isinstance(value, dict):
+        return {k: _fill_tree(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill_tree(v, names) for v in value]
+    return _fill(value, names)
+
+
+def make_study(folder: Path, spec: dict, cells: list[dict]) -> None:
+    """A sweep study's ``results.sqlite`` in ``folder`` holding ``spec`` and the cell rows
+    ``cells`` (``cell_id``, ``axes``, ``params``, ``status``, final ``metrics``) exactly as
+    given (a forged cell id is written as it is)."""
+    import sqlite3  # noqa: PLC0415
+
+    from nesybench.runs.store import Store  # noqa: PLC0415
+    Store.create(folder, spec, "0" * 16, str(spec.get("study", "study"))).close()
+    conn = sqlite3.connect(str(folder / "results.sqlite"), isolation_level=None)
+    try:
+        for i, c in enumerate(cells):
+            conn.execute("INSERT INTO cells (cell_id, params, axes, rep, seed, status) "
+                         "VALUES (?, ?, ?, ?, ?, ?)",
+                         (c["cell_id"], json.dumps(c.get("params", {})),
+                          json.dumps(c.get("axes", {})), 0, i, c.get("status", "done")))
+            for name, value in (c.get("metrics") or {}).items():
+                conn.execute("INSERT INTO metrics VALUES (?, ?, NULL, ?)",
+                             (c["cell_id"], name, value))
+        conn.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        conn.close()
+
+
+def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
+    """One hostile case of tests/data/fuzz/surface/ (a JSON record):
+
+    ``copy`` {REL: BASE} copies a prepared folder (``rudas_ds``: a generated RuDaS data set,
+    ``rs_ds``: a generated RS data set) to ``d/REL``; ``files`` {REL: TEXT} writes files;
+    ``gzip`` {REL: [TEXT, N]} writes TEXT followed by N zero bytes, gzip-compressed (a
+    small file that decompresses to N bytes); ``bytes`` {REL: BASE64} writes binary files
+    (a hostile ``.npz``, a picture); ``studies`` {REL: {spec, cells}} writes a sweep study's
+    ``results.sqlite`` (:func:`make_study`: a forged cell id as it is); ``json_pop`` {REL:
+    [KEY, ENTRY]} removes ENTRY from the object KEY of a JSON file (a checksum taken out of
+    a manifest);
+    ``links`` {REL: TARGET} makes symbolic links, ``hardlinks`` {REL: TARGET} hard links,
+    ``fifos`` [REL, ...] FIFOs;
+    ``unchanged`` [REL, ...] names folders that must be left exactly as they were; then
+    ``args`` runs the command (exit status in ``ok``, default ``[2]``, one line)
+    or ``call`` calls the loader ``surface`` of :data:`LOADERS` (it must raise one
+    NesyError); ``says`` is text the error must hold (the refusal is the one meant).
+    Placeholders: ``{d}`` (the scratch folder), ``{secret}`` (:data:`SECRET`),
+    ``{root}`` (the repository). Nothing may open the secret, print it or leave ``d/o``
+    behind after a refusal. tests/test_door_monitor.py runs the cases as processes of their
+    own under strace (every file opened, natively included)."""
+    from nesybench.errors import NesyError  # noqa: PLC0415
+    case, names = lay_out_case(path, d, bases)
     unchanged = {rel: _snapshot(d / rel) for rel in case.get("unchanged", [])}
     before = STATS["outside_reads"]
     _WATCH["seen"] = []
@@ -566,4 +627,5 @@ __all__ = ["KANDY_KEYS", "RS_KEYS", "mutated_yaml", "mutated_text", "run_cli", "
            "deep_term", "deep_body", "function_symbol_rules", "huge_grounding",
            "asp_with_directives", "STATS", "spec_naming_code", "HOSTILE_FUNCTIONS", "CANARY",
            "SURFACES", "NO_INPUT", "LOADERS", "SURFACE_DIR", "surface_cases", "run_surface_case",
+           "lay_out_case", "make_study",
            "SECRET", "SECRETS", "watched"]
