@@ -70,9 +70,14 @@ def group():
               help="render: blender: samples per pixel")
 @click.option("--engine", type=click.Choice(["cycles", "eevee"]), default=None,
               help="render: blender: render engine (cycles: CPU; eevee needs a GPU)")
+@click.option("--balance", type=click.Choice(["equal", "rsbench"]), default=None,
+              help="how a miniBOIA support's images spread over its configurations: equal "
+                   "(even over the action vectors; the default) or rsbench (rsbench's "
+                   "configurations_split; a total N is rsbench's --n_samples); overrides "
+                   "generate.balance")
 @_max_ground_atoms
 def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, workers, preset,
-             resolution, render_samples, engine, max_ground_atoms):
+             resolution, render_samples, engine, balance, max_ground_atoms):
     """Generate balanced train/val/test/OOD splits (images + labels.csv + manifest.json)."""
     from .generate import generate as gen  # noqa: PLC0415
     try:
@@ -97,7 +102,7 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, wo
         with asp.limits(max_ground_atoms=max_ground_atoms):
             task = load_task(task_yaml)
             res = gen(task, out, seed=seed, samples=sizes, total=total, mnist=mnist,
-                      overwrite=overwrite, progress=not (as_json or quiet),
+                      overwrite=overwrite, progress=not (as_json or quiet), balance=balance,
                       render_options={"workers": workers, "preset": preset, "resolution": res_opt,
                                       "samples": render_samples, "engine": engine})
     except NesyError as exc:

@@ -4,7 +4,12 @@
   (a generated support, ``{generator: miniboia}``, brings its own: the generator's draws left
   out of the support; its splits draw a world as often as the generator kept it);
 * every split is balanced over the label values (positives and negatives for a Boolean
-  label; every label vector for multilabel tasks) as far as the split's worlds allow;
+  label; every label vector for multilabel tasks) as far as the split's worlds allow
+  (``balance: equal``, the default); a miniBOIA support can instead give each split rsbench's
+  images (``balance: rsbench``: rsbench's ``configurations_split``, see
+  :func:`nesybench.shortcuts.miniboia.rsbench_images`; its OOD split is the kept
+  configurations too, the buckets in reverse order, labelled by the task's knowledge, so
+  rsbench's OOD split is that of ``driving_ambulance``);
 * digits come from held-out pools: scikit-learn's bundled 8x8 handwritten digits (upscaled
   to 28x28), an MNIST IDX folder or a folder of PNGs in 0/ ... 9/; train, val, test and OOD images never share a source image;
 * ``render: kandinsky`` and ``render: driving`` draw scenes with Pillow.
@@ -268,15 +273,22 @@ def balanced(worlds, labels, n, rng) -> list[int]:
 
 def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
              mnist: str | None = None, overwrite: bool = False, progress: bool = False,
-             render_options: dict | None = None, total: int | None = None) -> GenerateResult:
+             render_options: dict | None = None, total: int | None = None,
+             balance: str | None = None) -> GenerateResult:
     """Generate the task's data set into ``out`` (see module docstring). ``progress``: a tqdm
     bar on stderr over the images written (its total is the requested samples; a split with
-    fewer worlds than asked may end it short)."""
+    fewer worlds than asked may end it short). ``balance`` (``equal`` or ``rsbench``)
+    overrides the task's ``generate.balance``; under ``rsbench`` a ``total`` is rsbench's
+    ``--n_samples`` (train 0.7, val 0.15, test 0.15, OOD 0.1 of it)."""
     spec = task.raw.get("generate", {}) or {}
     samples_arg = samples
     samples = {**{"train": 100, "val": 20, "test": 20, "ood": 20}, **(spec.get("samples") or {}),
                **(samples or {})}
     render = spec.get("render", "digits")
+    balance = balance or spec.get("balance") or "equal"
+    if balance not in ("equal", "rsbench"):
+        raise NesyError(f"balance must be equal or rsbench, not {balance!r}", file=task.source,
+                        field="generate.balance")
     if total is not None:
         samples = _share(total, has_ood=None)
     if render not in RENDERERS:
@@ -310,11 +322,18 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
     pools = {"train": kept, "val": kept, "test": kept, "ood": ood}
     if total is not None:
         samples = _share(total, has_ood=bool(ood))
+    rsbench_plan = None
+    if balance == "rsbench":
+        from .miniboia import rsbench_sizes  # noqa: PLC0415
+        if total is not None:
+            samples = rsbench_sizes(total)
+        rsbench_plan = task.rsbench_images({k: int(samples.get(k, 0)) for k in SPLITS},
+                                           seed=seed)
     lab_of = dict(zip(support + ood, task.labels_of(support + ood)))
     names = task.label_names()
     warnings = []
     want_ood = int(samples.get("ood", 0))
-    if want_ood and not ood:
+    if want_ood and not ood and rsbench_plan is None:
         msg = (f"the task has no OOD worlds (its support is all {task.n_worlds} worlds), so "
                f"the ood split is empty, not {want_ood} samples")
         if (samples_arg or {}).get("ood"):
@@ -334,6 +353,10 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
     for split in SPLITS:
         n = int(samples.get(split, 0))
         worlds = pools[split]
+        if rsbench_plan is not None:
+            plan[split] = (random.Random(derive_seed("rs-generate", task.name, seed, split)),
+                           rsbench_plan[split])
+            continue
         if n and not worlds:
             if split == "ood":
                 n = 0
@@ -405,6 +428,8 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
                 "digits": (mnist or "sklearn.datasets.load_digits (8x8 upscaled to 28x28)")
                 if render == "digits" else None,
             }
+            if balance != "equal":
+                manifest["balance"] = balance
             if blender_info is not None:
                 if blender_info["bpy_version"] is None and jobs:
                     blender_info["bpy_version"] = json.loads(

@@ -21,11 +21,13 @@ Every world has one light state (red and green never both), ``left_lane`` xor
 ``no_left_lane``, ``right_lane`` xor ``no_right_lane`` and ``road_clear`` = no obstacle. rsbench
 overwrites only what the coarse concepts name, so two of its quirks remain and are kept: the
 side green lights follow the main light even where that side has no lane, and a turn scene
-keeps the other side's obstacle, follow and solid-line bits from step 2 after it removes that
-side's lane.
+keeps the other side's obstacle and follow bits from step 2 after it removes that side's lane.
+Its solid-line bits do not survive: a turn scene clears both solid lines (rsbench's
+``deal_with_lines``, ``rssgen/rssgen/sddoia/sddoia.py``), so no world of a turn has one.
 
 The loop stops when every bucket is full, or after the round in which rsbench's budget of
-2,000 draws is passed (501 rounds). The actions need different luck: a scene with both turns
+2,000 draws is passed (``idx > budget``, checked after each round of four: 501 rounds, 2,004
+draws). The actions need different luck: a scene with both turns
 open comes only from the stop and forward generators (1/64 each), so with rsbench's default
 ``n_config`` of 100 its two buckets hold about 8 configurations. The random stream is Python's
 ``random.Random(seed)`` consumed in rsbench's order, so the configurations of a seed are those
@@ -37,7 +39,16 @@ in the support).
 Labels for the buckets come from the in-distribution knowledge ``kb/shortcuts/driving.lp``
 (rsbench's ``sddoiaK``) whatever the task's knowledge, so a task under the ambulance knowledge
 with the same seed and ``n_config`` has the same worlds: rsbench's OOD split is these
-configurations relabelled.
+configurations relabelled. (``driving.lp`` reads ``road_clear`` as a concept where ``sddoiaK``
+derives it from the obstacles; on the generator's worlds, where ``road_clear`` is derived, the
+two agree.)
+
+**Images per configuration** (:func:`rsbench_images`, ``balance: rsbench`` of ``rs
+generate``): rsbench's ``configurations_split`` then shuffles each bucket and the order of the
+buckets with the same random stream, splits each split's images evenly over the 8 action
+vectors (in that shuffled order; the OOD split in the reverse order) and each vector's share
+evenly over ``n_config`` configurations, larger shares first; a bucket with fewer
+configurations than ``n_config`` leaves the rest of its share undrawn.
 """
 from __future__ import annotations
 
@@ -51,6 +62,12 @@ from ..errors import NesyError
 GENERATORS = ("miniboia",)
 #: rsbench's draw budget: the loop ends after the round in which more draws than this were made
 BUDGET = 2000
+#: rsbench's split ratios of ``--n_samples`` (``--train_ratio`` etc.; each at least 1 image)
+RSBENCH_RATIOS = {"train": 0.7, "val": 0.15, "test": 0.15, "ood": 0.1}
+#: the ways ``rs generate`` spreads a split's images over a generated support: ``equal``
+#: (nesybench's: even over the action vectors, every kept configuration equally likely within
+#: one) and ``rsbench`` (rsbench's ``configurations_split``, :func:`rsbench_images`)
+BALANCES = ("equal", "rsbench")
 #: the 21 concepts a miniBOIA task has (any order in the task file)
 CONCEPTS = ("green_light", "follow", "road_clear", "red_light", "traffic_sign", "car", "person",
             "rider", "other_obstacle", "left_lane", "left_green_light", "left_follow",
@@ -231,6 +248,51 @@ def draws(n_config: int, seed: int, labels_of) -> Draws:
     return Draws({b: tuple(v) for b, v in buckets.items()}, tuple(left_out), made // 4, made)
 
 
+def even_shares(n: int, m: int) -> list[int]:
+    """``n`` items over ``m`` parts as evenly as possible, the larger parts first (rsbench's
+    ``distribute_samples``)."""
+    base, extra = divmod(n, m)
+    return [base + (i < extra) for i in range(m)]
+
+
+def rsbench_sizes(n_samples: int) -> dict:
+    """rsbench's split sizes of ``--n_samples`` images: ``max(int(n·ratio), 1)`` per split."""
+    return {k: max(int(n_samples * r), 1) for k, r in RSBENCH_RATIOS.items()}
+
+
+def rsbench_images(n_config: int, seed: int, labels_of, sizes: dict) -> dict:
+    """The images of each split as rsbench's ``configurations_split`` assigns them:
+    ``{split: [(world, count), ...]}`` in its order (worlds as dicts over :data:`CONCEPTS`).
+
+    After the generator's draws (:func:`draws`) the same random stream shuffles every bucket
+    (in :data:`BUCKETS` order), then the order of the buckets. A split of ``n`` images gives
+    the k-th bucket in that order ``even_shares(n, 8)[k]`` images (the OOD split walks the
+    buckets in reverse), and the bucket's i-th configuration ``even_shares(share,
+    n_config)[i]`` of them, for as many configurations as the bucket holds and as have a
+    share above 0. Images of configurations a bucket lacks are not drawn, so a split holds
+    fewer than ``n`` images when a bucket is short."""
+    d = draws(n_config, seed, labels_of)
+    rng = random.Random(seed)
+    for _ in range(d.rounds):               # the generator's draws, replayed
+        for a in ("forward", "stop", "left", "right"):
+            draw_world(rng, a)
+    buckets = {b: list(ws) for b, ws in d.buckets.items()}
+    for b in BUCKETS:
+        rng.shuffle(buckets[b])
+    order = list(BUCKETS)
+    rng.shuffle(order)
+    out = {}
+    for split, n in sizes.items():
+        walk = order[::-1] if split == "ood" else order
+        got = []
+        if n > 0:
+            for share, b in zip(even_shares(int(n), len(walk)), walk):
+                per = [k for k in even_shares(share, n_config) if k]
+                got += list(zip(buckets[b], per))
+        out[split] = got
+    return out
+
+
 def check_task(task) -> list[int]:
     """The position in ``task``'s variables of each of :data:`CONCEPTS`; refuses a task whose
     concepts are not miniBOIA's 21 Boolean ones."""
@@ -254,6 +316,15 @@ def support(task, n_config: int, seed: int, labels_of) -> list[tuple]:
     ``task``."""
     d = draws(n_config, seed, labels_of)
     return _in_task_order(task, [w for ws in d.buckets.values() for w in ws])
+
+
+def split_worlds(task, n_config: int, seed: int, labels_of, sizes: dict) -> dict:
+    """:func:`rsbench_images` as worlds of ``task``, one entry per image: ``{split:
+    [world, ...]}``."""
+    imgs = rsbench_images(n_config, seed, labels_of, sizes)
+    return {split: [w for w, k in zip(_in_task_order(task, [w for w, _ in pairs]),
+                                      [k for _, k in pairs]) for _ in range(k)]
+            for split, pairs in imgs.items()}
 
 
 def left_out(task, n_config: int, seed: int, labels_of) -> list[tuple]:
