@@ -240,49 +240,66 @@ def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
     The program is checked against the allow-list first (see the safety guide); networks are
     not available here, so neural predicates are refused: use `nesy train` for those.
     """
-    from .circuit import CompiledProgram  # noqa: PLC0415
-    from .approx import SampledProgram, build_program, parse_inference  # noqa: PLC0415
-
-    method, n_samples = parse_inference(inference)
+    method, n_samples = "exact", None
+    if inference != "exact":        # the exact path runs without importing PyTorch
+        from .approx import parse_inference  # noqa: PLC0415
+        method, n_samples = parse_inference(inference)
     if not Path(program).is_file():
         raise NesyError("program file not found", file=str(program))
     if method == "sample":
+        from .approx import SampledProgram  # noqa: PLC0415
         prog = SampledProgram.from_program(Path(program), list(queries) or None, networks=[],
                                            budget=budget, samples=n_samples, seed=seed)
         margs, errs = prog.estimate([])
     elif method == "topk":
+        from .approx import build_program  # noqa: PLC0415
         prog = build_program(Path(program), list(queries) or None, inference=inference,
                              networks=[], budget=budget)
         margs = prog.label_marginals([])
         errs = [None] * len(margs)
         prog.stats["truncated"] = bool(prog.last_truncated.any())
     else:
-        prog = CompiledProgram.from_program(Path(program), list(queries) or None, networks=[],
-                                            budget=budget, progress=not (quiet or as_json))
-        margs = prog.label_marginals([])
-        errs = [None] * len(margs)
+        from .marginals import marginals  # noqa: PLC0415
+        res = marginals(Path(program), list(queries) or None, budget=budget,
+                        progress=not (quiet or as_json))
+        if as_json:
+            click.echo(dumps({"program": str(program), "evidence": res.evidence,
+                              "results": [a.to_json() for a in res.answers],
+                              "stats": res.stats}))
+            return
+        for a in res.answers:
+            click.echo(f"{a.atom}: {_shown(a.p)}")
+        return
     rows = []
-    for query, dom, m, e in zip(prog.label_queries, prog.label_domains, margs, errs):
-        boolean = dom in ([0, 1], [0], [1])
+    for query, atoms, dom, m, e in zip(prog.label_queries, prog.label_atoms, prog.label_domains,
+                                       margs, errs):
+        boolean = dom in ([0, 1], [0], [1]) and len(atoms) <= 1
         ses = e[0].tolist() if e is not None else [None] * len(dom)
-        for v, pr, se in zip(dom, m[0].tolist(), ses):
+        if boolean:
+            atoms = (atoms or [query]) * len(dom)
+        for v, atom, pr, se in zip(dom, atoms, m[0].tolist(), ses):
             if boolean and v != 1:
                 continue
-            row = {"query": query, "value": None if boolean else v, "p": pr}
+            row = {"query": query, "atom": atom, "value": None if boolean else v, "p": pr}
             if se is not None:
                 row["stderr"] = se
             rows.append(row)
         if boolean and 1 not in dom:
-            rows.append({"query": query, "value": None, "p": 0.0})
+            rows.append({"query": query, "atom": atoms[0] if atoms else query, "value": None,
+                         "p": 0.0})
     if as_json:
         click.echo(dumps({"program": str(program), "evidence": prog.evidence, "results": rows,
                           "stats": prog.stats}))
         return
     for r in rows:
-        what = r["query"] if r["value"] is None else f"{r['query']} = {r['value']}"
         se = f" ± {r['stderr']:.2g} (standard error, {n_samples} samples)" \
             if "stderr" in r else ""
-        click.echo(f"{what}: {r['p']:.10g}{se}")
+        click.echo(f"{r['atom']}: {_shown(r['p'])}{se}")
+
+
+def _shown(p: float) -> str:
+    """A probability as ``nesy infer`` prints it (ten significant digits)."""
+    return f"{p:.10g}"
 
 
 @group.command("eval")

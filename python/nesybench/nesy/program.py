@@ -65,6 +65,9 @@ class Label:
     query: str
     values: list
     nodes: list[int]
+    #: per value, the ground query atom as ProbLog prints it (``p(1)``, ``r(1-0)``); for a
+    #: ground query, the query itself (one entry, for value 1)
+    atoms: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -302,8 +305,8 @@ def _split_queries(clauses, text, source) -> tuple[list, list[str]]:
 
 
 def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
-           concept_decls=None, budget=None, clock=None, grounder: str | None = None
-           ) -> GroundProgram:
+           concept_decls=None, budget=None, clock=None, grounder: str | None = None,
+           empty_ok: bool = False) -> GroundProgram:
     """Ground ``program`` for the query shape ``queries`` (list of atoms over placeholders).
 
     ``queries`` may be omitted when the program states its own ``query/1`` facts (giving both
@@ -321,7 +324,8 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     ``concept_decls`` maps a key of ``concept_order`` to ``(net, values)`` for concepts the
     labels do not depend on (they get a choice of their own, which does not change any label
     probability).
-    Raises :class:`NesyError` if a query grounds to nothing.
+    Raises :class:`NesyError` if a query grounds to nothing (``empty_ok``: such a label has no
+    values instead, as ProbLog answers a non-ground query with no answer).
 
     Every grounder computes arithmetic with ProbLog's function table, each integer result
     bounded before it is computed (:mod:`nesybench.nesy.arith`)."""
@@ -330,11 +334,11 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     with guarded():
         return _ground(text_or_path, queries, networks=networks, concept_order=concept_order,
                        concept_decls=concept_decls, budget=budget, clock=clock,
-                       grounder=grounder)
+                       grounder=grounder, empty_ok=empty_ok)
 
 
 def _ground(text_or_path, queries, *, networks, concept_order, concept_decls, budget, clock,
-            grounder) -> GroundProgram:
+            grounder, empty_ok=False) -> GroundProgram:
     from .budget import GROUNDERS, Budget
 
     text, source = read_program(text_or_path)
@@ -391,7 +395,8 @@ def _ground(text_or_path, queries, *, networks, concept_order, concept_decls, bu
     if raw is None:
         raw = _ground_problog(clauses, qterms, qvars, parsed, text, source, clock)
     gp = _assemble(*raw, queries=queries, qvars=qvars, source=source,
-                   concept_order=concept_order, concept_decls=concept_decls)
+                   concept_order=concept_order, concept_decls=concept_decls, qterms=qterms,
+                   empty_ok=empty_ok)
     gp.text_hash = hashlib.sha256(text.encode()).hexdigest()
     gp.grounder, gp.grounder_note = used, note
     return gp
@@ -478,9 +483,10 @@ def _from_swi(raw, nn_values, source):
     for j, vals, nid in raw_labels:
         if nid == "false":
             continue
-        vals = [v if isinstance(v, (int, float)) else _py(decode(v)) for v in vals]
+        terms = [decode(v) for v in vals]
+        vals = [v if isinstance(v, (int, float)) else _py(t) for v, t in zip(vals, terms)]
         val = (vals[0] if len(vals) == 1 else tuple(vals)) if vals else 1
-        labels.append((int(j), val, int(nid)))
+        labels.append((int(j), val, int(nid), terms))
     ev = [(str(decode(atom)), None if nid == "false" else int(nid), bool(v))
           for _, atom, nid, v in raw_evidence]
     return choices, nodes, labels, ev
@@ -610,12 +616,12 @@ def _ground_problog(clauses, qterms, qvars, parsed, text, source, clock):
             val = val[0] if len(val) == 1 else val
         else:
             val = 1
-        labels.append((int(qterm.args[0]), val, nid))
+        labels.append((int(qterm.args[0]), val, nid, list(args)))
     return choices, nodes, labels, evidence
 
 
 def _assemble(choices, nodes, raw_labels, raw_evidence, *, queries, qvars, source,
-              concept_order, concept_decls) -> GroundProgram:
+              concept_order, concept_decls, qterms=None, empty_ok=False) -> GroundProgram:
     """The :class:`GroundProgram` of a grounder's output: residual outcomes of partial
     annotated disjunctions, neural choices first (in ``concept_order``), evidence checked,
     labels sorted by value."""
@@ -670,11 +676,14 @@ def _assemble(choices, nodes, raw_labels, raw_evidence, *, queries, qvars, sourc
         evidence.append((atom, nid, observed))
 
     labels: list[Label] = [Label(query=q, values=[], nodes=[]) for q in queries]
-    for j, val, nid in raw_labels:
+    for j, val, nid, terms in raw_labels:
         labels[j].values.append(val)
         labels[j].nodes.append(nid)
-    for lab, vs in zip(labels, qvars):
+        if qterms is not None:
+            labels[j].atoms.append(_answer_atom(qterms[j], qvars[j], terms))
+    for j, (lab, vs) in enumerate(zip(labels, qvars)):
         if not vs:
+            lab.atoms = [str(qterms[j])] if qterms is not None else []
             if not lab.nodes:
                 lab.values, lab.nodes = [0], [0]    # never provable: always false
             else:
@@ -683,13 +692,29 @@ def _assemble(choices, nodes, raw_labels, raw_evidence, *, queries, qvars, sourc
                 if n == 0:
                     lab.values, lab.nodes = [1], [0]
         if not lab.values:
+            if empty_ok:
+                continue
             raise NesyError(f"query {lab.query!r} grounds to nothing: no label value is "
                             "derivable", file=source, field="query")
-        pairs = sorted(zip(lab.values, lab.nodes), key=lambda vn: _sort_key(vn[0]))
-        lab.values = [v for v, _ in pairs]
-        lab.nodes = [n for _, n in pairs]
+        if vs and lab.atoms:
+            triples = sorted(zip(lab.values, lab.nodes, lab.atoms),
+                             key=lambda vn: _sort_key(vn[0]))
+            lab.atoms = [a for _, _, a in triples]
+        else:
+            triples = sorted(zip(lab.values, lab.nodes, lab.values),
+                             key=lambda vn: _sort_key(vn[0]))
+        lab.values = [v for v, _, _ in triples]
+        lab.nodes = [n for _, n, _ in triples]
     return GroundProgram(choices=choices, nodes=nodes, labels=labels, source=source,
                          evidence=evidence)
+
+
+def _answer_atom(qterm, qvars, terms) -> str:
+    """The ground query atom of one answer, as ProbLog prints it: ``qterm`` with its free
+    variables ``qvars`` bound to the answer's value terms ``terms``."""
+    if not qvars:
+        return str(qterm)
+    return str(qterm.apply(_Subst({v.name: t for v, t in zip(qvars, terms)})))
 
 
 def _defined(clauses) -> set[str]:

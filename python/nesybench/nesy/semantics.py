@@ -359,6 +359,7 @@ def take_ground_interface(obj, gp) -> None:
     obj.concept_values = [list(choices[i].values) for i in neural]
     obj.label_domains = [list(lab.values) for lab in gp.labels]
     obj.label_queries = [lab.query for lab in gp.labels]
+    obj.label_atoms = [list(lab.atoms) for lab in gp.labels]
     obj.evidence = [atom for atom, _, _ in gp.evidence]
 
 
