@@ -48,9 +48,54 @@ _MODULE_CALLS = {
     ("lzma", "open"): "lzma.open", ("bz2", "open"): "bz2.open", ("io", "open"): "open",
     ("codecs", "open"): "open", ("os", "open"): "os.open", ("os", "walk"): "os.walk",
     ("glob", "glob"): "glob", ("glob", "iglob"): "glob",
+    ("numpy", "loadtxt"): "np.load", ("numpy", "genfromtxt"): "np.load",
+    ("numpy", "fromfile"): "np.load", ("numpy", "memmap"): "np.load", ("np", "memmap"): "np.load",
+    ("torch.jit", "load"): "torch.load", ("PIL", "Image.open"): "Image.open",
+    ("sqlite3", "connect"): "sqlite3.connect",
+    ("os", "listdir"): "os.listdir", ("os", "scandir"): "os.listdir",
+    ("shutil", "copy"): "shutil.copy", ("shutil", "copy2"): "shutil.copy",
+    ("shutil", "copyfile"): "shutil.copy", ("shutil", "copytree"): "shutil.copy",
+    ("shutil", "copyfileobj"): None, ("shutil", "move"): "shutil.copy",
+    ("shutil", "unpack_archive"): "shutil.copy",
 }
+#: every reader of pandas (``pd.read_csv`` ...)
+_PANDAS_READERS = {"read_csv", "read_table", "read_json", "read_parquet", "read_excel",
+                   "read_pickle", "read_feather", "read_fwf", "read_hdf", "read_orc",
+                   "read_sas", "read_spss", "read_stata", "read_xml", "read_html"}
 _PATH_METHODS = {"read_text": "Path.read_text", "read_bytes": "Path.read_bytes",
-                 "glob": "Path.glob", "rglob": "Path.rglob"}
+                 "glob": "Path.glob", "rglob": "Path.rglob", "iterdir": "Path.iterdir"}
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Names bound by imports anywhere in the module, to what they name: ``xp`` ->
+    ``numpy`` (``import numpy as xp``), ``load`` -> ``numpy.load`` (``from numpy import
+    load``), ``Image`` -> ``PIL.Image``."""
+    out: dict[str, str] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else \
+                    a.name.split(".")[0]
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            for a in n.names:
+                out[a.asname or a.name] = f"{n.module}.{a.name}"
+    return out
+
+
+_CANONICAL = {"numpy": "np", "pandas": "pd", "PIL.Image": "Image", "torch": "torch",
+              "json": "json", "pickle": "pickle", "yaml": "yaml", "sqlite3": "sqlite3",
+              "shutil": "shutil", "os": "os", "glob": "glob", "gzip": "gzip", "lzma": "lzma",
+              "bz2": "bz2", "zipfile": "zipfile", "tarfile": "tarfile", "io": "io",
+              "codecs": "codecs", "PIL": "PIL"}
+
+
+def _dotted(node) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
 
 
 @dataclass(frozen=True, order=True)
@@ -108,6 +153,7 @@ class _Scanner(ast.NodeVisitor):
         self.consts = {t.id for n in tree.body if isinstance(n, ast.Assign)
                        and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
                        for t in n.targets if isinstance(t, ast.Name)}
+        self.aliases = _aliases(tree)
         self.module_derived = self._derived(tree.body, set(ROOT_NAMES))
         self.derived: list[set[str]] = [self.module_derived]
         self.resolved: list[set[str]] = [set()]
@@ -202,17 +248,45 @@ class _Scanner(ast.NodeVisitor):
                 self._add(node, "install-root", f"{ast.unparse(left)} / a value")
         self.generic_visit(node)
 
+    def _module_call(self, f) -> tuple[str | None, str | None]:
+        """``(module, attribute)`` of a call ``mod.attr(...)`` with import aliases undone
+        (``xp.load`` of ``import numpy as xp`` is ``("np", "load")``, ``PIL.Image.open`` is
+        ``("Image", "open")``, ``load`` of ``from numpy import load`` is ``("np", "load")``)."""
+        if isinstance(f, ast.Name):
+            full = self.aliases.get(f.id)
+            if full and "." in full:
+                mod, _, attr = full.rpartition(".")
+                return _CANONICAL.get(mod, mod), attr
+            return None, None
+        if not isinstance(f, ast.Attribute):
+            return None, None
+        dotted = _dotted(f.value)
+        if dotted is None:
+            return None, f.attr
+        head, _, rest = dotted.partition(".")
+        full = self.aliases.get(head, head) + (f".{rest}" if rest else "")
+        return _CANONICAL.get(full, full), f.attr
+
     def visit_Call(self, node):
         f = node.func
         name = _name(f)
         what, target = None, node.args[0] if node.args else None
+        mod, attr = self._module_call(f)
         if isinstance(f, ast.Name) and f.id == "open":
             if not _write_mode(node, 1):
                 what = "open"
+        elif (mod, attr) in _MODULE_CALLS and _MODULE_CALLS[(mod, attr)] is not None:
+            what = _MODULE_CALLS[(mod, attr)]
+            if what == "open" and _write_mode(node, 1):
+                what = None
+        elif mod == "pd" and attr in _PANDAS_READERS:
+            what = "pandas.read"
+        elif mod == "yaml" and attr and "load" in attr:
+            what = "yaml.load"
         elif isinstance(f, ast.Attribute):
             base = f.value
             mod = base.id if isinstance(base, ast.Name) else None
-            if (mod, f.attr) in _MODULE_CALLS:
+            if (mod, f.attr) in _MODULE_CALLS and _MODULE_CALLS[(mod, f.attr)] is not None:
                 what = _MODULE_CALLS[(mod, f.attr)]
                 if what == "open" and _write_mode(node, 1):
                     what = None
@@ -224,9 +298,13 @@ class _Scanner(ast.NodeVisitor):
                 what, target = _PATH_METHODS[f.attr], base
             elif f.attr in ("glob", "rglob") and mod != "glob":
                 what, target = _PATH_METHODS[f.attr], base
+            elif f.attr == "iterdir" and not node.args:
+                what, target = _PATH_METHODS[f.attr], base
             elif f.attr == "open" and mod not in ("os",) and \
                     (not node.args or isinstance(node.args[0], ast.Constant)) and \
-                    not _write_mode(node, 0) and not node.keywords:
+                    not _write_mode(node, 0) and \
+                    all(k.arg in ("mode", "encoding", "errors", "newline", "buffering")
+                        for k in node.keywords):
                 what, target = "Path.open", base
         if what is not None and not self._ok(target):
             self._add(node, "read", what)

@@ -149,14 +149,25 @@ SECRETS = {str(SECRET), "/etc/passwd", "/etc/shadow", "/etc/hostname"}
 _WATCH = {"on": False}
 
 
+#: audit events that name a path a process reads (its first argument): Python's own opens,
+#: SQLite databases, folder listings and shutil's copies (the files SWI-Prolog, clingo and
+#: C libraries open are seen by tests/door_monitor.py, which watches the process)
+AUDITED = {"open", "sqlite3.connect", "os.listdir", "os.scandir", "shutil.copyfile",
+           "shutil.copytree", "shutil.move", "shutil.copymode", "shutil.copystat",
+           "shutil.unpack_archive", "shutil.make_archive", "shutil.rmtree"}
+
+
 def _audit(event, args):
-    if event != "open" or not _WATCH["on"] or not args:
+    if event not in AUDITED or not _WATCH["on"] or not args:
         return
     path = args[0]
-    if isinstance(path, int):
+    if isinstance(path, int) or path is None:
         return
     try:
         path = os.fsdecode(path)
+        if event == "sqlite3.connect" and path.startswith("file:"):
+            from urllib.parse import unquote  # noqa: PLC0415
+            path = unquote(path[5:].split("?", 1)[0])
         if path in SECRETS or os.path.realpath(path) in SECRETS:
             STATS["outside_reads"] += 1
             _WATCH.setdefault("seen", []).append(path)

@@ -45,6 +45,42 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "a loop over three literal shipped names",
     ("doctor.py", "janus_preflight", "json.loads"):
         "the lines of JSON the preflight subprocess doctor started printed (no file)",
+    ("io.py", "check_replaceable", "Path.iterdir"): _OWN_OUTPUT + "; names only",
+    ("io.py", "check_replaceable", "os.listdir"): _OWN_OUTPUT + "; names only",
+    ("io.py", "remove_output_folder", "os.listdir"): _OWN_OUTPUT + "; names only",
+    ("io.py", "_files_under", "os.listdir"): _OWN_OUTPUT + "; names only",
+    ("io.py", "_folder_digest", "os.listdir"):
+        "the digest of an output folder nesybench wrote (names, lstat, no link followed)",
+    ("io.py", "_scan", "os.listdir"):
+        "the listing of an output folder nesybench wrote (names, lstat, no link followed)",
+    ("logic/prolog.py", "janus_library_version", "os.listdir"):
+        "the installed janus_swi package's own folder (its extension module)",
+    ("logic/prolog.py", "home_version", "open"):
+        "the first 64 KiB of include/SWI-Prolog.h of the SWI-Prolog home the user's "
+        "SWI_HOME_DIR names (the version check before janus starts; nothing is parsed but "
+        "one #define)",
+    ("logic/prolog.py", "home_version", "Path.glob"):
+        "the swipl executables under the SWI_HOME_DIR the user set (asked for their version)",
+    ("rudas/experiment.py", "run_experiment", "Path.iterdir"):
+        "whether --out is empty (names only), before nesybench writes into it",
+    ("runs/cell.py", "keep_or_remove_scratch", "Path.iterdir"):
+        "whether a cell's own scratch folder is empty",
+    ("runs/runner.py", "_check_folder", "Path.iterdir"):
+        "the names in --out, before nesybench writes a study into it",
+    ("runs/runner.py", "_prepare_study", "Path.iterdir"):
+        "the names in --out, before nesybench writes a study into it",
+    ("runs/store.py", "Store._connect", "sqlite3.connect"):
+        "the study's results.sqlite after runs.store.store_file checked it (a regular file "
+        "inside the study, no link out, one hard link); the driver's own store",
+    ("runs/store.py", "Store._connect_ro", "sqlite3.connect"):
+        "the study's results.sqlite after runs.store.store_file checked it, opened "
+        "mode=ro&immutable=1 (no -wal/-shm written) by the reading commands",
+    ("runs/watchdog.py", "children_of", "Path.iterdir"): _PROC,
+    ("runs/watchdog.py", "_tree", "Path.iterdir"): _PROC,
+    ("shortcuts/generate.py", "_link", "shutil.copy"):
+        "a file of the data set nesybench is generating, into its own output folder",
+    ("ski/cli.py", "_studies", "Path.iterdir"):
+        "the names of the sub-folders of a SKI study folder (each then read by its reader)",
     ("io.py", "check_replaceable", "check_output_path(a resolved path)"):
         "check_output_path gets the path as given; the name is resolved later in the function",
     ("io.py", "pid_alive", "Path.read_text"): _PROC,
@@ -167,6 +203,57 @@ def read_support(p):
 }
 
 
+#: ways to read a file that the scanner once let through (each must be named): the scan is a
+#: ratchet; tests/test_door_monitor.py watches the process itself
+MISSED_IDIOMS = {
+    "Path.open with an encoding": 'def f(p):\n    with p.open(encoding="utf-8") as fh:\n'
+                                  '        return fh.read()\n',
+    "Path.open r with an encoding": 'def f(p):\n    return p.open("r", encoding="utf-8")\n',
+    "Path.open with newline": 'def f(p):\n    return p.open(newline="")\n',
+    "pandas read_csv": 'import pandas as pd\ndef f(p):\n    return pd.read_csv(p)\n',
+    "pandas unaliased": 'import pandas\ndef f(p):\n    return pandas.read_parquet(p)\n',
+    "pandas read_json": 'import pandas as pd\ndef f(p):\n    return pd.read_json(p)\n',
+    "pandas read_pickle": 'import pandas as pd\ndef f(p):\n    return pd.read_pickle(p)\n',
+    "from pandas import read_csv": 'from pandas import read_csv\ndef f(p):\n'
+                                   '    return read_csv(p)\n',
+    "sqlite3.connect": 'import sqlite3\ndef f(p):\n    return sqlite3.connect(p)\n',
+    "from sqlite3 import connect": 'from sqlite3 import connect\ndef f(p):\n'
+                                   '    return connect(p)\n',
+    "sqlite3 aliased": 'import sqlite3 as db\ndef f(p):\n    return db.connect(p)\n',
+    "numpy aliased": 'import numpy as xp\ndef f(p):\n    return xp.load(p)\n',
+    "numpy unaliased": 'import numpy\ndef f(p):\n    return numpy.load(p)\n',
+    "from numpy import load": 'from numpy import load\ndef f(p):\n    return load(p)\n',
+    "numpy loadtxt unaliased": 'import numpy\ndef f(p):\n    return numpy.loadtxt(p)\n',
+    "numpy memmap": 'import numpy as np\ndef f(p):\n    return np.memmap(p)\n',
+    "PIL.Image.open": 'import PIL.Image\ndef f(p):\n    return PIL.Image.open(p)\n',
+    "from PIL import Image as I": 'from PIL import Image as I\ndef f(p):\n    return I.open(p)\n',
+    "torch.jit.load": 'import torch\ndef f(p):\n    return torch.jit.load(p)\n',
+    "shutil.copy": 'import shutil\ndef f(p, q):\n    shutil.copy(p, q)\n',
+    "shutil.copy2": 'import shutil\ndef f(p, q):\n    shutil.copy2(p, q)\n',
+    "shutil.copyfile": 'import shutil\ndef f(p, q):\n    shutil.copyfile(p, q)\n',
+    "shutil.copytree": 'import shutil\ndef f(p, q):\n    shutil.copytree(p, q)\n',
+    "shutil.move": 'import shutil\ndef f(p, q):\n    shutil.move(p, q)\n',
+    "shutil.unpack_archive": 'import shutil\ndef f(p, q):\n    shutil.unpack_archive(p, q)\n',
+    "from shutil import copy2 as cp": 'from shutil import copy2 as cp\ndef f(p, q):\n'
+                                      '    cp(p, q)\n',
+    "Path.iterdir": 'def f(p):\n    return [q.name for q in p.iterdir()]\n',
+    "Path(...).iterdir": 'from pathlib import Path\ndef f(s):\n    return list(Path(s).iterdir())\n',
+    "os.listdir": 'import os\ndef f(p):\n    return os.listdir(p)\n',
+    "os.scandir": 'import os\ndef f(p):\n    return list(os.scandir(p))\n',
+    "from os import listdir": 'from os import listdir\ndef f(p):\n    return listdir(p)\n',
+    "io.open": 'import io\ndef f(p):\n    return io.open(p).read()\n',
+    "codecs.open": 'import codecs\ndef f(p):\n    return codecs.open(p).read()\n',
+    "json.load of an open file": 'import json\ndef f(p):\n    return json.load(open(p))\n',
+    "yaml aliased": 'import yaml as y\ndef f(t):\n    return y.unsafe_load(t)\n',
+}
+
+
+def test_the_scanner_names_the_idioms_it_missed():
+    missed = [name for name, code in MISSED_IDIOMS.items()
+              if "read" not in {f.rule for f in scan_source(code)}]
+    assert not missed, f"the scanner does not name: {missed}"
+
+
 def test_the_scanner_names_the_old_holes():
     for name, (rule, code) in OLD_HOLES.items():
         assert rule in {f.rule for f in scan_source(code)}, name
@@ -184,3 +271,34 @@ def ok(folder, rel, path, data):
     return ROOT / "kb" / "kandy" / "bk.pl"
 '''
     assert scan_source(code) == []
+
+
+def _listdir(path):
+    import os
+    try:
+        os.listdir(path)            # the audit event comes before the call fails on a file
+    except NotADirectoryError:
+        pass
+
+
+def test_the_fuzz_hook_sees_sqlite_shutil_and_listings(tmp_path):
+    """The in-process audit hook of the fuzz run (tests/fuzzing.py) counts a secret reached
+    through sqlite3.connect (a URI too), shutil's copies and os.listdir, not only open()."""
+    import os
+    import shutil
+    import sqlite3
+
+    import fuzzing
+
+    reached = {
+        "sqlite3.connect": lambda: sqlite3.connect(f"file:{fuzzing.SECRET}?mode=ro",
+                                                   uri=True).close(),
+        "shutil.copyfile": lambda: shutil.copyfile(fuzzing.SECRET, tmp_path / "c"),
+        "os.listdir": lambda: _listdir(fuzzing.SECRET),
+    }
+    for name, reach in reached.items():
+        before = fuzzing.STATS["outside_reads"]
+        with fuzzing.watched():
+            reach()
+        assert fuzzing.STATS["outside_reads"] > before, name
+    assert {"sqlite3.connect", "os.listdir", "shutil.copytree"} <= fuzzing.AUDITED
