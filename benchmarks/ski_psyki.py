@@ -169,6 +169,14 @@ def untrained_check(reference_python: str, ds, omega: float) -> str:
     rules_counts = ", ".join(f"{c} {int((towell == k).sum())}" for k, c in enumerate(ds.classes))
     own = ", ".join(f"{c} {int(((pred == k) & (towell == k)).sum())}/{int((towell == k).sum())}"
                     for k, c in enumerate(ds.classes))
+    import torch  # noqa: PLC0415
+
+    net = injectors.make("kbann", ds.X.shape[1], ds.n_classes, [], kn, construction="psyki",
+                         omega=omega)
+    built = net.outputs(net.init_params([0]), torch.from_numpy(ds.X).unsqueeze(0))[0].numpy()
+    same = (f"  nesybench's construction psyki: outputs within {np.abs(built - out).max():.2g} "
+            f"of PSyKI's, the same class on {int((built.argmax(1) == pred).sum())} of "
+            f"{len(pred)} rows\n")
     old_pred = untrained_outputs(reference_python, ds, omega,
                                  encoding="negated-equalities").argmax(1)
     old = ", ".join(f"{c} {int((old_pred == k).sum())}" for k, c in enumerate(ds.classes))
@@ -179,6 +187,7 @@ def untrained_check(reference_python: str, ds, omega: float) -> str:
             f"{rules_counts}); its class is the rules' on {int((pred == towell).sum())} of "
             f"{len(pred)} rows (per class of the rules: {own}); accuracy "
             f"{(pred == ds.y).mean():.4f} (the rules: {(towell == ds.y).mean():.4f})\n"
+            f"{same}"
             f"  rows where it is the rules' class with the m-of-n read as k of 10 "
             f"pyrimidines, k = {by_k}\n"
             f"  with the codes of several bases written as negated equalities "
@@ -216,6 +225,9 @@ def main(argv=None) -> int:
     ap.add_argument("--level-stride", type=int, default=1)
     ap.add_argument("--degradations", default="drop,flip")
     ap.add_argument("--omega", type=float, default=4.0, help="PSyKI KBANN's ω (its default 4)")
+    ap.add_argument("--untrained-only", action="store_true",
+                    help="print the untrained network check (PSyKI's network against the "
+                         "crisp rules and against nesybench's construction psyki) and stop")
     ap.add_argument("--frozen-rules", action="store_true",
                     help="keep PSyKI's default of fixed (untrainable) rule weights: its "
                          "KBANN is then the untrained rule network at every level")
@@ -241,6 +253,8 @@ def main(argv=None) -> int:
           f"epochs {args.epochs}, level stride {args.level_stride}; PSyKI KBANN omega "
           f"{args.omega:g}, rules {'frozen' if args.frozen_rules else 'trainable'}")
     print(untrained_check(args.reference_python, ds, args.omega), flush=True)
+    if args.untrained_only:
+        return 0
     table, accs = [], []
     for deg in degradations:
         levels = degrade.LEVELS[deg][::args.level_stride]
