@@ -563,13 +563,20 @@ call_builtin(A = B) :- !,              % ProbLog refuses a cyclic term, as ISO's
     ;   format(string(Msg), "infinite unification of ~q and ~q", [A, B]),
         throw(pg_error(Msg))
     ).
-call_builtin(compare(O, A, B)) :- !, pg_order(A, B, O0), O = O0.
+call_builtin(compare(O, A, B)) :- !, pg_order(A, B, O0), order_atom(O0, O1), O = O1.
 call_builtin(A @< B) :- !, pg_order(A, B, <).
 call_builtin(A @=< B) :- !, pg_order(A, B, O), O \== (>).
 call_builtin(A @> B) :- !, pg_order(A, B, >).
 call_builtin(A @>= B) :- !, pg_order(A, B, O), O \== (<).
 call_builtin(sort(L, S)) :- !, pg_sort(L, S0), S = S0.
 call_builtin(G) :- call(G).
+
+%   order_atom(?Order, ?ProbLogAtom)
+%   ProbLog's compare/3 answers with the quoted atoms '<', '=' and '>', whose names keep
+%   their quotes there (a program writes compare('<', A, B)).
+order_atom(<, '\'<\'').
+order_atom(=, '\'=\'').
+order_atom(>, '\'>\'').
 
 % -- term inspection (ProbLog's) ---------------------------------------------------------
 

@@ -101,6 +101,52 @@ class _Encoder:
         return [k for name, k in self.names.items()]
 
 
+#: ProbLog's operators whose terms it prints in operator form (``1-0``, ``a mod b``, ``-b``)
+_BINARY_OPS = ("- + * / // ** ^ mod rem = \\= == \\== @< @=< @> @>= is < > =< >= =:= =\\= : "
+               "-> =.. << >> /\\ \\/ xor & | as").split()
+_UNARY_OPS = ("-", "+", "\\")
+
+
+def _operator_table() -> dict:
+    """``(quoted name, arity) -> (priority, spec)`` of ProbLog's operators, as ProbLog's own
+    parser gives them (read once from a fixed term of ours, so the table is ProbLog's)."""
+    global _OPS
+    if _OPS is None:
+        import warnings
+
+        from problog.program import PrologString
+        text = "nesy__ops(" + ", ".join(f"(a {o} b)" for o in _BINARY_OPS) + ", " + \
+            ", ".join(f"({o} b)" for o in _UNARY_OPS) + ")."
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")        # ProbLog warns of == in any program
+            (fact,) = list(PrologString(text))
+        _OPS = {(str(t.functor), t.arity): (t.op_priority, t.op_spec) for t in fact.args
+                if getattr(t, "op_spec", None) is not None}
+    return _OPS
+
+
+_OPS: dict | None = None
+
+
+def problog_term(functor: str, args: list):
+    """The term ``functor(args)`` as ProbLog's reader would have built it: conjunctions and
+    disjunctions as ``And``/``Or``, negation as ``Not``, operators with their priority, so
+    that it prints as ProbLog prints it (``1-0``, ``(a, b)``)."""
+    from problog.logic import And, Not, Or, Term
+    n = len(args)
+    if n == 2 and functor == ",":
+        return And(*args)
+    if n == 2 and functor == ";":
+        return Or(*args)
+    if n == 1 and functor.strip("'") == "\\+":
+        return Not("\\+", args[0])
+    quoted = functor if functor.startswith("'") else f"'{functor}'"
+    op = _operator_table().get((quoted, n))
+    if op is not None:
+        return Term(quoted, *args, priority=op[0], opspec=op[1])
+    return Term(functor, *args)
+
+
 def decode(e):
     """The ProbLog term of an encoded term from the grounder (the inverse of ``encode/2`` in
     ``problog_ground.pl``)."""
@@ -115,7 +161,7 @@ def decode(e):
     if tag == "l":
         return Term(".", decode(e[1]), decode(e[2]))
     if tag == "c":
-        return Term(e[1], *(decode(a) for a in e[2]))
+        return problog_term(e[1], [decode(a) for a in e[2]])
     if tag == "s":
         return Constant(e[1])
     return Var("_")
