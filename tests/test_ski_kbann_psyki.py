@@ -200,3 +200,43 @@ def test_untrained_outputs_are_psyki_s(splice, omega):
     assert ours.shape == theirs.shape
     np.testing.assert_allclose(ours, theirs, atol=2e-6)
     assert (ours.argmax(1) == theirs.argmax(1)).all()
+
+
+KERAS_LOSS = """
+import os, sys
+import numpy as np
+sys.path.insert(0, {bench!r})
+import ski_psyki_worker as W
+import tensorflow as tf
+job = sys.argv[1]
+X = np.load(os.path.join(job, "X.npy")).astype("float32")
+y = np.load(os.path.join(job, "y.npy"))
+cols = [W.var(p, b) for p in W.POSITIONS for b in "acgt"]
+th = W.psyki_theory(job, X, y, {{"omega": 4.0}}, cols)
+model = W.build(th, X.shape[1], {{"omega": 4.0}})
+print(float(tf.keras.losses.SparseCategoricalCrossentropy()(y, model.predict(X, verbose=0))))
+"""
+
+
+@pytest.mark.skipif(not PSYKI_PYTHON, reason="needs the PSyKI environment: build it with "
+                    "scripts/psyki_env.sh and set NESYBENCH_PSYKI_PYTHON to the Python it prints")
+def test_training_loss_is_keras_s_on_psyki_s_network(splice, tmp_path):
+    """The loss our trainer takes (cross-entropy of the forward pass) equals Keras's sparse
+    categorical cross-entropy of PSyKI's compiled network on the same rows."""
+    import subprocess
+
+    from nesybench.ski.ensemble import _cross_entropy
+
+    ds, kn = splice
+    driver = _load("ski_psyki", ROOT / "benchmarks" / "ski_psyki.py")
+    X, _ = driver.splice_matrix(ds)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", ds.y)
+    script = tmp_path / "keras_loss.py"
+    script.write_text(KERAS_LOSS.format(bench=str(ROOT / "benchmarks")))
+    keras = float(subprocess.run([PSYKI_PYTHON, str(script), str(tmp_path)], check=True,
+                                 capture_output=True, text=True).stdout.split()[-1])
+    net = injectors.make("kbann", ds.X.shape[1], 3, [], kn, construction="psyki", omega=4.0)
+    z = net.forward(net.init_params([0]), torch.from_numpy(ds.X).unsqueeze(0))
+    per, _ = _cross_entropy(z, torch.from_numpy(ds.y).unsqueeze(0))
+    assert abs(float(per.mean()) - keras) < 1e-5
