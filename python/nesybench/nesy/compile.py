@@ -139,10 +139,12 @@ def positional_order(gp: GroundProgram) -> list[int]:
     where: dict[str, tuple[int, int]] = {}
     lists = 0
     for lab in gp.labels:
-        try:
-            (q,) = list(PrologString(lab.query.strip().rstrip(".") + "."))
-        except Exception:       # noqa: BLE001 - any shape we cannot read: no reordering
-            return []
+        q = lab.term
+        if q is None:
+            try:
+                (q,) = list(PrologString(lab.query.strip().rstrip(".") + "."))
+            except Exception:   # noqa: BLE001 - any shape we cannot read: no reordering
+                return []
         for arg in getattr(q, "args", ()):
             if not (isinstance(arg, Term) and arg.functor == "." and arg.arity == 2):
                 continue

@@ -117,6 +117,8 @@ def marginals(text_or_path, queries=None, *, budget=None, clock=None, progress: 
         if lab.values in ([0, 1], [0], [1]) and len(lab.atoms) == 1:
             node = lab.nodes[lab.values.index(1)] if 1 in lab.values else None
             roots.append((lab.query, lab.atoms[0], None, node))
+        elif not lab.values:        # no answer: ProbLog reports the query itself, at 0
+            roots.append((lab.query, lab.atoms[0] if lab.atoms else lab.query, None, None))
         else:
             roots.extend((lab.query, a, v, n) for v, n, a in zip(lab.values, lab.nodes,
                                                                   lab.atoms))

@@ -68,6 +68,8 @@ class Label:
     #: per value, the ground query atom as ProbLog prints it (``p(1)``, ``r(1-0)``); for a
     #: ground query, the query itself (one entry, for value 1)
     atoms: list[str] = field(default_factory=list)
+    #: the query atom as parsed (ProbLog's term), for code that needs its structure
+    term: object = None
 
 
 @dataclass
@@ -116,10 +118,13 @@ def _where(text: str, location) -> dict:
 
 
 def _py(term):
-    """A problog constant term as a Python int/float/str."""
+    """A problog constant term as a Python int/float/str (a term with variables, which
+    ProbLog's engine answers with, as the text ProbLog prints for it)."""
     from problog.logic import Constant
     if isinstance(term, Constant):
         return term.value
+    if term is None or isinstance(term, int):       # a variable of ProbLog's engine
+        return "_" if term is None else f"X{-term}" if term < 0 else f"A{term + 1}"
     if term.is_var():
         raise ValueError("variable")
     s = str(term)
@@ -291,17 +296,24 @@ def _walk_vars(term):
             yield from _walk_vars(a)
 
 
-def _split_queries(clauses, text, source) -> tuple[list, list[str]]:
-    """The clauses without ``query/1`` statements, and those queries as text."""
+def _split_queries(clauses, text, source) -> tuple[list, list, list]:
+    """The clauses without ``query/1`` statements; those queries as ``(term, where)`` (the
+    parsed term itself: a query is read once, never printed and read again); and the query
+    rules ``query(Q) :- Body.`` as ``(Q, Body, where)``."""
     from problog.logic import Clause, Term
-    rest, found = [], []
+    rest, found, rules = [], [], []
     for cl in clauses:
         if isinstance(cl, Term) and not isinstance(cl, Clause) and cl.functor == "query" \
                 and cl.arity == 1 and cl.probability is None:
-            found.append((str(cl.args[0]), _where(text, getattr(cl, "location", None))))
+            found.append((cl.args[0], _where(text, getattr(cl, "location", None))))
+        elif isinstance(cl, Clause) and isinstance(cl.head, Term) and \
+                cl.head.functor == "query" and cl.head.arity == 1 and \
+                cl.head.probability is None:
+            rules.append((cl.head.args[0], cl.body, _where(text, getattr(cl, "location",
+                                                                          None))))
         else:
             rest.append(cl)
-    return rest, found
+    return rest, found, rules
 
 
 def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
@@ -343,33 +355,53 @@ def _ground(text_or_path, queries, *, networks, concept_order, concept_decls, bu
 
     text, source = read_program(text_or_path)
     parsed = parse(text, source, networks)
-    clauses, own_queries = _split_queries(parsed, text, source)
+    clauses, own_queries, query_rules = _split_queries(parsed, text, source)
     if isinstance(queries, str):
         queries = [queries]
     queries = list(queries or [])
-    if queries and own_queries:
+    if queries and (own_queries or query_rules):
         raise NesyError("the program states its own query/1 and a query was given as well; "
-                        "keep one of them", file=source, **own_queries[0][1])
-    if not queries:
-        queries = [q for q, _ in own_queries]
-    if not queries:
-        raise NesyError("the query shape has no query atom", file=source, field="query")
+                        "keep one of them", file=source,
+                        **(own_queries[0][1] if own_queries else query_rules[0][2]))
     clock = clock or (budget or Budget()).start()
     grounder = grounder or clock.budget.grounder
     if grounder not in GROUNDERS:
         raise NesyError(f"unknown grounder {grounder!r} (choose from {', '.join(GROUNDERS)})",
                         field="grounder")
-    qterms, qvars = [], []
     checker = ProgramChecker(text, source)
     checker.known = _defined(clauses)
-    for q in queries:
-        qt = _name_anonymous_query(_query_term(q, source))
+    if queries:
+        terms = [_query_term(q, source) if isinstance(q, str) else q for q in queries]
+    else:
+        terms = [q for q, _ in own_queries]
+        if query_rules:
+            terms += _expand_query_rules(query_rules, clauses, parsed, text, source, clock,
+                                         grounder, checker)
+    if not terms and not query_rules:
+        raise NesyError("the query shape has no query atom", file=source, field="query")
+    qterms, qvars = [], []
+    for t in terms:
+        qt = _name_anonymous_query(t)
         try:
             checker.check_atom(qt, "query", qt)
         except NesyError as exc:
             raise NesyError(exc.message, file=source, field="query") from None
         qterms.append(qt)
         qvars.append(_free_vars(qt))
+    queries = [q if isinstance(q, str) else str(q) for q in (queries or terms)]
+    raw, used, note = _run_grounder(clauses, qterms, qvars, parsed, text, source, clock,
+                                    grounder)
+    gp = _assemble(*raw, queries=queries, qvars=qvars, source=source,
+                   concept_order=concept_order, concept_decls=concept_decls, qterms=qterms,
+                   empty_ok=empty_ok)
+    gp.text_hash = hashlib.sha256(text.encode()).hexdigest()
+    gp.grounder, gp.grounder_note = used, note
+    return gp
+
+
+def _run_grounder(clauses, qterms, qvars, parsed, text, source, clock, grounder):
+    """``(raw, used, note)``: the grounder's lists (see :func:`_from_swi`), the grounder that
+    made them, and why ProbLog's engine ran where the SWI-Prolog grounder was asked first."""
     raw, used, note = None, "problog", None
     if grounder != "problog":
         from .swi_ground import Refused, Unsupported, ground_swi, split_evidence
@@ -394,12 +426,37 @@ def _ground(text_or_path, queries, *, networks, concept_order, concept_decls, bu
             note = str(exc)
     if raw is None:
         raw = _ground_problog(clauses, qterms, qvars, parsed, text, source, clock)
-    gp = _assemble(*raw, queries=queries, qvars=qvars, source=source,
-                   concept_order=concept_order, concept_decls=concept_decls, qterms=qterms,
-                   empty_ok=empty_ok)
-    gp.text_hash = hashlib.sha256(text.encode()).hexdigest()
-    gp.grounder, gp.grounder_note = used, note
-    return gp
+    return raw, used, note
+
+
+def _expand_query_rules(rules, clauses, parsed, text, source, clock, grounder, checker) -> list:
+    """The queries of ProbLog's query rules ``query(Q) :- Body.``: ``Q`` under each
+    substitution of its variables that ``Body`` makes possible (in some world; the body's
+    probabilities do not weigh the query, as in ProbLog), in the order found, without repeats.
+
+    Each rule becomes a helper clause ``nesy__qrule_K(V1, ..., Vn) :- Body.`` over the
+    variables ``Q`` shares with ``Body``, grounded once with every rule's helper as a query."""
+    from problog.logic import Clause, Term
+    extra, heads, rule_vars = [], [], []
+    for k, (q, body, _) in enumerate(rules):
+        body_names = {v.name for v in _walk_vars(body)}
+        shared = [v for v in _free_vars(q) if v.name in body_names]
+        head = Term(f"nesy__qrule_{k}", *shared)
+        extra.append(Clause(head, body))
+        heads.append(head)
+        rule_vars.append(shared)
+    raw, _, _ = _run_grounder(clauses + extra, heads, rule_vars, parsed, text, source, clock,
+                              grounder)
+    seen, out = set(), []
+    for j, _val, nid, terms in raw[2]:
+        if nid is None:
+            continue                       # not possible in any world
+        q = rules[j][0]
+        inst = q.apply(_Subst({v.name: t for v, t in zip(rule_vars[j], terms)}))
+        if str(inst) not in seen:
+            seen.add(str(inst))
+            out.append(inst)
+    return out
 
 
 def _name_anonymous_query(qt):
@@ -681,6 +738,8 @@ def _assemble(choices, nodes, raw_labels, raw_evidence, *, queries, qvars, sourc
         labels[j].nodes.append(nid)
         if qterms is not None:
             labels[j].atoms.append(_answer_atom(qterms[j], qvars[j], terms))
+    for lab, qt in zip(labels, qterms or ()):
+        lab.term = qt
     for j, (lab, vs) in enumerate(zip(labels, qvars)):
         if not vs:
             lab.atoms = [str(qterms[j])] if qterms is not None else []
@@ -693,6 +752,7 @@ def _assemble(choices, nodes, raw_labels, raw_evidence, *, queries, qvars, sourc
                     lab.values, lab.nodes = [1], [0]
         if not lab.values:
             if empty_ok:
+                lab.atoms = [str(qterms[j])] if qterms is not None else []
                 continue
             raise NesyError(f"query {lab.query!r} grounds to nothing: no label value is "
                             "derivable", file=source, field="query")

@@ -221,11 +221,14 @@ class ProgramChecker:
             self.check_atom(h.args[0], f"{_signature(h)}", h, cl)
 
     def _statement_form(self, head, clause, body, n_heads: int) -> None:
-        """``query/1`` and ``evidence/1,2`` are statements: plain facts, never rules,
-        probabilistic facts or heads of a disjunction (ProbLog would ground their argument as a
-        goal, or crash)."""
+        """``query/1`` and ``evidence/1,2`` are statements: plain facts, never probabilistic
+        facts or heads of a disjunction (ProbLog would ground their argument as a goal, or
+        crash), and rules only as ProbLog's query rules ``query(p(X)) :- a(X).``"""
         from problog.logic import Term
         sig = _signature(head)
+        if sig == "query/1" and body is not None and n_heads == 1 and \
+                getattr(head, "probability", None) is None:
+            return          # a query rule: query(p(X)) :- a(X). (its body is checked as a body)
         if body is not None or n_heads > 1 or getattr(head, "probability", None) is not None:
             raise self._refuse(f"{sig} is a statement: write it as a plain fact, "
                                f"e.g. {_name(head)}(a).", head, clause)
