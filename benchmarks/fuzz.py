@@ -16,6 +16,11 @@ curricula/, prolog/, tests/data/ but the fuzz corpus) changed, and that no nesyb
 temporary folder was left in the temp folder (a TMPDIR of its own); it reports the number of
 inputs and the peak RSS of the process that ran them (an upper bound on the memory of every
 single check).
+With no -k it then runs every command case of tests/data/fuzz/surface/ again as a process of
+its own under strace (tests/door_monitor.py; ``--no-monitor`` skips it): the files SWI-Prolog,
+clingo, SQLite and NumPy open natively count too, and a case fails on a hang, a traceback, an
+open outside its folder or of a canary, or a file changed outside --out; the summary line
+adds these to the in-process counts.
 With no -k it then runs benchmarks/grounder_reference.py: 100 generated first-order programs
 per unit of scale (10,000 at scale 100), each grounder against stock ProbLog.
 The last failing (shrunk) input of each property is saved as
@@ -58,12 +63,51 @@ def temp_entries(tmp: Path) -> set[str]:
             if p.name.startswith(("nesybench-", ".nesybench")) or ".tmp-" in p.name}
 
 
+def monitored(tmp: Path) -> dict:
+    """Every command case of tests/data/fuzz/surface/ as a nesybench process under strace
+    (tests/door_monitor.py): counts of cases, tracebacks, hangs, opens outside the case's
+    folder (or of a canary) and files changed outside --out, and the failures."""
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "python")]
+    from door_monitor import STRACE, check_case, command_cases, make_bases  # noqa: PLC0415
+    from fuzzing import SURFACE_DIR  # noqa: PLC0415
+
+    if STRACE is None:
+        return {"skipped": "strace is not installed (make setup installs it): no process "
+                           "was watched"}
+    out = {"inputs": 0, "tracebacks": 0, "hangs": 0, "opens_outside": 0, "changed": 0,
+           "failures": []}
+    scratch = Path(tempfile.mkdtemp(prefix="fuzz-monitor-", dir=tmp))
+    try:
+        bases = make_bases(scratch / "bases")
+        for i, path in enumerate(command_cases(SURFACE_DIR)):
+            d = scratch / f"c{i}"
+            d.mkdir()
+            v = check_case(path, d, bases)
+            out["inputs"] += 1
+            out["tracebacks"] += v.traceback
+            out["hangs"] += bool(v.watched and v.watched.hung)
+            out["opens_outside"] += len(v.outside)
+            out["changed"] += len(v.changed)
+            if v.problems:
+                out["failures"].append((path.stem, "; ".join(v.problems)[:300]))
+            shutil.rmtree(d, ignore_errors=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"monitor: {out['inputs']} surface cases run under strace, "
+          f"{len(out['failures'])} failed", flush=True)
+    for name, why in out["failures"]:
+        print(f"  {name}: {why}", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=int, default=100,
                     help="examples per property = CI examples x SCALE (default 100)")
     ap.add_argument("-k", default=None, help="only properties matching this pytest -k expression")
     ap.add_argument("--no-save", action="store_true", help="do not write failures to the corpus")
+    ap.add_argument("--no-monitor", action="store_true",
+                    help="do not re-run the surface cases under strace")
     args = ap.parse_args(argv)
     if args.scale < 1:
         ap.error("--scale must be >= 1")
@@ -93,6 +137,9 @@ def main(argv=None) -> int:
         grounders_rc = subprocess.call(
             [sys.executable, str(ROOT / "benchmarks" / "grounder_reference.py"),
              "--programs", str(100 * args.scale)], cwd=ROOT, env=env)
+    monitor = {}
+    if not args.k and not args.no_monitor:
+        monitor = monitored(private_tmp)
     seconds = time.perf_counter() - t0
     after, temps_after = snapshot(), temp_entries(private_tmp)
     shutil.rmtree(private_tmp, ignore_errors=True)
@@ -113,11 +160,20 @@ def main(argv=None) -> int:
                       ("outside_reads", "files read outside the input")):
         if stats.get(key):
             problems.append(f"{stats[key]} {what}")
+    for name, why in monitor.get("failures", []):
+        problems.append(f"monitored {name}: {why}")
+    if monitor.get("skipped"):
+        problems.append(monitor["skipped"])
+    for key in ("inputs", "tracebacks", "hangs"):
+        stats[key] = stats.get(key, 0) + monitor.get(key, 0)
+    opens_outside = stats.get("outside_reads", 0) + monitor.get("opens_outside", 0)
+    changed_outside = len(changed) + monitor.get("changed", 0)
     status = (f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc} (no signal)")
     print(f"fuzz: scale {args.scale}, {stats.get('inputs', 0):,} hostile inputs, {seconds:.0f} s; "
           f"{status}, {stats.get('tracebacks', 0)} tracebacks, {stats.get('hangs', 0)} hangs "
-          f"(over 30 s), {stats.get('outside_reads', 0)} files read outside the input folder, "
-          f"{len(changed)} files changed outside --out, {len(left)} temporary folders "
+          f"(over 30 s), {opens_outside} files read outside the input folder "
+          f"({monitor.get('inputs', 0)} of the inputs run as processes watched by strace), "
+          f"{changed_outside} files changed outside --out, {len(left)} temporary folders "
           f"left, peak RSS {stats.get('peak_rss_kib', 0) / 1024:.0f} MiB; "
           + ("no failures" if not problems else "FAILURES: " + "; ".join(problems)
              + " (see above; corpus in tests/data/fuzz/)"))

@@ -133,14 +133,20 @@ def check_case(path: Path, d: Path, bases: dict[str, Path], *,
         verdict.problems.append(f"exit {w.rc}, expected {ok}: {w.err.strip()[-500:]}")
     if "Traceback" in w.err:
         verdict.problems.append("printed a traceback")
-    if w.rc == 2 and len(lines) != 1:
+    errors = [x for x in lines if x.startswith("nesybench: error:")]
+    progress = case.get("progress_lines", False)     # a build script's stage lines
+    if w.rc == 2 and (len(errors) != 1 or not lines[-1].startswith("nesybench: error:")
+                      or (len(lines) != 1 and not progress)):
         verdict.problems.append(f"{len(lines)} lines on stderr: {w.err.strip()[-500:]}")
     if "says" in case and _fill(case["says"], names) not in w.out + w.err:
         verdict.problems.append(f"not the refusal meant ({case['says']!r}): {w.err.strip()}")
     if "NESYBENCH-SECRET" in w.out + w.err:
         verdict.problems.append("printed the secret")
     roots = allowed_roots(d, tmp)
-    canaries = {os.path.realpath(SECRET), *CANARIES}
+    # a file named on the command line is the input itself, wherever a link to it points
+    named = {os.path.realpath(_fill(x, names)) for x in case.get("named_inputs", [])}
+    roots += sorted(named)
+    canaries = {os.path.realpath(SECRET), *CANARIES} - named
     # a hard link to a canary opens under its own name: compare the files themselves
     inodes = {(st.st_dev, st.st_ino) for st in map(_stat, canaries) if st is not None}
     for flags, real in w.opens:

@@ -588,7 +588,9 @@ def run_surface_case(path: Path, d: Path, bases: dict[str, Path]) -> None:
     Placeholders: ``{d}`` (the scratch folder), ``{secret}`` (:data:`SECRET`),
     ``{root}`` (the repository). Nothing may open the secret, print it or leave ``d/o``
     behind after a refusal. tests/test_door_monitor.py runs the cases as processes of their
-    own under strace (every file opened, natively included)."""
+    own under strace (every file opened, natively included); for it, ``named_inputs`` [PATH,
+    ...] are files named on the command line (read wherever a link to them points) and
+    ``progress_lines`` allows the stage lines a build script prints before the error line."""
     from nesybench.errors import NesyError  # noqa: PLC0415
     case, names = lay_out_case(path, d, bases)
     unchanged = {rel: _snapshot(d / rel) for rel in case.get("unchanged", [])}
