@@ -237,7 +237,8 @@ MISSED_IDIOMS = {
     "from shutil import copy2 as cp": 'from shutil import copy2 as cp\ndef f(p, q):\n'
                                       '    cp(p, q)\n',
     "Path.iterdir": 'def f(p):\n    return [q.name for q in p.iterdir()]\n',
-    "Path(...).iterdir": 'from pathlib import Path\ndef f(s):\n    return list(Path(s).iterdir())\n',
+    "Path(...).iterdir": 'from pathlib import Path\ndef f(s):\n'
+                         '    return list(Path(s).iterdir())\n',
     "os.listdir": 'import os\ndef f(p):\n    return os.listdir(p)\n',
     "os.scandir": 'import os\ndef f(p):\n    return list(os.scandir(p))\n',
     "from os import listdir": 'from os import listdir\ndef f(p):\n    return listdir(p)\n',

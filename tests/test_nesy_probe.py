@@ -154,10 +154,16 @@ def nn_run(root, tmp_path_factory):
     return run
 
 
+def _data(run):
+    """The run trained on a data set outside its folder: probe is told where (--data)."""
+    return ["--data", str(run.parent / "xor")]
+
+
 def test_probe_command(nn_run, tmp_path, capsys):
     capsys.readouterr()
     out = tmp_path / "p"
-    assert main(["nesy", "probe", str(nn_run), "--layers", "head:input,head.net.1",
+    assert main(["nesy", "probe", str(nn_run), *_data(nn_run),
+                 "--layers", "head:input,head.net.1",
                  "--tcav-runs", "3", "--seed", "1", "--out", str(out), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert json.loads((out / "probe.json").read_text()) == rep
@@ -172,7 +178,8 @@ def test_probe_command(nn_run, tmp_path, capsys):
         assert 0 <= t["score"] <= 1 and 0 <= t["p"] <= 1
         assert t["significant"] == (t["p"] < 0.05)
     # same seed, same report
-    assert main(["nesy", "probe", str(nn_run), "--layers", "head:input", "--tcav-runs", "3",
+    assert main(["nesy", "probe", str(nn_run), *_data(nn_run),
+                 "--layers", "head:input", "--tcav-runs", "3",
                  "--seed", "1", "--out", str(tmp_path / "q"), "-q"]) == 0
     assert capsys.readouterr().out == ""          # -q: nothing but errors
     again = json.loads((tmp_path / "q" / "probe.json").read_text())
@@ -188,7 +195,8 @@ def test_probe_command(nn_run, tmp_path, capsys):
 def test_probe_bad_input(nn_run, tmp_path, capsys, extra, message):
     capsys.readouterr()
     out = tmp_path / "p"
-    assert main(["nesy", "probe", str(nn_run), "--out", str(out), *extra]) == 2
+    assert main(["nesy", "probe", str(nn_run), *_data(nn_run),
+                 "--out", str(out), *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and not out.exists()
 

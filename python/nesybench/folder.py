@@ -737,7 +737,8 @@ def checksum_map(value, *, file: str, field: str) -> dict[str, str]:
 
 
 __all__ = ["DataFolder", "read_input", "read_input_text", "read_user_file", "check_input_file",
-           "relative", "parse_json", "json_loads", "DuplicateKeyError", "check_zip", "load_npz", "load_npy", "gunzip",
+           "relative", "parse_json", "json_loads", "DuplicateKeyError", "check_zip", "load_npz",
+           "load_npy", "gunzip",
            "hardlinks_allowed",
            "parse_csv", "decode_image", "image_size", "png_size", "need", "int64", "checksum_map",
            "MAX_FILE_BYTES", "MAX_TEXT_BYTES", "MAX_IMAGE_PIXELS", "MAX_CSV_FIELD",
