@@ -139,6 +139,7 @@ ground_data(M, Program, Limits, Result) :-
     assertz(M:'$det_calls'(DetCalls)),
     store_program(Program, M, Qs, Es),
     mark_probabilistic(M),
+    check_instantiation_tests(M),
     compile_bodies(M),
     catch(ground_all(fast, M, Qs, Es, Limits, Result), Why,
           (   memberchk(Why, [pg_cyclic, pg_deep])
@@ -295,6 +296,35 @@ mark_probabilistic(M) :-
     findall(P, member(P-prob, Edges), Seeds0), sort(Seeds0, Seeds),
     propagate(Seeds, Edges, Seeds, Prob),
     forall(member(F/A, Prob), assertz(M:'$prob'(F, A))).
+
+%   check_instantiation_tests(+M): a clause of a probabilistic predicate that tests whether
+%   one of its head's variables is bound (==, var/1, a type test, the standard order) makes
+%   the program ProbLog's grounder's. Its answer there depends on the call as made: this
+%   grounder proves a call over the atoms that may be true, each bound before its clauses
+%   run, so `fill(A) :- A == unknown.` would hold for a call fill(_) whose clause bound A.
+check_instantiation_tests(M) :-
+    (   M:'$prob'(F, A), functor(H, F, A), ext(H, _, B, _, E), M:E,
+        term_variables(H, HVs), HVs \== [],
+        sub_term(G0, B), compound(G0),
+        ( G0 = '$b'(G) -> true ; G = G0 ),
+        instantiation_test(G),
+        term_variables(G, GVs), member(V, GVs), member(W, HVs), V == W
+    ->  functor(G, GF, GA),
+        format(string(Msg), "~w/~w testing whether a head argument is bound (~w/~w), \c
+                             which ProbLog answers per call", [F, A, GF, GA]),
+        throw(pg_unsupported(Msg))
+    ;   true
+    ).
+
+instantiation_test(G) :- functor(G, F, A), instantiation_test(F, A).
+
+instantiation_test(==, 2).  instantiation_test(\==, 2). instantiation_test(var, 1).
+instantiation_test(nonvar, 1). instantiation_test(ground, 1).
+instantiation_test(@<, 2).  instantiation_test(@=<, 2). instantiation_test(@>, 2).
+instantiation_test(@>=, 2). instantiation_test(compare, 3).
+instantiation_test(atom, 1). instantiation_test(atomic, 1). instantiation_test(number, 1).
+instantiation_test(integer, 1). instantiation_test(float, 1). instantiation_test(compound, 1).
+instantiation_test(callable, 1). instantiation_test(is_list, 1).
 
 clause_calls(K, _, prob) :- K \== det.
 clause_calls(_, B, Q) :- body_calls(B, Q).

@@ -156,8 +156,13 @@ def parse(text: str, source: str | None = None, networks=None) -> Parsed:
     from problog.logic import AnnotatedDisjunction, Clause, Constant, Or, Term, Var, term2list
     from problog.program import PrologString
 
+    import warnings
     try:
-        clauses = list(PrologString(text))
+        with warnings.catch_warnings():
+            # ProbLog's reader warns on every == and \== ("might give unexpected results"):
+            # advice about ProbLog's own semantics, which nesybench follows, not an error
+            warnings.simplefilter("ignore", UserWarning)
+            clauses = list(PrologString(text))
     except ProbLogError as exc:
         raise NesyError(f"program does not parse: {getattr(exc, 'base_message', exc)}",
                         file=source, **_where(text, getattr(exc, "location", None))) from None
