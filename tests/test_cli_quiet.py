@@ -14,7 +14,7 @@ import click
 import pytest
 
 from nesybench.cli import CAPABILITIES, cli
-from nesybench.cli.quiet import QUIET_HELP, make_quiet, quiet_commands
+from nesybench.clitypes.quiet import QUIET_HELP, make_quiet, quiet_commands
 from nesybench.errors import NesyError
 
 ROOT = Path(__file__).resolve().parents[1]

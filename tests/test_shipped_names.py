@@ -13,7 +13,7 @@ import click
 import pytest
 
 from nesybench.cli import CAPABILITIES, cli, main
-from nesybench.cli.assets import ShippedFile
+from nesybench.clitypes import ShippedFile
 from nesybench.errors import NesyError
 from nesybench.paths import ASSET_KINDS, asset_names, data_root, resolve_asset
 

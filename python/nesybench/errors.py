@@ -83,3 +83,10 @@ class UnsafeRuleError(PrologError):
 
 class BudgetExceeded(NesyError):
     """A time or size budget was hit; partial results may be attached as ``partial``."""
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM, so that it unwinds exactly like Ctrl-C (workers
+    stopped, temporary folders removed) and the command exits with 143. Defined here, below
+    every capability, so that :mod:`nesybench.logic.prolog` can raise it without importing the
+    command line (also importable as ``nesybench.cli.Terminated``)."""

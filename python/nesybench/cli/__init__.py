@@ -13,8 +13,8 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import NesyError
-from .quiet import make_quiet
+from ..clitypes import make_quiet
+from ..errors import NesyError, Terminated
 
 #: subcommand name -> module holding a click group called ``group``
 CAPABILITIES = {
@@ -48,7 +48,7 @@ class _LazyGroup(click.Group):
         if module is None:
             return None
         try:
-            # -q/--quiet: one meaning in every command (nesybench.cli.quiet)
+            # -q/--quiet: one meaning in every command (nesybench.clitypes.quiet)
             return make_quiet(importlib.import_module(module).group)
         except ModuleNotFoundError as exc:
             if exc.name == module:
@@ -93,11 +93,6 @@ def cli(ctx, allow_hardlinks):
         from ..folder import _ALLOW_HARDLINKS  # noqa: PLC0415
         token = _ALLOW_HARDLINKS.set(True)
         ctx.call_on_close(lambda: _ALLOW_HARDLINKS.reset(token))
-
-
-class Terminated(KeyboardInterrupt):
-    """Raised in the main thread on SIGTERM, so that it unwinds exactly like Ctrl-C (workers
-    stopped, temporary folders removed) and the command exits with 143."""
 
 
 #: set once SIGTERM arrived: an exception raised by the handler inside C code (e.g. while

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ..cli.assets import ShippedFile
+from ..clitypes import ShippedFile
 from ..errors import NesyError
 from ..io import dumps
 from ..paths import asset_label

@@ -308,7 +308,7 @@ def _progress_event(phase, done, total) -> None:
 
 def _raise_signal(sig: str):
     if sig == "term":
-        from ..cli import Terminated  # noqa: PLC0415
+        from ..errors import Terminated  # noqa: PLC0415
         raise Terminated()
     raise KeyboardInterrupt()
 

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ..cli.assets import ShippedFile
+from ..clitypes import ShippedFile
 from ..errors import NesyError
 from ..io import dumps
 

@@ -5,7 +5,7 @@ import json
 
 import click
 
-from ..cli.assets import ShippedFile
+from ..clitypes import ShippedFile
 from ..errors import NesyError
 from ..io import dumps
 from ..logic import asp
