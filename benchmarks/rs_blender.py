@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from nesybench.shortcuts import blender as B  # noqa: E402
+from nesybench.shortcuts.render import blender as B  # noqa: E402
 from nesybench.shortcuts.generate import generate  # noqa: E402
 from nesybench.shortcuts.task import load_task  # noqa: E402
 

@@ -122,11 +122,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("runs/watchdog.py", "main", "os.open"): "the watchdog's own log",
     ("runs/worker.py", "read_frame", "pickle.load"):
         "frames on the pipe between nesybench and the worker process it started",
-    ("shortcuts/blender.py", "_done", "Path.read_text"):
+    ("shortcuts/render/blender.py", "_done", "Path.read_text"):
         "the resume folder nesybench made (its marker checked by open_partial)",
-    ("shortcuts/blender.py", "_done", "json.loads"): "the resume folder nesybench made",
-    ("shortcuts/blender.py", "_render_job", "os.open"): "a log nesybench writes",
-    ("shortcuts/blender.py", "_render_job", "open"):
+    ("shortcuts/render/blender.py", "_done", "json.loads"): "the resume folder nesybench made",
+    ("shortcuts/render/blender.py", "_render_job", "os.open"): "a log nesybench writes",
+    ("shortcuts/render/blender.py", "_render_job", "open"):
         "the PNG Blender has just rendered into nesybench's own output folder",
     ("shortcuts/generate.py", "generate", "Path.read_text"): "the resume folder nesybench made",
     ("shortcuts/generate.py", "generate", "json.loads"): "the resume folder nesybench made",

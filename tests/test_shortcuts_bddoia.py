@@ -18,7 +18,7 @@ from fuzzing import check_outcome, make_bddoia, run_cli  # noqa: E402
 
 from nesybench.nesy.data import NesyData  # noqa: E402
 from nesybench.nesy.nets import layout_of  # noqa: E402
-from nesybench.shortcuts.bddoia import CONCEPTS  # noqa: E402
+from nesybench.shortcuts.datasets.bddoia import CONCEPTS  # noqa: E402
 from nesybench.shortcuts.task import load_task  # noqa: E402
 
 DRIVING = "curricula/rs/driving.yaml"

@@ -12,7 +12,7 @@ from PIL import Image
 
 from nesybench.cli import main
 from nesybench.errors import NesyError
-from nesybench.shortcuts import blender as B
+from nesybench.shortcuts.render import blender as B
 from nesybench.shortcuts.generate import _share, generate
 from nesybench.shortcuts.task import load_task
 
@@ -377,8 +377,8 @@ _REBUILD_SCRIPT = r"""
 import hashlib, json, os, sys
 import numpy as np
 import bpy
-from nesybench.shortcuts import blender as B
-from nesybench.shortcuts import blender_driving as D
+from nesybench.shortcuts.render import blender as B
+from nesybench.shortcuts.render import blender_driving as D
 desc, n, path = json.loads(sys.argv[1])
 digests = set()
 for _ in range(n):
@@ -423,7 +423,7 @@ _NORMALS_SCRIPT = r"""
 import json
 import numpy as np
 import bpy
-from nesybench.shortcuts import blender as B
+from nesybench.shortcuts.render import blender as B
 bpy.ops.wm.read_factory_settings(use_empty=True)
 ops = bpy.ops.mesh
 worst = {}

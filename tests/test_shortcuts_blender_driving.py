@@ -13,8 +13,8 @@ from PIL import Image
 
 from nesybench.cli import main
 from nesybench.errors import NesyError
-from nesybench.shortcuts import blender as B
-from nesybench.shortcuts import blender_driving as D
+from nesybench.shortcuts.render import blender as B
+from nesybench.shortcuts.render import blender_driving as D
 from nesybench.shortcuts.generate import generate
 from nesybench.shortcuts.task import load_task
 
@@ -276,7 +276,7 @@ def test_scene_descriptions_do_not_depend_on_the_hash_seed():
     import subprocess
     import sys
     code = ("import hashlib\n"
-            "from nesybench.shortcuts import blender as B\n"
+            "from nesybench.shortcuts.render import blender as B\n"
             "from nesybench.shortcuts.task import load_task\n"
             "h = hashlib.sha256()\n"
             "for name in ('driving_3d', 'cle4evr_range'):\n"

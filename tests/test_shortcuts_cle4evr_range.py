@@ -14,7 +14,7 @@ import yaml
 
 from nesybench.cli import main
 from nesybench.errors import NesyError
-from nesybench.shortcuts import blender as B
+from nesybench.shortcuts.render import blender as B
 from nesybench.shortcuts.count import count_rs
 from nesybench.shortcuts.generate import generate
 from nesybench.shortcuts.task import absent_last, load_task, present_objects

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from nesybench.cli import main
-from nesybench.shortcuts import blender as B
+from nesybench.shortcuts.render import blender as B
 from nesybench.shortcuts.count import count_rs
 from nesybench.shortcuts.task import load_task
 

@@ -25,7 +25,7 @@ import yaml
 
 from nesybench.cli import main
 from nesybench.errors import NesyError
-from nesybench.shortcuts import miniboia as M
+from nesybench.shortcuts.datasets import miniboia as M
 from nesybench.shortcuts.generate import generate
 from nesybench.shortcuts.task import load_task, miniboia_labels
 from test_shortcuts_ambulance import ood_sddoia_k, sddoia_k
@@ -143,7 +143,7 @@ def test_support_is_distinct_and_the_ood_pool_is_outside_it():
 def test_same_seed_same_worlds_in_any_process():
     """The multiset of kept configurations of seed 0 and n_config 5 is rsbench's (pinned
     digest), and so in a fresh process under another hash seed."""
-    code = ("import hashlib; from nesybench.shortcuts import miniboia as M\n"
+    code = ("import hashlib; from nesybench.shortcuts.datasets import miniboia as M\n"
             "from nesybench.shortcuts.task import miniboia_labels\n"
             "d = M.draws(5, 0, miniboia_labels())\n"
             "rows = sorted(''.join(str(w[c]) for c in M.CONCEPTS)"

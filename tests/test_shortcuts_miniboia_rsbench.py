@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from nesybench.errors import NesyError
-from nesybench.shortcuts import miniboia as M
+from nesybench.shortcuts.datasets import miniboia as M
 from nesybench.shortcuts.generate import balanced, generate
 from nesybench.shortcuts.task import load_task, miniboia_labels
 from test_shortcuts_ambulance import sddoia_k

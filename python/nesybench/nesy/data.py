@@ -150,7 +150,7 @@ class NesyData:
         labels, concepts, files, xs = [], [], [], []
         feats = None   # a feature data set (`rs import-bddoia`): {split}/features.npy, no images
         if man.get("input") == "features":
-            from ..shortcuts.bddoia import finite_features  # noqa: PLC0415
+            from ..shortcuts.datasets.bddoia import finite_features  # noqa: PLC0415
             fp = root / split / "features.npy"
             try:
                 data = folder.read_bytes(f"{split}/features.npy")

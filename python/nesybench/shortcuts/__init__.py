@@ -1,2 +1,2 @@
-"""Reasoning shortcuts: task files, exact counting of optimal concept maps, severity, data
-sets and concept metrics (rsbench, Bortolotti et al., NeurIPS 2024 Datasets and Benchmarks)."""
+"""Reasoning shortcuts (rsbench): the task and counting core, the generator, the commands.
+The core may import the foundation, logic and ``datasets/``; ``render/`` is above the core."""

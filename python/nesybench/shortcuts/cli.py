@@ -128,7 +128,7 @@ def import_bddoia(src, out, overwrite, as_json):
     DIR/{split}/{inputs,concepts,labels}/*.pt) as an RS data set for `nesy train`. Every
     file is read inside DIR (a link out of it, a hard-linked file or a .pt archive that
     declares more than 4 MiB unpacked is refused)."""
-    from .bddoia import import_bddoia as run  # noqa: PLC0415
+    from .datasets.bddoia import import_bddoia as run  # noqa: PLC0415
     try:
         res = run(src, out, overwrite=overwrite)
     except NesyError as exc:

@@ -7,7 +7,7 @@
   label; every label vector for multilabel tasks) as far as the split's worlds allow
   (``balance: equal``, the default); a miniBOIA support can instead give each split rsbench's
   images (``balance: rsbench``: rsbench's ``configurations_split``, see
-  :func:`nesybench.shortcuts.miniboia.rsbench_images`; its OOD split is the kept
+  :func:`nesybench.shortcuts.datasets.miniboia.rsbench_images`; its OOD split is the kept
   configurations too, the buckets in reverse order, labelled by the task's knowledge, so
   rsbench's OOD split is that of ``driving_ambulance``);
 * digits come from held-out pools: scikit-learn's bundled 8x8 handwritten digits (upscaled
@@ -312,7 +312,7 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
         # a scene can show an object or leave it out, not half of it, and shows n objects as
         # objects 1..n: with absent objects (`none` values), OOD worlds are those whose objects
         # are each whole or absent, the absent ones last
-        from . import blender as B  # noqa: PLC0415
+        from .render import blender as B  # noqa: PLC0415
         bad = next((w for w in support if not B.drawable(task, w)), None)
         if bad is not None:
             raise NesyError(f"support world {','.join(map(str, bad))} "
@@ -324,7 +324,7 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
         samples = _share(total, has_ood=bool(ood))
     rsbench_plan = None
     if balance == "rsbench":
-        from .miniboia import rsbench_sizes  # noqa: PLC0415
+        from .datasets.miniboia import rsbench_sizes  # noqa: PLC0415
         if total is not None:
             samples = rsbench_sizes(total)
         rsbench_plan = task.rsbench_images({k: int(samples.get(k, 0)) for k in SPLITS},
@@ -368,7 +368,7 @@ def generate(task: Task, out, *, seed: int = 0, samples: dict | None = None,
     inputs = [p for p in (task.source, mnist) if p]
     blender_info = None
     if render == "blender":
-        from . import blender as B  # noqa: PLC0415
+        from .render import blender as B  # noqa: PLC0415
         B.require_bpy(task.source)
         opts = B.options(task, render_options)
         B.check_vocabulary(task, opts)

@@ -206,7 +206,7 @@ class Task:
         if isinstance(spec, dict) and "objects" in spec:
             return objects_support(self, spec["objects"])
         if isinstance(spec, dict) and "generator" in spec:
-            from . import miniboia  # noqa: PLC0415
+            from .datasets import miniboia  # noqa: PLC0415
             return sorted(set(miniboia.support(self, spec.get("n_config", N_CONFIG),
                                                spec.get("seed", seed), miniboia_labels())),
                           key=_key)
@@ -239,7 +239,7 @@ class Task:
         spec = self.support_spec if spec is None else spec
         if not (isinstance(spec, dict) and "generator" in spec):
             return None
-        from . import miniboia  # noqa: PLC0415
+        from .datasets import miniboia  # noqa: PLC0415
         n, s = spec.get("n_config", N_CONFIG), spec.get("seed", seed)
         return (miniboia.support(self, n, s, miniboia_labels()),
                 sorted(set(miniboia.left_out(self, n, s, miniboia_labels())), key=_key))
@@ -247,13 +247,13 @@ class Task:
     def rsbench_images(self, sizes: dict, spec=None, *, seed: int = 0) -> dict:
         """For a generated support: each split's images as rsbench's ``configurations_split``
         assigns them (``rs generate``'s ``balance: rsbench``), one world per image, ``{split:
-        [world, ...]}`` (:func:`nesybench.shortcuts.miniboia.rsbench_images`)."""
+        [world, ...]}`` (:func:`nesybench.shortcuts.datasets.miniboia.rsbench_images`)."""
         spec = self.support_spec if spec is None else spec
         if not (isinstance(spec, dict) and "generator" in spec):
             raise NesyError("balance: rsbench draws images as rsbench's miniBOIA generator "
                             "does, so it needs support: {generator: miniboia}",
                             file=self.source, task=self.name, field="generate.balance")
-        from . import miniboia  # noqa: PLC0415
+        from .datasets import miniboia  # noqa: PLC0415
         n, s = spec.get("n_config", N_CONFIG), spec.get("seed", seed)
         return miniboia.split_worlds(self, n, s, miniboia_labels(), sizes)
 
@@ -263,7 +263,7 @@ def miniboia_labels():
     """``labels_of`` of a task over miniBOIA's concepts (in ``miniboia.CONCEPTS`` order) with
     the in-distribution driving knowledge: what sorts the generator's draws into action
     vectors, whatever the task's own rules (the ambulance tasks get the same worlds)."""
-    from . import miniboia  # noqa: PLC0415
+    from .datasets import miniboia  # noqa: PLC0415
     return load_task({"name": "miniboia_rules",
                       "concepts": [{"name": c, "domain": [0, 1]} for c in miniboia.CONCEPTS],
                       "knowledge": "kb/shortcuts/driving.lp",

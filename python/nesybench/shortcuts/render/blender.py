@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import NesyError
-from ..io import derive_seed
+from ...errors import NesyError
+from ...io import derive_seed
 from .camera import CAMERA, _camera_basis, _srgb_to_linear, project  # noqa: F401
 
 #: how to install the module (bpy 5.0.1 declares numpy<2: installed without dependencies it
@@ -217,7 +217,7 @@ def _objects_of(task, world) -> list[dict]:
             raise NesyError(f"render: blender has no object attribute {name!r} (color, shape, "
                             f"size, material, obj)", file=task.source)
     # an object with an attribute `none` is absent (support {objects: [min, max]})
-    from .task import slot_order  # noqa: PLC0415
+    from ..task import slot_order  # noqa: PLC0415
     return [objs[i] for i in slot_order(objs)
             if not any(str(x) == "none" for k, x in objs[i].items() if k != "object")]
 
@@ -229,7 +229,7 @@ def undrawable(task, world) -> str | None:
     Always None for tasks without ``none`` values or without per-object concepts."""
     if not any(str(x) == "none" for x in world):
         return None
-    from .task import absent_last, object_slots, present_objects  # noqa: PLC0415
+    from ..task import absent_last, object_slots, present_objects  # noqa: PLC0415
     try:
         slots = object_slots(task)
     except NesyError:

@@ -41,8 +41,8 @@ import math
 
 import numpy as np
 
-from ..errors import NesyError
-from ..io import derive_seed
+from ...errors import NesyError
+from ...io import derive_seed
 
 #: the miniBOIA concepts this scene can show (a task may use any subset; absent ones are 0)
 CONCEPTS = ("green_light", "follow", "road_clear", "red_light", "traffic_sign", "car", "person",

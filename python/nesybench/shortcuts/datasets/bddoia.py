@@ -39,11 +39,11 @@ from pathlib import PurePosixPath
 import numpy as np
 import yaml
 
-from ..errors import NesyError
-from ..folder import DataFolder, check_zip
-from ..io import FORMAT_VERSION, atomic_output_dir, checksums, write_json
-from ..paths import shipped_text
-from ..yamlsafe import load_yaml
+from ...errors import NesyError
+from ...folder import DataFolder, check_zip
+from ...io import FORMAT_VERSION, atomic_output_dir, checksums, write_json
+from ...paths import shipped_text
+from ...yamlsafe import load_yaml
 
 SPLITS = ("train", "val", "test")
 FEATURE_DIM = 2048
@@ -66,7 +66,7 @@ DRIVING_TASK = "curricula/rs/driving.yaml"
 
 
 def _load_index(folder: DataFolder, rel: str) -> list[str]:
-    from ..unpickle import restricted_load  # noqa: PLC0415 - numpy-only unpickler
+    from ...unpickle import restricted_load  # noqa: PLC0415 - numpy-only unpickler
     label = folder.label(rel)
     data = folder.read_bytes(rel, max_bytes=MAX_PKL_BYTES)
     try:

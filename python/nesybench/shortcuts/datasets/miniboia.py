@@ -56,7 +56,7 @@ import functools
 import random
 from dataclasses import dataclass
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 #: the generator names ``support: {generator: NAME}`` accepts
 GENERATORS = ("miniboia",)
