@@ -13,6 +13,8 @@ import textwrap
 
 import click
 
+from ..clitypes import quiet_option
+
 from .. import datafiles
 from ..paths import ASSET_KINDS, asset_names
 
@@ -52,7 +54,8 @@ TAKEN_BY = {
 
 @group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
-def list_cmd(as_json: bool) -> None:
+@quiet_option
+def list_cmd(as_json: bool, quiet) -> None:
     """List the shipped files by kind, with the names commands take instead of a path
     (`kandy generate easy`, `rs count xor`), then the registered data files, their wheel and
     whether they are cached."""

@@ -6,12 +6,14 @@ import json
 import click
 
 from .. import doctor
+from ..clitypes import quiet_option
 
 
 @click.command("doctor", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.pass_context
-def group(ctx: click.Context, as_json: bool) -> None:
+@quiet_option
+def group(ctx: click.Context, as_json: bool, quiet) -> None:
     """Check the installation: the core (swipl >= 9.1.12 and janus, clingo, problog, pysdd,
     klay, torch), the extras (ray, hub, clip, docs, Aleph via NESYBENCH_ALEPH), the native
     SKI kernel and the data cache.

@@ -18,6 +18,8 @@ from importlib import resources
 
 import click
 
+from ..clitypes import quiet_option
+
 from ..errors import NesyError
 from ..paths import cache_root
 
@@ -77,7 +79,8 @@ def next_steps(bindir: str) -> list[str]:
 @click.option("--force", is_flag=True,
               help="build even when a suitable swipl is already on PATH or in the prefix")
 @click.option("--dry-run", is_flag=True, help="print the build command and the next steps only")
-def group(prefix, source, sha256, suite, jobs, no_packages, force, dry_run) -> None:
+@quiet_option
+def group(prefix, source, sha256, suite, jobs, no_packages, force, dry_run, quiet) -> None:
     """Build SWI-Prolog >= 9.1.12 from source for janus-swi (about 5-10 minutes).
 
     janus-swi, nesybench's bridge to SWI-Prolog, has no wheel: pip builds it against the
@@ -108,8 +111,13 @@ def group(prefix, source, sha256, suite, jobs, no_packages, force, dry_run) -> N
             click.echo(line)
         return
     sys.stdout.flush()
-    status = subprocess.run(cmd, check=False).returncode   # stages go to stderr as they come
+    # stages go to stderr as they come; under -q they are kept back and shown only on failure
+    run = subprocess.run(cmd, check=False, stderr=subprocess.PIPE if quiet else None,
+                         text=True, errors="replace")
+    status = run.returncode
     if status != 0:
+        if quiet and run.stderr:
+            click.echo("\n".join(run.stderr.splitlines()[-30:]), err=True)
         raise NesyError(f"building SWI-Prolog failed (exit status {status}); the lines above "
                         f"say where, the logs are in {prefix}.build")
     found = swipl_version(os.path.join(bindir, "swipl"))

@@ -7,7 +7,8 @@ the top-level ``nesybench.cli`` package, which imports them.
 from __future__ import annotations
 
 from .assets import ShippedFile
-from .quiet import QUIET_HELP, QUIET_JSON_HELP, make_quiet, quiet_commands, stdout_discarded
+from .quiet import (QUIET_HELP, QUIET_JSON_HELP, make_quiet, quiet_commands, quiet_option,
+                    stdout_discarded)
 
 __all__ = ["QUIET_HELP", "QUIET_JSON_HELP", "ShippedFile", "make_quiet", "quiet_commands",
-           "stdout_discarded"]
+           "quiet_option", "stdout_discarded"]

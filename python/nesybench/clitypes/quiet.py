@@ -84,3 +84,9 @@ def stdout_discarded() -> Iterator[None]:
             if saved is not None:
                 os.dup2(saved, 1)
                 os.close(saved)
+
+
+def quiet_option(f: Callable) -> Callable:
+    """The ``-q/--quiet`` option of a command (its one meaning is given by :func:`make_quiet`,
+    which the top-level command applies to every capability)."""
+    return click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)(f)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ..clitypes import ShippedFile
+from ..clitypes import ShippedFile, quiet_option
 from ..errors import NesyError
 from ..io import dumps
 from ..paths import asset_label
@@ -132,8 +132,9 @@ def population_cmd(out, datasets, models, families, folds, data_seed, target, no
                    "this .npz file (exactly this path; it must end in .npz)")
 @click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True)
+@quiet_option
 def fit_cmd(study, responses, irt_model, bins, outlier, outlier_rule, slope_prior, out, overwrite,
-            as_json):
+            as_json, quiet):
     """Fit 1PL/2PL IRT (Bock–Aitkin EM) to each data set's responses: difficulties, bins,
     difficulty.csv and figures/difficulty.png."""
     if bool(study) == bool(responses):
@@ -285,7 +286,8 @@ def _print_robustness(summ):
 @click.option("--clusters", type=int, default=3, show_default=True,
               help="cut the dendrogram into this many clusters")
 @click.option("--json", "as_json", is_flag=True)
-def taxonomy_cmd(study, clusters, as_json):
+@quiet_option
+def taxonomy_cmd(study, clusters, as_json, quiet):
     """Cluster the models' kappa profiles (Euclidean, complete linkage): taxonomy.json and
     figures/taxonomy.png (Figure 5)."""
     info = _taxonomy(study, clusters)
@@ -353,7 +355,8 @@ def study_cmd(out, datasets, models, families, folds, data_seed, target, nominal
 
 @group.command("families")
 @click.option("--json", "as_json", is_flag=True)
-def families_cmd(as_json):
+@quiet_option
+def families_cmd(as_json, quiet):
     """List the model families, how each is approximated, and their variant counts."""
     from .population import FAMILIES, PAPER_FAMILIES  # noqa: PLC0415
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..clitypes import ShippedFile
+from ..clitypes import ShippedFile, quiet_option
 from ..errors import NesyError
 from ..io import strict
 from ..parallel import default_workers
@@ -106,7 +106,8 @@ def generate_cmd(curriculum, out, seed, workers, tasks, samples, no_images, over
 @group.command("validate")
 @click.argument("curriculum", type=ShippedFile("kandy-curriculum"))
 @click.option("--json", "as_json", is_flag=True)
-def validate_cmd(curriculum, as_json):
+@quiet_option
+def validate_cmd(curriculum, as_json, quiet):
     """Parse CURRICULUM (a file, or a shipped name: easy, hard ...) and load every task's rule
     (syntax, sandbox) without generating."""
     from .language import load_curriculum
@@ -133,7 +134,8 @@ def validate_cmd(curriculum, as_json):
 @click.argument("samples", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def check_cmd(ctx, rule, samples, as_json):
+@quiet_option
+def check_cmd(ctx, rule, samples, as_json, quiet):
     """Check SAMPLES (natural-encoding Prolog terms) against the valid/1 rule in RULE.
 
     Exit status: 0 when every sample is valid, 1 when some sample is invalid, 2 when the rule
@@ -193,7 +195,8 @@ def show_cmd(dataset, out, n, overwrite, quiet):
               help="Folder for the HTML browser (default: DATASET/browse, replaced if present).")
 @click.option("--overwrite", is_flag=True,
               help="Replace --out if it exists (only an empty folder or a nesybench output).")
-def browse_cmd(dataset, out, overwrite):
+@quiet_option
+def browse_cmd(dataset, out, overwrite, quiet):
     """Write a static HTML browser of a generated curriculum (open index.html)."""
     from .browse import write_browser
 
@@ -213,7 +216,8 @@ def browse_cmd(dataset, out, overwrite):
                    "all = the three.")
 @click.option("--tasks", "tasks", default=None, help="Only these task indices, e.g. 0,3,5-7.")
 @click.option("--overwrite", is_flag=True)
-def ilp_export_cmd(dataset, out, encoding, kb, tasks, overwrite):
+@quiet_option
+def ilp_export_cmd(dataset, out, encoding, kb, tasks, overwrite, quiet):
     """Export every task of DATASET as Aleph files (.b/.f/.n) per encoding and KB."""
     from . import ilp
 
@@ -239,7 +243,8 @@ def ilp_export_cmd(dataset, out, encoding, kb, tasks, overwrite):
               help="Fresh samples drawn from the dataset's curriculum.yaml to check the "
                    "theory against the ground-truth rule (0: skip).")
 @click.option("--json", "as_json", is_flag=True)
-def ilp_eval_cmd(dataset, task, theory, encoding, split, kb, fresh, as_json):
+@quiet_option
+def ilp_eval_cmd(dataset, task, theory, encoding, split, kb, fresh, as_json, quiet):
     """Score a learned THEORY for TASK on a split: balanced accuracy, precision, recall,
     compression ratios C_gt/C_lt and L_gt/L_lt (paper Table 2), and its disagreements with the
     ground-truth rule on all the task's samples and on --fresh new ones."""
@@ -261,7 +266,8 @@ def ilp_eval_cmd(dataset, task, theory, encoding, split, kb, fresh, as_json):
               help="Data set folder to create (written atomically).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest's tasks as JSON.")
-def import_reference_cmd(folder, out, overwrite, as_json):
+@quiet_option
+def import_reference_cmd(folder, out, overwrite, as_json, quiet):
     """Convert a data set written by the reference KANDY generator (FOLDER with
     samples/sets/{train,val,test}/annotations.csv and the PNGs) into a nesybench KANDY data
     set with a manifest: train, ilp-export and the other commands then read it."""
@@ -543,7 +549,8 @@ def train_cmd(ctx, dataset, model, setting, hparams, epochs, batch, lr, optim, b
 @click.argument("study", type=click.Path(file_okay=False))
 @click.option("--per-task", is_flag=True, help="Aleph studies: one row per task as well.")
 @click.option("--json", "as_json", is_flag=True)
-def table_cmd(study, per_task, as_json):
+@quiet_option
+def table_cmd(study, per_task, as_json, quiet):
     """Print Table 1 (a `kandy train` study: model × setting, mean ± sd over seeds) or
     Table 2 (a `kandy ilp-run` study: Aleph per encoding and background knowledge)."""
     _print_table(study, as_json, per_task)
@@ -552,12 +559,18 @@ def table_cmd(study, per_task, as_json):
 @group.command("plot")
 @click.argument("study", type=click.Path(file_okay=False))
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
-              help="Folder for the PNGs (default STUDY/plots).")
-def plot_cmd(study, out):
+              help="Folder for the PNGs (default STUDY/plots, whose figures are replaced).")
+@click.option("--overwrite", is_flag=True,
+              help="replace the figures in an --out folder that is not empty")
+@quiet_option
+def plot_cmd(study, out, overwrite, quiet):
     """Figures 2-6 of a `kandy train` study: accuracy over time, per-task accuracy,
     forgetting/BWT/FWT over time, accuracy matrices."""
     from .learn import report
 
+    if out and not overwrite and Path(out).is_dir() and any(Path(out).iterdir()):
+        raise NesyError("--out is a folder that is not empty; --overwrite replaces the "
+                        "figures in it", file=out, field="--out")
     kind, st = report.open_study(study)
     if kind != "train":
         raise NesyError("plots are for `kandy train` studies; use `kandy table` for Aleph",

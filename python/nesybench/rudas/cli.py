@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ..clitypes import ShippedFile
+from ..clitypes import ShippedFile, quiet_option
 from ..errors import NesyError
 from ..io import dumps
 from ..parallel import default_workers
@@ -211,7 +211,8 @@ def format_table(rows: list[dict], mean: dict) -> str:
 @click.option("--time-limit", type=float, default=600.0, show_default=True,
               help="stop after this many seconds")
 @click.option("--json", "as_json", is_flag=True)
-def chase(rules, facts, max_derived, time_limit, as_json):
+@quiet_option
+def chase(rules, facts, max_derived, time_limit, as_json, quiet):
     """Forward-chain RULES over FACTS; print the derived facts (I(R,F)). The chase stops at
     --max-derived facts or --time-limit seconds (a warning says which)."""
     from .core import chase as ch  # noqa: PLC0415

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ..clitypes import ShippedFile
+from ..clitypes import ShippedFile, quiet_option
 from ..errors import NesyError
 from ..io import dumps
 
@@ -167,7 +167,8 @@ def resume(study, executor, workers, address, threads, fail_fast, no_retry_faile
 @click.option("--failed", "show_failed", is_flag=True, help="print each failed cell's error")
 @click.option("--json", "as_json", is_flag=True)
 @_boundary
-def status(study, workers, show_failed, as_json):
+@quiet_option
+def status(study, workers, show_failed, as_json, quiet):
     """Counts of cells by status, whether the study is running (pid) or was interrupted,
     and an ETA for the rest."""
     from .runner import Results, status as get_status  # noqa: PLC0415
@@ -226,7 +227,8 @@ def _split(value: str | None) -> list[str] | None:
 @click.option("--csv", "as_csv", is_flag=True, help="CSV on stdout")
 @click.option("--json", "as_json", is_flag=True, help="JSON rows on stdout")
 @_boundary
-def table(study, group_by, metric, agg, as_csv, as_json):
+@quiet_option
+def table(study, group_by, metric, agg, as_csv, as_json, quiet):
     """Final metrics of STUDY aggregated over repetitions (and the axes not grouped by)."""
     from .report import format_table, table as make_table  # noqa: PLC0415
 
@@ -254,7 +256,8 @@ def table(study, group_by, metric, agg, as_csv, as_json):
                    "[default: STUDY/plots/<y>_vs_<x>.png, refreshed on every run]")
 @click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @_boundary
-def plot(study, x, y, hue, out, overwrite):
+@quiet_option
+def plot(study, x, y, hue, out, overwrite, quiet):
     """Plot metric Y against X with the mean and a 95% confidence band."""
     from .report import plot as make_plot  # noqa: PLC0415
 
@@ -271,7 +274,8 @@ def plot(study, x, y, hue, out, overwrite):
 @click.option("--overwrite", is_flag=True,
               help="replace --out when it holds only a previous export's files")
 @_boundary
-def export(study, dest, overwrite):
+@quiet_option
+def export(study, dest, overwrite, quiet):
     """Export the results store of STUDY as CSV files into the folder --out."""
     from .report import export as do_export  # noqa: PLC0415
 

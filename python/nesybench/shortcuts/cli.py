@@ -5,7 +5,7 @@ import json
 
 import click
 
-from ..clitypes import ShippedFile
+from ..clitypes import ShippedFile, quiet_option
 from ..errors import NesyError
 from ..io import dumps
 from ..logic import asp
@@ -123,7 +123,8 @@ def generate(task_yaml, out, seed, mnist, samples, overwrite, as_json, quiet, wo
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="output folder")
 @click.option("--overwrite", is_flag=True, help="replace an existing output folder")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def import_bddoia(src, out, overwrite, as_json):
+@quiet_option
+def import_bddoia(src, out, overwrite, as_json, quiet):
     """Import BDD-OIA from a local copy of rsbench's features (DIR/{split}_BDD_OIA.pkl and
     DIR/{split}/{inputs,concepts,labels}/*.pt) as an RS data set for `nesy train`. Every
     file is read inside DIR (a link out of it, a hard-linked file or a .pt archive that
@@ -142,7 +143,8 @@ def import_bddoia(src, out, overwrite, as_json):
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="folder for the HTML browser (default: DATASET/browse, replaced if present)")
 @click.option("--overwrite", is_flag=True, help="replace an existing --out folder")
-def browse(dataset, out, overwrite):
+@quiet_option
+def browse(dataset, out, overwrite, quiet):
     """Write a static HTML browser of a generated RS data set (open index.html): pictures
     with their labels and concepts, filters by split and label, and the annotated objects'
     boxes of a render: blender data set."""
@@ -183,8 +185,9 @@ def browse(dataset, out, overwrite):
 @click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @_max_ground_atoms
+@quiet_option
 def count(task_yaml, support_file, map_class, maps, supervised, list_n, perm_count, engine,
-          time_limit, max_states, seed, out, overwrite, as_json, max_ground_atoms):
+          time_limit, max_states, seed, out, overwrite, as_json, max_ground_atoms, quiet):
     """Count the optimal concept maps (incl. and excl. the identity) of TASK_YAML exactly
     (a task file, or a shipped task's name: xor, mnadd_evenodd, driving ...)."""
     from .count import count_rs  # noqa: PLC0415
@@ -246,8 +249,9 @@ def _split_vars(s: str) -> list[str]:
 @click.option("--overwrite", is_flag=True, help="replace an existing --out file")
 @click.option("--json", "as_json", is_flag=True)
 @_max_ground_atoms
+@quiet_option
 def severity(source_yaml, target_yaml, map_class, maps, limit, supervised, target_support, seed,
-             out, overwrite, as_json, max_ground_atoms):
+             out, overwrite, as_json, max_ground_atoms, quiet):
     """Average severity (0-1 label loss) of SOURCE's RSs on TARGET's concept distribution."""
     try:
         with asp.limits(max_ground_atoms=max_ground_atoms):
@@ -293,7 +297,8 @@ def _severity(source_yaml, target_yaml, map_class, maps, limit, supervised, targ
 @click.option("--overwrite", is_flag=True, help="replace --out if it exists (a nesybench output)")
 @click.option("--seed", default=0, show_default=True, type=int, help="(unused; accepted everywhere)")
 @click.option("--json", "as_json", is_flag=True)
-def metrics(predictions, shared, out, overwrite, seed, as_json):
+@quiet_option
+def metrics(predictions, shared, out, overwrite, seed, as_json, quiet):
     """Label/concept accuracy, macro-F1, confusion matrices and concept collapse of PREDICTIONS
     (CSV with label:/pred_label:/concept:/pred_concept: columns)."""
     from . import metrics as M  # noqa: PLC0415

@@ -5,6 +5,8 @@ import sys
 
 import click
 
+from ..clitypes import quiet_option
+
 from ..errors import NesyError, yaml_error
 from ..io import dumps
 from ..paths import resolve_asset
@@ -207,7 +209,8 @@ def _studies(study):
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
 @click.option("--bootstrap", type=click.IntRange(0), default=0, show_default=True,
               help="add R's 95% interval over this many paired resamples of the repetitions")
-def table(study, as_json, bootstrap):
+@quiet_option
+def table(study, as_json, bootstrap, quiet):
     """Table 1: robustness gain R = ρ(educated)/ρ(uneducated) with Mann–Whitney p-values."""
     from .report import table1  # noqa: PLC0415
     try:
@@ -262,7 +265,8 @@ def table(study, as_json, bootstrap):
               help="image file (default STUDY/figure1.png, refreshed on every run); with "
                    "several studies, OUT's stem + '-<study>' + its suffix per study")
 @click.option("--overwrite", is_flag=True, help="replace existing --out files")
-def plot(study, out, overwrite):
+@quiet_option
+def plot(study, out, overwrite, quiet):
     """Figure 1: accuracy vs degradation level (mean ± 95% CI), one panel per data set ×
     degradation."""
     from pathlib import Path  # noqa: PLC0415
