@@ -272,6 +272,43 @@ CORE_PACKAGES = [("clingo", "clingo", "clingo"), ("problog", "problog", "problog
                  ("pysdd", "pysdd", "pysdd"), ("klay", "klaycircuits", "klay"),
                  ("torch", "torch", "torch")]
 
+#: the module of a dependency whose name differs from its distribution's
+_MODULE_OF = {"pyyaml": "yaml", "pillow": "PIL", "zlib-ng": "zlib_ng", "scikit-learn": "sklearn",
+              "janus-swi": "janus_swi", "klaycircuits": "klay"}
+
+
+def _requirements() -> list[str]:
+    """The distributions nesybench's metadata requires (extras left out), in its order."""
+    import re  # noqa: PLC0415
+
+    try:
+        reqs = metadata.requires("nesybench") or []
+    except metadata.PackageNotFoundError:
+        return []
+    names = []
+    for req in reqs:
+        if "extra" in req.partition(";")[2]:
+            continue
+        name = re.match(r"[A-Za-z0-9._-]+", req.strip())
+        if name:
+            names.append(name.group(0).lower())
+    return names
+
+
+def check_dependencies() -> list[Component]:
+    """The other Python packages nesybench requires (numpy, pyyaml, ...): one ``ok`` line
+    when all are there, else one ``missing`` line per package that is not."""
+    named = {dist for _, dist, _ in CORE_PACKAGES} | {"janus-swi"}
+    deps = [d for d in _requirements() if d not in named]
+    missing = [d for d in deps
+               if _dist_version(d) is None or not _importable(_MODULE_OF.get(d, d))]
+    if not missing:
+        return [Component("core", "dependencies", "ok", f"{len(deps)} packages",
+                          ", ".join(deps))]
+    return [Component("core", d, "missing", "", f"{d} is not installed",
+                      f"pip install '{d}' (a dependency of nesybench)") for d in missing]
+
+
 #: extras: (name, [(distribution, module)], what to install)
 EXTRAS = [
     ("ray", [("ray", "ray")], "pip install 'nesybench[ray]' (distributed sweeps: runs -e ray)"),
@@ -367,14 +404,31 @@ def check_python() -> Component:
     return Component("core", "python", "ok", found, sys.executable)
 
 
+def _guarded(group: str, name: str, check, *args) -> Component:
+    """``check(*args)``, or, when a Python package it needs is not installed (nesybench
+    installed with ``--no-deps``, say), a line saying which: never a traceback."""
+    try:
+        return check(*args)
+    except ImportError as exc:
+        module = getattr(exc, "name", None) or " ".join(str(exc).split())
+        return Component(group, name, "missing", "",
+                         f"cannot be checked: the Python module {module} is not installed",
+                         "pip install nesybench (with its dependencies)")
+
+
 def diagnose() -> Report:
-    """Check every component (the SWI-Prolog engine is started in this process)."""
-    out = [check_python(), check_shipped(), check_swipl(), check_janus()]
+    """Check every component (the SWI-Prolog engine is started in this process). Runs with
+    nothing but click installed: a component whose check needs a missing package is a line."""
+    out = [_guarded("core", "python", check_python),
+           _guarded("core", "logic-files", check_shipped),
+           _guarded("core", "swipl", check_swipl), _guarded("core", "janus", check_janus)]
     for name, dist, module in CORE_PACKAGES:
-        out.append(_python_package("core", name, dist, module,
-                                   f"pip install '{dist}' (a dependency of nesybench)"))
-    out += [check_extra(*extra) for extra in EXTRAS]
-    out += [check_aleph(), check_kernel(), check_data()]
+        out.append(_guarded("core", name, _python_package, "core", name, dist, module,
+                            f"pip install '{dist}' (a dependency of nesybench)"))
+    out += check_dependencies()
+    out += [_guarded("extra", extra[0], check_extra, *extra) for extra in EXTRAS]
+    out += [_guarded("extra", "aleph", check_aleph), _guarded("kernel", "ski-kernel", check_kernel),
+            _guarded("data", "data-cache", check_data)]
     return Report(out)
 
 
