@@ -126,9 +126,95 @@ def test_a_refused_connection_says_what_to_set(monkeypatch):
     assert os.environ["RAY_AUTH_MODE"] == "disabled"
     with pytest.raises(NesyError) as err:
         monkeypatch.setattr(parallel, "_check_reachable", lambda *a, **k: None)
+        monkeypatch.setattr(parallel, "_probe_ray", lambda *a, **k: None)
         import ray
         monkeypatch.setattr(ray, "init", lambda **kw: (_ for _ in ()).throw(
             ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:1")))
         parallel.ray_init("127.0.0.1:1")
     msg = str(err.value)
     assert "\n" not in msg and "RAY_AUTH_MODE=token" in msg and "RAY_AUTH_TOKEN" in msg
+
+
+class _Listener:
+    """A loopback port that accepts TCP and is not Ray: silent, or an HTTP redirect."""
+
+    def __init__(self, mode: str):
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.mode, self.conns = mode, []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            if self.mode == "redirect":
+                try:
+                    conn.recv(4096)
+                    conn.sendall(b"HTTP/1.1 301 Moved Permanently\r\nLocation: "
+                                 b"http://127.0.0.1:1/\r\nContent-Length: 0\r\n\r\n")
+                except OSError:
+                    pass
+
+    def close(self):
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+def _start(tmp_path, address, env, name):
+    """`runs start -e ray --address ADDRESS -q`, killed after 10 s: (status, stderr)."""
+    res = subprocess.run([PY, "-m", "nesybench", "runs", "start", str(tmp_path / "spec.yaml"),
+                          "--out", str(tmp_path / name), "-e", "ray", "--address", address,
+                          "-q"], capture_output=True, text=True, env=env, timeout=10,
+                         check=False)
+    return res.returncode, res.stdout, res.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timing
+def test_a_refused_token_or_a_foreign_address_is_one_line_within_10_s(ray_head, tmp_path):
+    """A wrong token, no token, and addresses that accept TCP but are not a Ray cluster (a
+    silent service, an HTTP redirect) each end the command within 10 s with one line on
+    stderr that names the cause; none of Ray's own lines get through -q."""
+    port, token = ray_head
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    base = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_ADDRESS"):
+        base.pop(name, None)
+    head = f"127.0.0.1:{port}"
+    wrong = dict(base, RAY_AUTH_TOKEN=uuid.uuid4().hex)
+    stale = tmp_path / "stale_token"
+    stale.write_text(uuid.uuid4().hex)
+    cases = [(head, wrong, "refused the token in RAY_AUTH_TOKEN"),
+             (head, dict(base, RAY_AUTH_TOKEN_PATH=str(stale)), f"refused the token in {stale}"),
+             (head, dict(base, RAY_AUTH_TOKEN_PATH=str(tmp_path / "none")),
+              "uses token authentication and no token was sent")]
+    listeners = [_Listener("silent"), _Listener("redirect")]
+    try:
+        cases += [(f"127.0.0.1:{li.port}", dict(base, RAY_AUTH_TOKEN_PATH=str(token)),
+                   "accepts connections but does not answer as a Ray cluster")
+                  for li in listeners]
+        for i, (address, env, cause) in enumerate(cases):
+            status, out, err = _start(tmp_path, address, env, f"study{i}")
+            assert status == 2 and out == "", (address, err)
+            assert err.count("\n") == 1 and err.startswith("nesybench: error: "), err
+            assert cause in err and address in err, err
+    finally:
+        for li in listeners:
+            li.close()
+    # the right token still connects, and each cell's host names its Ray node
+    status, _, err = _start(tmp_path, head, dict(base, RAY_AUTH_TOKEN_PATH=str(token)), "ok")
+    assert status == 0, err
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "ok" / "results.sqlite") as db:
+        hosts = [h for (h,) in db.execute("SELECT host FROM cells")]
+    assert len(hosts) == 2 and all("(ray node " in h for h in hosts), hosts

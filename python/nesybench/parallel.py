@@ -8,6 +8,7 @@ builds its local and Ray executors on :func:`spawn_pool` and :func:`ray_init`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 import multiprocessing as mp
@@ -57,8 +58,17 @@ def ray_init(address: str | None = None, num_cpus: int | None = None, *,
     """Import Ray and connect to ``address`` (``HOST:PORT`` or ``auto``), or start a local
     instance with ``num_cpus`` CPUs; returns the ``ray`` module. Errors are NesyErrors.
     ``quiet`` keeps Ray's start-up warnings (e.g. about token authentication) off stderr."""
-    if address and address != "auto" and "ray" not in sys.modules:
+    explicit = bool(address) and address != "auto"
+    if explicit and "ray" not in sys.modules:
         _token_auth_for(address)        # read when Ray is imported: set before
+    if "ray" not in sys.modules and importlib.util.find_spec("ray") is None:
+        raise NesyError("the ray executor needs Ray: `pip install 'nesybench[ray]'` "
+                        "(make setup installs it)")
+    if explicit and not _ray_connected():
+        # one line within seconds for what Ray itself takes minutes and pages to say: a
+        # refused token, an address that is not a Ray cluster, a cluster with no node here
+        _check_reachable(address)
+        _probe_ray(address)
     try:
         import ray  # noqa: PLC0415
     except ImportError:
@@ -66,8 +76,6 @@ def ray_init(address: str | None = None, num_cpus: int | None = None, *,
                         "(make setup installs it)") from None
     if ray.is_initialized():
         return ray
-    if address and address != "auto":
-        _check_reachable(address)
     kw = dict(ignore_reinit_error=True, log_to_driver=False, include_dashboard=False,
               configure_logging=False)
     import logging  # noqa: PLC0415
@@ -120,6 +128,97 @@ def _token_auth_for(address: str) -> None:
     the mode when it is imported, so this runs before the first ``import ray``."""
     if os.environ.get("RAY_AUTH_MODE") is None and _ray_token_available():
         os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def _ray_connected() -> bool:
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
+
+
+#: seconds the probe of an explicit Ray address may take; with the TCP check (which answers
+#: at once where something listens) the whole failure takes less than 10 s
+RAY_PROBE_S = 6.0
+
+#: runs in a child process (Ray's C++ client logs straight to file descriptor 2, retries for
+#: minutes and cannot be interrupted): the cluster's alive nodes and the raylets on this machine
+_RAY_PROBE = r"""
+import json, sys
+try:
+    from ray._raylet import GcsClient
+    from ray._private.services import find_node_ids
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo
+    nodes = GcsClient(address=sys.argv[1]).get_all_node_info(timeout=3)
+    alive = {n.node_id.hex(): n.node_manager_address for n in nodes.values()
+             if n.state == GcsNodeInfo.GcsNodeState.ALIVE}
+    print(json.dumps({"alive": alive, "local": sorted(find_node_ids())}))
+except Exception as exc:
+    print(json.dumps({"error": type(exc).__name__, "text": " ".join(str(exc).split())}))
+"""
+
+
+def _probe_ray(address: str, timeout: float = RAY_PROBE_S) -> None:
+    """Ask the cluster at ``address`` for its nodes from a child process, within ``timeout``
+    seconds; a refused token, an address that does not answer as a Ray cluster and a
+    cluster without a node on this machine (where ``ray.init`` would wait for minutes) are
+    each one :class:`NesyError` naming the cause. Ray's own lines stay in the child."""
+    import json  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    try:
+        res = subprocess.run([sys.executable, "-c", _RAY_PROBE, address], capture_output=True,
+                             text=True, errors="replace", timeout=timeout,
+                             stdin=subprocess.DEVNULL, check=False)
+        out, err = res.stdout, res.stderr
+    except subprocess.TimeoutExpired as exc:
+        out = None
+        err = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else (
+            exc.stderr or "")
+    if "InvalidAuthToken" in err or "Unauthenticated" in err:
+        raise NesyError(_auth_refused(address))
+    if out is None:
+        raise NesyError(f"{address} accepts connections but does not answer as a Ray cluster "
+                        f"within {timeout:g} s: give the GCS port of `ray start --head` "
+                        "(6379 unless --port), not another service's or a proxy's")
+    lines = out.strip().splitlines()
+    try:
+        report = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        report = {}
+    if "error" in report or not report:
+        text = report.get("text") or (err.strip().splitlines() or ["no answer"])[-1]
+        if report.get("error") == "AuthenticationError" or "InvalidAuthToken" in text:
+            raise NesyError(_auth_refused(address))
+        raise NesyError(f"cannot connect to the Ray cluster at {address}: {text[:300]}")
+    alive, local = report["alive"], set(report["local"])
+    if not alive:
+        raise NesyError(f"the Ray cluster at {address} has no alive node")
+    if not local & set(alive):
+        ips = ", ".join(sorted(set(alive.values())))
+        raise NesyError(f"the Ray cluster at {address} has no node on this machine (its nodes: "
+                        f"{ips}); a Ray driver runs on a node of its cluster: run "
+                        f"`ray start --address {address}` here first, or run nesybench on "
+                        "a node of the cluster")
+
+
+def _auth_refused(address: str) -> str:
+    """One line: the cluster refused our token (or wanted one), and which token that was."""
+    fix = ("set RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH to a file, holding the cluster's token "
+           "(~/.ray/auth_token on its head)")
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.join(
+        os.path.expanduser("~"), ".ray", "auth_token")
+    if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        return (f"the Ray cluster at {address} uses token authentication and no token was sent "
+                f"(RAY_AUTH_MODE is {os.environ.get('RAY_AUTH_MODE') or 'unset'} and no token "
+                f"is at hand); {fix}")
+    if os.environ.get("RAY_AUTH_TOKEN", "").strip():
+        sent = "the token in RAY_AUTH_TOKEN"
+    elif _ray_token_available():
+        sent = f"the token in {path}"
+    else:
+        return (f"the Ray cluster at {address} uses token authentication and no token was sent "
+                f"({path} is missing or empty and RAY_AUTH_TOKEN is unset); {fix}")
+    return (f"the Ray cluster at {address} refused {sent} (token authentication: a wrong or "
+            f"stale token); {fix}")
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:

@@ -161,10 +161,26 @@ _RAY_STATE: dict = {}
 
 def ray_cell(task: CellTask) -> CellOutcome:
     """A Ray task: the cell runs in a child process of the Ray worker, so that a crash or a
-    timeout of the cell is recorded with its cause like under the local executor."""
+    timeout of the cell is recorded with its cause like under the local executor. Its
+    ``host`` names the Ray node too (``HOSTNAME (ray node NODE_ID)``): two nodes may share a
+    hostname (containers, one machine's several raylets)."""
     from .worker import run_isolated  # noqa: PLC0415
 
-    return run_isolated(task, _RAY_STATE)
+    outcome = run_isolated(task, _RAY_STATE)
+    node = _ray_node_id()
+    if node and "(ray node " not in (outcome.host or ""):
+        outcome.host = f"{outcome.host} (ray node {node})".lstrip()
+    return outcome
+
+
+def _ray_node_id() -> str:
+    """The id of the Ray node this worker runs on ('' outside Ray)."""
+    try:
+        import ray  # noqa: PLC0415
+
+        return ray.get_runtime_context().get_node_id() or ""
+    except Exception:  # noqa: BLE001 - not in a Ray worker
+        return ""
 
 
 def parse_bytes(value, field: str = "resources.memory") -> int:
