@@ -41,12 +41,13 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture
-def ray_head(tmp_path):
+@pytest.fixture(scope="module")
+def ray_head(tmp_path_factory):
     """A Ray head with token authentication on a free loopback port, in a process group of
     its own (`--block`), stopped by signalling that group: never `ray stop`, which would
-    stop every Ray instance of the user."""
+    stop every Ray instance of the user. One head for the tests of this file."""
     pytest.importorskip("ray")
+    tmp_path = tmp_path_factory.mktemp("ray_head")
     ray_cli = shutil.which("ray", path=str(Path(PY).parent)) or shutil.which("ray")
     if ray_cli is None:
         pytest.skip("the `ray` command is not installed beside this Python")
@@ -218,3 +219,48 @@ def test_a_refused_token_or_a_foreign_address_is_one_line_within_10_s(ray_head, 
     with sqlite3.connect(tmp_path / "ok" / "results.sqlite") as db:
         hosts = [h for (h,) in db.execute("SELECT host FROM cells")]
     assert len(hosts) == 2 and all("(ray node " in h for h in hosts), hosts
+
+
+@pytest.mark.parametrize("answer, stderr, cause", [
+    ('{"alive": {"ab12": "10.0.0.5"}, "local": []}', "",
+     "has no node on this machine (its nodes: 10.0.0.5)"),
+    ('{"alive": {}, "local": ["ab12"]}', "", "has no alive node"),
+    ('{"error": "AuthenticationError", "text": "RPC error: InvalidAuthToken"}', "",
+     "refused the token in RAY_AUTH_TOKEN"),
+    ("", "W gcs_client.cc:210: Unauthenticated: RPC error: InvalidAuthToken: missing",
+     "refused the token in RAY_AUTH_TOKEN"),
+    ('{"error": "RuntimeError", "text": "something else"}', "",
+     "cannot connect to the Ray cluster at 127.0.0.1:6379: something else"),
+])
+def test_the_probe_of_an_address_names_the_cause(monkeypatch, tmp_path, answer, stderr, cause):
+    """What the probe process reports becomes one line: a cluster without a node on this
+    machine (where ray.init would wait for minutes), a refused token, another error."""
+    from nesybench import parallel
+    from nesybench.errors import NesyError
+
+    fake = tmp_path / "probe.sh"
+    fake.write_text(f"#!/bin/sh\necho '{answer}'\necho '{stderr}' >&2\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(parallel.sys, "executable", str(fake))
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "abc")
+    with pytest.raises(NesyError) as err:
+        parallel._probe_ray("127.0.0.1:6379")
+    assert cause in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.timing
+def test_a_probe_that_does_not_answer_in_time_is_one_line(monkeypatch, tmp_path):
+    from nesybench import parallel
+    from nesybench.errors import NesyError
+
+    fake = tmp_path / "probe.sh"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(parallel.sys, "executable", str(fake))
+    with pytest.raises(NesyError, match="accepts connections but does not answer as a Ray "
+                                        "cluster within 0.5 s"):
+        parallel._probe_ray("127.0.0.1:6379", timeout=0.5)
+    # a healthy answer passes
+    fake.write_text("#!/bin/sh\necho '{\"alive\": {\"ab\": \"10.0.0.5\"}, \"local\": [\"ab\"]}'\n")
+    parallel._probe_ray("127.0.0.1:6379")
