@@ -144,7 +144,9 @@ def test_a_matching_home_passes_the_version_guard():
     built = prolog.janus_library_version()
     assert built and built.count(".") == 2
     prolog._check_versions("/somewhere", "swipl", built)               # same version: fine
-    prolog._check_versions("/somewhere", "SWI_HOME_DIR", None)         # unknown: doctor's job
+    with pytest.raises(Exception, match="not the home of an SWI-Prolog"):
+        # a SWI_HOME_DIR whose version cannot be read would abort the process: refused
+        prolog._check_versions("/somewhere", "SWI_HOME_DIR", None)
     with pytest.raises(Exception, match="is SWI-Prolog 1.2.3"):
         prolog._check_versions("/somewhere", "swipl", "1.2.3")
 
