@@ -423,7 +423,8 @@ solve(M, (C -> T), D) :- !, solve_condition(M, C, D), !, solve(M, T, D).
 solve(M, \+ G, D) :- !, solve_not(M, G, D).
 solve(M, not(G), D) :- !, solve_not(M, G, D).
 solve(M, G, D) :- meta(M, G, D, G1), !, solve(M, G1, D).
-solve(M, once(G), D) :- !, deterministic(M, G, once/1), once(solve(M, G, D)).
+%   once/1 is a plain call in ProbLog 2.3 (every answer of G), and so here
+solve(M, once(G), D) :- !, deterministic(M, G, once/1), solve(M, G, D).
 solve(M, findall(T, G, L), D) :- !,
     deterministic(M, G, findall/3), findall(T, solve(M, G, D), L).
 solve(M, forall(C, A), D) :- !,
@@ -566,6 +567,14 @@ builtin(functor, 3). builtin(arg, 3).   builtin(=.., 2).    builtin(atom_number,
 builtin(length, 2). builtin(sort, 2).   builtin(subsumes_term, 2).
 builtin(memberchk_ground, 2). builtin(ground_list, 2).
 
+call_builtin(G) :-
+    builtin_modes(G, Modes),
+    \+ ( member(Mode, Modes), mode_matches(Mode, G) ),
+    !,
+    functor(G, F, A),
+    format(string(Msg), "~w/~w called outside its argument modes ~w (ProbLog's \c
+                         CallModeError)", [F, A, Modes]),
+    throw(pg_error(Msg)).
 call_builtin(memberchk_ground(X, L)) :- !, is_list(L), ground(L), memberchk(X, L).
 call_builtin(ground_list(L, B)) :- !,
     (   is_list(L), ground(L) -> B = true ; B = false ).
@@ -585,6 +594,7 @@ call_builtin(T =.. L) :- !, pg_univ(T, L).
 call_builtin(arg(I, T, X)) :- !, pg_arg(I, T, X).
 call_builtin(succ(A, B)) :- !, pg_succ(A, B).
 call_builtin(plus(A, B, C)) :- !, pg_plus(A, B, C).
+call_builtin(atom_number(A, N)) :- !, pg_atom_number(A, N).
 call_builtin(between(L, H, V)) :- !, pg_between(L, H, V).
 call_builtin(length(L, N)) :- !, pg_length(L, N).
 call_builtin(A = B) :- !,              % ProbLog refuses a cyclic term, as ISO's check does
@@ -593,13 +603,62 @@ call_builtin(A = B) :- !,              % ProbLog refuses a cyclic term, as ISO's
     ;   format(string(Msg), "infinite unification of ~q and ~q", [A, B]),
         throw(pg_error(Msg))
     ).
+call_builtin(A \= B) :- !,             % the same occurs check, then negated
+    \+ call_builtin(A = B).
 call_builtin(compare(O, A, B)) :- !, pg_order(A, B, O0), order_atom(O0, O1), O = O1.
 call_builtin(A @< B) :- !, pg_order(A, B, <).
 call_builtin(A @=< B) :- !, pg_order(A, B, O), O \== (>).
 call_builtin(A @> B) :- !, pg_order(A, B, >).
 call_builtin(A @>= B) :- !, pg_order(A, B, O), O \== (<).
 call_builtin(sort(L, S)) :- !, pg_sort(L, S0), S = S0.
+call_builtin(subsumes_term(G, S)) :- !,
+    (   term_variables(G, GVs), term_variables(S, SVs),
+        member(V, GVs), member(W, SVs), V == W
+    ->  throw(pg_unsupported("subsumes_term/2 over terms that share variables, which \c
+                              ProbLog's subsumes_term/2 answers otherwise than ISO's"))
+    ;   subsumes_term(G, S)
+    ).
 call_builtin(G) :- call(G).
+
+%   builtin_modes(+Goal, -Modes): ProbLog's accepted argument modes of a builtin (the
+%   check_mode/2 calls of ProbLog's engine_builtin.py, one character per argument): a call
+%   that matches none of them is an error there (CallModeError), not a failure
+builtin_modes(atom_number(_, _), ["vf", "vi", "av", "af", "ai"]).
+builtin_modes(_ =.. _, ["vL", "nv", "nl"]).
+builtin_modes(arg(_, _, _), ["In*"]).
+builtin_modes(functor(_, _, _), ["vaI", "n**"]).
+builtin_modes(_ < _, ["gg"]).   builtin_modes(_ > _, ["gg"]).
+builtin_modes(_ =< _, ["gg"]).  builtin_modes(_ >= _, ["gg"]).
+builtin_modes(_ =:= _, ["gg"]). builtin_modes(_ =\= _, ["gg"]).
+builtin_modes(_ is _, ["*g"]).
+builtin_modes(compare(_, _, _), ["<**", "v**"]).
+builtin_modes(length(_, _), ["LI", "Lv", "lI", "vI"]).
+builtin_modes(sort(_, _), ["L*"]).
+builtin_modes(between(_, _, _), ["iii", "iiv"]).
+builtin_modes(succ(_, _), ["vI", "Iv", "II"]).
+builtin_modes(plus(_, _, _), ["iii", "iiv", "ivi", "vii"]).
+
+mode_matches(Mode, G) :-
+    string_chars(Mode, Types),
+    G =.. [_|Args],
+    maplist(mode_type, Types, Args).
+
+%   mode_type(+Char, +Arg): ProbLog's mode_types over this grounder's terms (ProbLog's []
+%   is an atom; its strings are constants, not atoms; its compare atoms keep their quotes)
+mode_type(v, X) :- var(X).
+mode_type(n, X) :- nonvar(X).
+mode_type(*, _).
+mode_type(g, X) :- ground(X).
+mode_type(a, X) :- ( X == [] -> true ; atom(X) ).
+mode_type(c, X) :- ( X == [] -> true ; atom(X) -> true ; compound(X) ).
+mode_type(i, X) :- integer(X).
+mode_type('I', X) :- integer(X).
+mode_type(f, X) :- float(X).
+mode_type(l, X) :- ( X == [] -> true ; nonvar(X), X = [_|_], '$skip_list'(_, X, T),
+                     ( T == [] -> true ; var(T) ) ).
+mode_type('L', X) :- is_list(X).
+mode_type(<, X) :- nonvar(X), order_atom(_, X).
+mode_type(s, X) :- ( string(X) -> true ; mode_type(a, X) ).
 
 %   order_atom(?Order, ?ProbLogAtom)
 %   ProbLog's compare/3 answers with the quoted atoms '<', '=' and '>', whose names keep
@@ -620,7 +679,9 @@ list_tail_open([_|T]) :- list_tail_open(T).
 
 %   functor/3 in ProbLog's modes: a term's name (a number's name is the atom of its text, as
 %   ProbLog's Term of the number prints), or a term of an atom's name and an integer arity
-pg_functor(T, F, A) :- number(T), !, number_name(T, F0), F = F0, A = 0.
+pg_functor(T, F, A) :- number(T), !,        % a number's name, which ProbLog's
+    (   number(F) -> F == T ; number_name(T, F0), F = F0 ),   % unification equates with it
+    A = 0.
 pg_functor(T, F, A) :- nonvar(T), !, functor(T, F0, A0), list_name(F0, F1), F = F1, A = A0.
 pg_functor(T, F, A) :- var(T), F == '.', A == 2, !, T = [_|_].
 pg_functor(T, F, A) :- var(T), ( atom(F) ; F == [] ), integer(A), !,
@@ -636,9 +697,30 @@ pg_arg(I, T, X) :- integer(I), nonvar(T), !,
     (   compound(T), I >= 1 -> arg(I, T, X) ; fail ).
 pg_arg(I, T, X) :- mode_error(arg(I, T, X)).
 
+pg_univ(T, _) :- nonvar(T), control_term(T), !,
+    throw(pg_unsupported("=.. on a conjunction, disjunction, negation or if-then, which \c
+                          ProbLog's engine cannot take apart (an error there)")).
 pg_univ(T, L) :- nonvar(T), !, T =.. [F0|As], list_name(F0, F), L = [F|As].
 pg_univ(T, L) :- L = [F, H, R], F == '.', !, T = [H|R].
 pg_univ(T, L) :- T =.. L.
+
+%   pg_atom_number(?Atom, ?Number): ProbLog's atom_number/2 (its modes are checked before):
+%   a number's atom is Python's text of it; an atom's number is Python's float() of its name,
+%   an integer where it is whole (an error for inf and nan, as there); both bound: fails
+pg_atom_number(A, N) :- var(A), !,
+    (   integer(N) -> format(atom(A), "~d", [N])
+    ;   py_call(str(N), S), atom_string(A, S)
+    ).
+pg_atom_number(A, N) :- var(N), !,
+    atom_string(A, S),
+    py_call('nesybench.nesy.arith':atom_number(S), R),
+    (   R = [1, V] -> N = V
+    ;   R = [2, Msg] -> throw(pg_error(Msg))
+    ).
+pg_atom_number(_, _) :- fail.
+
+control_term((_, _)).  control_term((_ ; _)).  control_term(\+ _).  control_term((_ -> _)).
+control_term(T) :- compound(T), compound_name_arity(T, '\'->\'', 2).
 
 list_name('[|]', '.') :- !.
 list_name(F, F).
@@ -662,7 +744,8 @@ pg_between(L, H, V) :- integer(L), integer(H), integer(V), !, L =< V, V =< H.
 pg_between(L, H, V) :- integer(L), integer(H), var(V), !, between(L, H, V).
 pg_between(L, H, V) :- mode_error(between(L, H, V)).
 
-pg_length(L, N) :- is_list(L), ( integer(N) ; var(N) ), !, length(L, N).
+pg_length(L, N) :- is_list(L), ( integer(N) ; var(N) ), !,
+    length(L, K), N = K.                % a negative length fails, as in ProbLog
 pg_length(L, N) :- integer(N), open_list(L, K), !, N >= K, length(L, N).
 pg_length(L, N) :- mode_error(length(L, N)).
 
@@ -681,6 +764,10 @@ mode_error(G) :-
 %   Order (`<`, `=` or `>`) of A and B in ProbLog's standard order, by ProbLog's own
 %   comparison (`nesybench.nesy.standard_order`): numbers of different value are ordered by
 %   their text there, strings come before atoms, and so on; SWI-Prolog's order differs.
+pg_order(A, B, _) :-
+    A \== B, term_variables(A, [_|_]), term_variables(B, [_|_]), !,
+    throw(pg_unsupported("the standard order of two terms with unbound variables, which \c
+                          ProbLog's engine decides by its own numbering of variables")).
 pg_order(A, B, O) :-
     term_variables(A-B, Vs),
     encode_numbered(A, Vs, EA),
@@ -735,6 +822,8 @@ var_position([V|Vs], X, K0, K) :-
 pg_eval(X, _) :- var(X), !,
     throw(pg_error(arith("arguments are not sufficiently instantiated"))).
 pg_eval(X, V) :- number(X), !, V = X.
+pg_eval(X, _) :- string(X), !,        % ProbLog computes with the string as Python would
+    throw(pg_unsupported("arithmetic on a string, which ProbLog evaluates as a Python str")).
 pg_eval(X, V) :-
     arith_parts(X, F, As),
     maplist(pg_eval, As, Vs),
@@ -858,9 +947,21 @@ query_label(S, q(J, G, Vs), Labels) :-
               maplist(py_value, Vs2, Values) ),
             Labels).
 
+%   Evidence on an atom with variables observes every answer true, as in ProbLog: the
+%   conjunction of the answers' nodes (observed false, or with no answer: ProbLog's grounder)
 evidence_node(S, e(K, A, V), [K, Text, N, V]) :-
-    findall(N0, proof(S, A, N0), Ns),
-    disj(S, Ns, N),
+    (   ground(A)
+    ->  findall(N0, proof(S, A, N0), Ns),
+        disj(S, Ns, N)
+    ;   V == 1,
+        findall(A-N0, proof(S, A, N0), Pairs),
+        msort(Pairs, Sorted),
+        group_pairs_by_key(Sorted, Groups),
+        Groups \== []
+    ->  findall(G, ( member(_-Ns, Groups), disj(S, Ns, G) ), Gs),
+        (   conj(S, Gs, N) -> true ; N = false )
+    ;   throw(pg_unsupported("evidence on an atom with variables observed false or without an answer"))
+    ),
     encode(A, Text).
 
 %   proof(+S, ?Goal, -Node): one proof of Goal, as a node

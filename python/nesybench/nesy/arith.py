@@ -180,6 +180,21 @@ def apply(name: str, args: list):
     return [1, out]
 
 
+def atom_number(name: str) -> list:
+    """ProbLog's ``atom_number(+Atom, -Number)`` of the atom named ``name``: ``[1, Value]``
+    (Python's ``float`` of the name, an ``int`` where it is whole), ``[0]`` when the name is
+    not a number (the call fails), ``[2, Message]`` where ProbLog's builtin raises (``inf``,
+    ``nan``). Called by the SWI-Prolog grounder."""
+    try:
+        v = float(name)
+    except ValueError:
+        return [0]
+    try:
+        return [1, int(v)] if round(v) == v else [1, v]
+    except (OverflowError, ValueError) as exc:
+        return [2, f"atom_number/2: {exc} (ProbLog's engine raises here)"]
+
+
 def compare(op: str, a, b) -> int:
     """``1`` when ``a op b`` holds for Python's numbers (``op`` one of ``<``, ``=<``, ``>``,
     ``>=``, ``=:=``, ``=\\=``), else ``0``: ints and floats compare exactly, NaN with nothing."""

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ..clitypes import ShippedFile
+from ..clitypes import ShippedFile, quiet_option
 from ..errors import NesyError
 from ..io import atomic_output_dir, dumps
 
@@ -259,9 +259,10 @@ def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
         errs = [None] * len(margs)
         prog.stats["truncated"] = bool(prog.last_truncated.any())
     else:
-        from .marginals import marginals  # noqa: PLC0415
-        res = marginals(Path(program), list(queries) or None, budget=budget,
-                        progress=not (quiet or as_json))
+        from .isolate import marginals_bounded  # noqa: PLC0415
+        # a program from outside: grounded and compiled in a child process whose memory the
+        # operating system bounds and which is ended at --timeout (nesybench.nesy.isolate)
+        res = marginals_bounded(Path(program), list(queries), budget)
         if as_json:
             click.echo(dumps({"program": str(program), "evidence": res.evidence,
                               "results": [a.to_json() for a in res.answers],
@@ -311,7 +312,8 @@ def _shown(p: float) -> str:
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--threads", default=0, show_default=True, type=int)
 @click.option("--json", "as_json", is_flag=True)
-def eval_cmd(run, data, splits, checkpoint, device, threads, as_json):
+@quiet_option
+def eval_cmd(run, data, splits, checkpoint, device, threads, as_json, quiet):
     """Evaluate a trained RUN folder (from `nesy train`) on splits of its data set."""
     from .data import NesyData  # noqa: PLC0415
     from .detect import ShortcutReport  # noqa: PLC0415
@@ -458,11 +460,15 @@ def probe_cmd(run, layers, split, fit_split, cv, tcav_runs, alpha, data, checkpo
 @click.option("--seed", default=0, show_default=True, type=int, help="base seed of the grid")
 @click.option("--out", "-o", type=click.Path(), default=None,
               help="study folder (default out/nesy-sweep/TASK); re-running resumes")
+@click.option("--force-new", is_flag=True,
+              help="replace a study of another grid in --out (default: refuse; the same grid "
+                   "resumes)")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
 @click.pass_context
 def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batch, lr, semantics,
-              concept_source, device, inference, executor, workers, seed, out, as_json, quiet):
+              concept_source, device, inference, executor, workers, seed, out, force_new,
+              as_json, quiet):
     """Seeds x models x concept supervision on TASK through the sweep runner (nesybench.runs).
 
     Results go to the study's SQLite store (read them with `nesybench runs table`). Exits 1
@@ -514,7 +520,7 @@ def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batc
                             **({"inference": inference} if inference != "exact" else {})},
                     axes={"model": ms, "concept_sup": sup_values},
                     repetitions=seeds, seed=seed)
-    res = run_grid(spec, out, executor=executor, workers=workers,
+    res = run_grid(spec, out, executor=executor, workers=workers, force_new=force_new,
                    progress=not (as_json or quiet))
     rows = res.rows()
     from ..runs.report import failure_lines  # noqa: PLC0415
@@ -541,7 +547,8 @@ def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batc
 @group.command("report")
 @click.argument("study", type=click.Path())
 @click.option("--json", "as_json", is_flag=True)
-def report_cmd(study, as_json):
+@quiet_option
+def report_cmd(study, as_json, quiet):
     """Summarise a `nesy sweep` STUDY: mean ± sd over seeds per model and supervision, the
     shortcut verdicts on the test split and the learned concept maps that were shortcuts."""
     from .report import summarise  # noqa: PLC0415

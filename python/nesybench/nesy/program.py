@@ -127,7 +127,7 @@ def _py(term):
         return "_" if term is None else f"X{-term}" if term < 0 else f"A{term + 1}"
     if term.is_var():
         raise ValueError("variable")
-    s = str(term)
+    s = _text(term)
     return s[1:-1] if s.startswith("'") and s.endswith("'") else s
 
 
@@ -600,6 +600,14 @@ def _ground_problog(clauses, qterms, qvars, parsed, text, source, clock):
         raise _grounding_error(exc, text, source) from None
     except RecursionError:
         raise NesyError("grounding failed: recursion too deep", file=source) from None
+    except NesyError:
+        raise
+    except Exception as exc:    # noqa: BLE001 - ProbLog's engine's own Python errors
+        # (OverflowError from atom_number on inf, an AttributeError on an odd term): the
+        # program's error, one line, never a traceback
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise NesyError(f"grounding failed: ProbLog's engine raised {type(exc).__name__}"
+                        + (f": {first}" if first else ""), file=source) from None
 
     # choices: group atoms by their annotated-disjunction group
     choice_of: dict = {}   # dag atom id -> (choice index, value index)
@@ -774,12 +782,23 @@ def _assemble(choices, nodes, raw_labels, raw_evidence, *, queries, qvars, sourc
                          evidence=evidence)
 
 
+def _text(term) -> str:
+    """``str(term)``, or the term's functor and arguments where ProbLog's printer fails on a
+    term its own engine built (``(a -> b) =.. L`` leaves an operator term without arguments)."""
+    try:
+        return str(term)
+    except Exception:       # noqa: BLE001 - ProbLog's printer's own errors
+        args = getattr(term, "args", ())
+        return f"{getattr(term, 'functor', term)}({', '.join(_text(a) for a in args)})" \
+            if args else str(getattr(term, "functor", "?"))
+
+
 def _answer_atom(qterm, qvars, terms) -> str:
     """The ground query atom of one answer, as ProbLog prints it: ``qterm`` with its free
     variables ``qvars`` bound to the answer's value terms ``terms``."""
     if not qvars:
-        return str(qterm)
-    return str(qterm.apply(_Subst({v.name: t for v, t in zip(qvars, terms)})))
+        return _text(qterm)
+    return _text(qterm.apply(_Subst({v.name: t for v, t in zip(qvars, terms)})))
 
 
 def _defined(clauses) -> set[str]:

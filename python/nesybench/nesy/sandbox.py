@@ -54,7 +54,7 @@ BUILTINS: frozenset[str] = frozenset({
 #: arguments the call appends to that goal
 META: dict[str, tuple[tuple[int, int], ...]] = {
     "\\+/1": ((0, 0),), "not/1": ((0, 0),), "once/1": ((0, 0),),
-    "findall/3": ((1, 0),), "all/3": ((1, 0),),
+    "findall/3": ((1, 0),), "all/3": ((1, 0),), "forall/2": ((0, 0), (1, 0)),
     **{f"call/{n}": ((0, n - 1),) for n in range(1, 9)},
     # library(apply)
     **{f"maplist/{n}": ((0, n - 1),) for n in range(2, 6)},
@@ -73,6 +73,8 @@ LIBRARIES: dict[str, frozenset[str]] = {
         "union/3", "subset/2", "subtract/3", "select_uniform/4", "select_weighted/5",
         "select_weighted/4",
     }),
+    # ProbLog loads its library(builtin) into every program (forall/2)
+    "builtin": frozenset({"forall/2"}),
     "apply": frozenset({"maplist/2", "maplist/3", "maplist/4", "maplist/5", "include/3",
                         "exclude/3", "partition/4", "foldl/4", "foldl/5", "foldl/6"}),
 }
@@ -211,6 +213,8 @@ class ProgramChecker:
                 defined.add(_signature(h))
             if body is not None:
                 bodies.append((body, cl))
+        if "forall/2" not in defined:
+            libraries.add("builtin")     # always there in ProbLog, as here
         known = set(defined)
         for lib in libraries:
             known |= LIBRARIES[lib]
