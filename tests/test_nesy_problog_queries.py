@@ -1,0 +1,128 @@
+"""ProbLog's queries as ProbLog answers them, under every grounder, from our own programs for
+each construct: non-ground queries (one marginal per answer, printed as ProbLog prints the
+atom), a query with no answer, query rules, forall/2, once/1, compare/3, evidence on an atom
+with variables, instantiation tests, and the process bounds of ``nesy infer``.
+
+Each expected value is ProbLog's own (stock ``problog``, its SDD pipeline, in this process).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from nesybench.errors import NesyError
+from nesybench.nesy.budget import Budget
+from nesybench.nesy.marginals import marginals
+
+GROUNDERS = ("auto", "prolog", "problog")
+
+PROGRAMS = {
+    "numbers as answers": "0.3::a. 0.6::b. r(0) :- a. r(1) :- b. query(r(V)).",
+    "independent answers": "0.5::p(X) :- between(1, 24, X). query(p(X)).",
+    "operator answers": ":- use_module(library(lists)).\n"
+                        "r(X) :- member(X, [1-0, (a, b), f(- a), 3 mod 2, (a; b)]).\n"
+                        "query(r(X)).",
+    "no answer": "0.3::a(1). f(L) :- findall(A, a(A), L). query(f([X, Y])). query(f([a])).",
+    "query rule": "0.2::appears(i2, 2). 0.3::appears(i3, 3). interested(a1, i2).\n"
+                  "bid(I, T, A) :- appears(I, T), interested(A, I).\n"
+                  "query(bid(I, T, A)) :- appears(I, T), interested(A, I).",
+    "query rule with a recursive predicate":
+        "0.3::p(1). 0.2::p(2). 0.5::p(X) :- X > 2, Y is X - 1, p(Y).\n"
+        "a(1). a(3). a(4).\nquery(p(X)) :- a(X).",
+    "forall": ":- use_module(library(lists)).\neven(X) :- X mod 2 =:= 0.\n"
+              "0.4::w.\ne(L) :- w, forall(member(E, L), even(E)).\n"
+              "a :- e([2, 4]). b :- e([1, 2]). query(a). query(b).",
+    "once is a plain call": "d(1). d(2). 0.5::r(X) :- once(d(X)). query(r(X)).",
+    "compare with quoted order atoms": "c1 :- compare('<', a, b).\nc2(X) :- compare(X, 2, 1).\n"
+                                       "query(c1). query(c2(_)).",
+    "evidence on an atom with variables": "0.3::f(1). 0.6::f(2). g(X) :- f(X).\n"
+                                          "evidence(g(X)). query(f(1)).",
+    "instantiation test in a probabilistic predicate":
+        "0.1::p1.\np(A) :- p1, A = unknown.\nfill(A) :- A == unknown.\n"
+        "fill(A) :- p(A), fill(A).\nq :- fill(_A).\nquery(q).",
+}
+
+
+def _problog(text: str) -> dict:
+    from problog import get_evaluatable
+    from problog.program import PrologString
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = get_evaluatable("sdd").create_from(PrologString(text)).evaluate()
+    return {_canon(str(k)): float(v) for k, v in res.items()}
+
+
+def _canon(atom: str) -> str:
+    import re
+    names: dict[str, str] = {}
+    return re.sub(r"(?<![\w'])(_\w*|[A-Z]\w*)",
+                  lambda m: names.setdefault(m.group(0), f"V{len(names)}"),
+                  re.sub(r"\s+", "", atom))
+
+
+@pytest.mark.parametrize("grounder", GROUNDERS)
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_answers_are_problogs(name, grounder):
+    text = PROGRAMS[name]
+    want = _problog(text)
+    try:
+        res = marginals(text, budget=Budget(grounder=grounder))
+    except NesyError as exc:
+        # only the SWI-Prolog grounder may decline, naming the construct, never auto
+        assert grounder == "prolog" and "does not handle" in exc.message, exc.message
+        return
+    got = {_canon(a.atom): a.p for a in res.answers}
+    assert set(got) == set(want), (got, want)
+    for k, p in want.items():
+        assert got[k] == pytest.approx(p, abs=1e-9), k
+
+
+def test_instantiation_tests_route_auto_to_problogs_grounder():
+    res = marginals(PROGRAMS["instantiation test in a probabilistic predicate"])
+    assert res.stats["grounder"] == "problog"
+    assert "testing whether a head argument is bound (==/2)" in res.stats["grounder_note"]
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "nesybench", "nesy", "infer", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_prints_each_answer_as_problog_does(tmp_path):
+    prog = tmp_path / "r.pl"
+    prog.write_text(PROGRAMS["numbers as answers"])
+    out = _cli(str(prog))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["r(0): 0.3", "r(1): 0.6"]
+    res = json.loads(_cli(str(prog), "--json").stdout)
+    assert [(r["atom"], r["query"], r["value"]) for r in res["results"]] == \
+        [("r(0)", "r(V)", 0), ("r(1)", "r(V)", 1)]
+
+
+@pytest.mark.parametrize("program,args", [
+    ("r(N) :- length(L, 100000000), length(L, N).\nquery(r(_)).\n",
+     ["--grounder", "problog", "--max-memory", "300"]),
+    ("nat(0).\nnat(s(N)) :- nat(N).\n0.5::p(X) :- nat(X).\nquery(p(_)).\n",
+     ["--max-memory", "300", "--timeout", "5"]),
+])
+def test_runaway_programs_end_in_one_line_within_their_budget(tmp_path, program, args):
+    prog = tmp_path / "p.pl"
+    prog.write_text(program)
+    out = _cli(str(prog), *args)
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_the_child_address_space_is_bounded(tmp_path):
+    """The child that grounds and compiles cannot grow past --max-memory: a program that
+    allocates a list of 10^8 cells is stopped by the allocator, not by a check of ours."""
+    prog = tmp_path / "p.pl"
+    prog.write_text("r(N) :- length(L, 100000000), length(L, N).\nquery(r(_)).\n")
+    out = _cli(str(prog), "--grounder", "problog", "--max-memory", "200")
+    assert out.returncode == 2
+    assert "MemoryError" in out.stderr or "--max-memory" in out.stderr, out.stderr
