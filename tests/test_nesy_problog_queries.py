@@ -126,3 +126,18 @@ def test_the_child_address_space_is_bounded(tmp_path):
     out = _cli(str(prog), "--grounder", "problog", "--max-memory", "200")
     assert out.returncode == 2
     assert "MemoryError" in out.stderr or "--max-memory" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("grounder", ["auto", "problog"])
+def test_generated_programs_end_in_an_answer_or_one_line_never_a_traceback(grounder):
+    """The generated first-order programs of tests/problog_reference.py (lists, arithmetic,
+    standard order, cycles, negation, findall, evidence, non-ground queries) under ProbLog's
+    grounder and auto: each is answered or refused with a NesyError (exit 0 or 2), never
+    another exception (a traceback, exit 1)."""
+    import problog_reference as reference
+    for seed in range(60):
+        text = reference.program(seed)
+        try:
+            marginals(text, budget=Budget(grounder=grounder, timeout=20))
+        except NesyError:
+            pass
