@@ -29,7 +29,7 @@ import sys
 from ..errors import BudgetExceeded, NesyError
 
 #: seconds the child may take to start (imports, SWI-Prolog) beyond the --timeout of the work
-START_GRACE = 5.0
+START_GRACE = 2.0
 #: address space the child may add for its own start-up bookkeeping and thread stacks (MiB)
 AS_SLACK_MB = 96
 
@@ -55,6 +55,7 @@ def marginals_bounded(path, queries, budget) -> "Marginals":
         raise BudgetExceeded(f"inference stopped at the --timeout of {budget.timeout:g} s "
                              "(the process grounding and compiling was ended)",
                              file=str(path)) from None
+    sys.set_int_max_str_digits(0)   # the child's answers may hold large integers
     reply = _reply(proc.stdout)
     if reply is not None and "answers" in reply:
         return Marginals(answers=[Answer(a["query"], a["atom"], _value(a["value"]), a["p"])
@@ -114,6 +115,7 @@ def _child() -> int:
     """The child's side: read the request, bound the address space, answer in JSON."""
     import resource
 
+    sys.set_int_max_str_digits(0)   # answers may be large integers (within arith's bound)
     request = json.loads(sys.stdin.read())
     from .budget import Budget
     from .marginals import marginals

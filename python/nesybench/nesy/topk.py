@@ -76,13 +76,18 @@ _TRUE = (((), 0.0),)      # one empty proof (log-probability 0): the node is tru
 _FALSE = ()               # no proof: the node is false
 
 
-def bound_kind(nodes, has_evidence: bool) -> str:
+def bound_kind(nodes, has_evidence: bool, labels=()) -> str:
     """What a top-k probability of this ground program is to the exact one: ``"lower
     bound"`` (no negation, no evidence: every kept proof implies its node), else ``"no
     bound: negation"`` or ``"no bound: evidence"`` (the complement of a lower bound, or a
     ratio of two, is neither; the module docstring gives an example). Exact wherever no
     proof was cut (:attr:`TopKProgram.last_truncated`)."""
     negated = any(x < 0 for n in nodes[1:] if n is not None and n[0] != "lit" for x in n[1])
+    # a label value proved by a negated node (nomaj :- \+ maj.); the value 0 of a Boolean
+    # label is the complement of its value 1 by construction, not a negation of the program
+    negated = negated or any(
+        n is not None and n < 0 and not (v == 0 and lab.values in ([0, 1], [0]))
+        for lab in labels for v, n in zip(lab.values, lab.nodes))
     if negated:
         return "no bound: negation"
     return "no bound: evidence" if has_evidence else "lower bound"
@@ -119,7 +124,7 @@ class TopKProgram(LearnableProbabilities, LabelSemantics):
         self.label_nodes = [list(lab.nodes) for lab in gp.labels]
         self.evidence_nodes = [nid if obs else -nid for _, nid, obs in gp.evidence]
         self.last_truncated = torch.zeros(0, dtype=torch.bool)
-        self.stats["bound"] = bound_kind(self.nodes, bool(gp.evidence))
+        self.stats["bound"] = bound_kind(self.nodes, bool(gp.evidence), gp.labels)
         self._static()
 
     def _static(self) -> None:
