@@ -209,7 +209,9 @@ def main(argv=None) -> int:
         for name, c, line in items:
             print(f"  {c:9s} {name}: {line}")
     if args.write_docs:
-        _write_docs(len(suite), len(files), table, details.get("auto", []))
+        shown = [(n, c, line.replace(str(args.reference.resolve()), "PATH")
+                  .replace(str(args.reference), "PATH")) for n, c, line in details.get("auto", [])]
+        _write_docs(len(suite), len(files), table, shown)
     bad = any(c["wrong"] or c["traceback"] for c in rows.values())
     return 1 if bad else 0
 
@@ -231,8 +233,9 @@ def _write_docs(n_suite: int, n_files: int, table: list[str], auto_details: list
         pre, rest = text.split(MARK_BEGIN, 1)
         post = rest.split(MARK_END, 1)[1]
         text = pre + "\n".join(body) + post
-    else:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(body) + "\n"
+    else:                       # at the end of the engine's section
+        anchor = "\n## SKI robustness"
+        text = text.replace(anchor, "\n" + "\n".join(body) + "\n" + anchor, 1)
     doc.write_text(text, encoding="utf-8")
 
 
