@@ -104,6 +104,16 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("logic/prolog.py", "resolve", "ROOT / a value"):
         "nesybench's own Prolog module names (prolog/..., kb/...), never user input",
     ("nesy/budget.py", "resident_mb", "open"): "/proc/self/statm: this process's own memory",
+    ("nesy/isolate.py", "_vm_size_bytes", "open"):
+        "/proc/self/status: the child's own address-space size",
+    ("nesy/isolate.py", "_child", "json.loads"):
+        "the request its parent wrote on standard input (a path the parent checked, budgets)",
+    ("nesy/isolate.py", "_reply", "json.loads"):
+        "the reply the child process of nesybench wrote on its standard output",
+    ("kandy/cli.py", "plot_cmd", "Path.iterdir"):
+        "whether the user's own --out folder is empty (names only, nothing is read)",
+    ("parallel.py", "_probe_ray", "json.loads"):
+        "the reply nesybench's own probe process printed",
     ("rudas/experiment.py", "run_experiment", "Path.read_text"):
         "the marker of an experiment folder nesybench writes in place (strict JSON)",
     ("rudas/learners/aleph.py", "Aleph.run", "Path.read_text"):
