@@ -25,7 +25,7 @@ over the batch; for the noisy program its ``SGD`` optimiser of the probabilistic
 with learning rate 1e-3, as in its example). nesybench trains the network and the program's
 parameters with one Adam optimiser (as ``nesybench nesy train`` does; ``t(P)`` is a logit);
 ``--fact-optimiser sgd`` holds the learnable facts as probabilities and steps them with the
-engine's :class:`~nesybench.nesy.learnable.ProbabilitySGD`, DeepProbLog's ``SGD`` (a step of
+engine's :class:`~nesybench.nesy.inference.learnable.ProbabilitySGD`, DeepProbLog's ``SGD`` (a step of
 ``-1e-3 * dLoss/dP`` on the probability, clipped to [0, 1]),
 and ``--fact-optimiser adam sgd`` trains nesybench once with each against one DeepProbLog run:
 it tells the optimiser of the noise fact apart from the engine.
@@ -129,8 +129,8 @@ def _bar(total: int, desc: str, quiet: bool):
 # -- nesybench -------------------------------------------------------------------------------
 def train_ours(program: Path, functor: str, init: dict, xtr, pairs, labels, batches, args,
                desc: str, fact_optimiser: str = "adam") -> dict:
-    from nesybench.nesy.circuit import CompiledProgram
-    from nesybench.nesy.learnable import ProbabilitySGD
+    from nesybench.nesy.inference.circuit import CompiledProgram
+    from nesybench.nesy.inference.learnable import ProbabilitySGD
 
     prog = CompiledProgram.from_program(program, [f"{functor}(x1, x2, Z)"],
                                         networks=["mnist_net"], concept_order=["x1", "x2"])
@@ -403,7 +403,7 @@ def main(argv=None) -> int:
         return 0
     if not args.reference_path:
         ap.error("--reference-path is required (DeepProbLog's example programs are read there)")
-    from nesybench.nesy.circuit import CompiledProgram
+    from nesybench.nesy.inference.circuit import CompiledProgram
 
     # a terminated run still ends its DeepProbLog worker and removes its scratch folder
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -6,7 +6,7 @@ figure is that configuration's own):
 * **exact**: ground + compile the program into an SDD under a budget (``--timeout``,
   ``--max-circuit-nodes``); prints ground nodes, compile seconds, SDD size, peak live SDD nodes
   and the process's peak RSS — or the budget error where it stops;
-* **sample:S** (``nesybench.nesy.approx``): ground only, then one batch of ``--batch``
+* **sample:S** (``nesybench.nesy.inference.approx``): ground only, then one batch of ``--batch``
   examples: seconds per forward + backward, and, where the exact circuit exists, the error of
   the sampled marginals (max |P̂ - P| over every label value and example, and that error in
   units of the standard error sqrt(P(1-P)/S)) and of P̂(y) for each example's true label.
@@ -51,7 +51,7 @@ def shape(program: str, n: int):
         xs = [f"a{i}" for i in range(n)] + [f"b{i}" for i in range(n)]
         return SUM, [f"total([{','.join(xs)}], S)"], xs
     if program == "carry":
-        from nesybench.nesy.mnist_add import addition_program
+        from nesybench.nesy.learn.mnist_add import addition_program
         s = addition_program(n)
         return s.text, s.queries, s.concept_order
     a = [f"a{i}" for i in range(n)]
@@ -107,9 +107,9 @@ def one(spec: dict) -> dict:
     """One configuration, in this process."""
     import torch
     from nesybench.errors import BudgetExceeded
-    from nesybench.nesy.approx import SampledProgram
-    from nesybench.nesy.budget import Budget
-    from nesybench.nesy.circuit import CompiledProgram
+    from nesybench.nesy.inference.approx import SampledProgram
+    from nesybench.nesy.program.budget import Budget
+    from nesybench.nesy.inference.circuit import CompiledProgram
     import problog.engine  # noqa: F401  - the libraries grounding and compiling load, so
     import pysdd.sdd  # noqa: F401        that the baseline below is the process before work
 

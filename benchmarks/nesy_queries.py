@@ -11,7 +11,7 @@ Programs (fixed seeds, so every run times the same text):
 
 ProbLog is used as its documentation shows
 (``get_evaluatable("sdd").create_from(PrologString(text)).evaluate()``); nesybench as
-``nesybench.nesy.marginals.marginals(text)`` (SWI-Prolog grounder, the same SDD library). Both
+``nesybench.nesy.inference.marginals.marginals(text)`` (SWI-Prolog grounder, the same SDD library). Both
 run in this process, after one warm-up each; rounds interleave the two; each row gives the
 median with min–max, and the ratio ProbLog / nesybench of the medians (above 1: nesybench is
 faster). Grounding and compilation are reported apart for nesybench (its ``stats``). The
@@ -62,7 +62,7 @@ def problog_run(text: str) -> tuple[float, dict]:
 
 
 def ours_run(text: str) -> tuple[float, dict, dict]:
-    from nesybench.nesy.marginals import marginals
+    from nesybench.nesy.inference.marginals import marginals
     t0 = time.perf_counter()
     res = marginals(text)
     return (time.perf_counter() - t0, {a.atom.replace(" ", ""): a.p for a in res.answers},

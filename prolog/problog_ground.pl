@@ -17,7 +17,7 @@ meta-interpreter over the program's clauses held as *data*:
     quotes included, so `'abc'` and `abc` are different terms, as they are in ProbLog; a
     goal's own name is unquoted (ProbLog looks predicates up by their unquoted name);
   * arithmetic is ProbLog's: pg_eval/2 evaluates an expression with ProbLog's function
-    table (Python module `nesybench.nesy.arith`, through janus), with integer `+` and `-`
+    table (Python module `nesybench.nesy.program.arith`, through janus), with integer `+` and `-`
     and integer comparisons computed here (the same results); `is/2` stores a float rounded
     to 15 decimals as ProbLog's constants do;
   * **phase 1** (tabled, d/2) finds the atoms of probabilistic predicates that may be true.
@@ -713,7 +713,7 @@ pg_atom_number(A, N) :- var(A), !,
     ).
 pg_atom_number(A, N) :- var(N), !,
     atom_string(A, S),
-    py_call('nesybench.nesy.arith':atom_number(S), R),
+    py_call('nesybench.nesy.program.arith':atom_number(S), R),
     (   R = [1, V] -> N = V
     ;   R = [2, Msg] -> throw(pg_error(Msg))
     ).
@@ -762,7 +762,7 @@ mode_error(G) :-
 %!  pg_order(@A, @B, -Order) is det.
 %
 %   Order (`<`, `=` or `>`) of A and B in ProbLog's standard order, by ProbLog's own
-%   comparison (`nesybench.nesy.standard_order`): numbers of different value are ordered by
+%   comparison (`nesybench.nesy.program.standard_order`): numbers of different value are ordered by
 %   their text there, strings come before atoms, and so on; SWI-Prolog's order differs.
 pg_order(A, B, _) :-
     A \== B, term_variables(A, [_|_]), term_variables(B, [_|_]), !,
@@ -772,7 +772,7 @@ pg_order(A, B, O) :-
     term_variables(A-B, Vs),
     encode_numbered(A, Vs, EA),
     encode_numbered(B, Vs, EB),
-    py_call('nesybench.nesy.standard_order':order(EA, EB), R),
+    py_call('nesybench.nesy.program.standard_order':order(EA, EB), R),
     order_symbol(R, O).
 
 order_symbol(-1, <).
@@ -787,7 +787,7 @@ pg_sort(L, S) :-
     (   is_list(L) -> true ; throw(error(type_error(list, L), sort/2)) ),
     term_variables(L, Vs),
     maplist(encode_with(Vs), L, Es),
-    py_call('nesybench.nesy.standard_order':sort_indices(Es), Is),
+    py_call('nesybench.nesy.program.standard_order':sort_indices(Es), Is),
     Items =.. [items|L],
     maplist(item_at(Items), Is, S).
 
@@ -817,7 +817,7 @@ var_position([V|Vs], X, K0, K) :-
 %!  pg_eval(+Expression, -Value:number) is det.
 %
 %   Value of Expression as ProbLog computes it: each function by ProbLog's own table
-%   (`nesybench.nesy.arith:apply/2`, bounded before it computes), integer `+` and `-` here
+%   (`nesybench.nesy.program.arith:apply/2`, bounded before it computes), integer `+` and `-` here
 %   (the same results). An error of the program throws pg_error(arith(Message)).
 pg_eval(X, _) :- var(X), !,
     throw(pg_error(arith("arguments are not sufficiently instantiated"))).
@@ -845,11 +845,11 @@ unquote(F0, F) :-
     ;   F = F0
     ).
 
-%   on integers (within the bound of nesybench.nesy.arith) SWI-Prolog computes what Python
+%   on integers (within the bound of nesybench.nesy.program.arith) SWI-Prolog computes what Python
 %   does: `//` is div (floor), ProbLog's `mod` and `rem` are both Python's %, which is mod
 arith(+, [A, B], V) :- integer(A), integer(B), !, V is A + B.
 arith(-, [A, B], V) :- integer(A), integer(B), !, V is A - B.
-arith(*, [A, B], V) :-             % 100,000: nesybench.nesy.arith.MAX_INT_BITS
+arith(*, [A, B], V) :-             % 100,000: nesybench.nesy.program.arith.MAX_INT_BITS
     integer(A), integer(B), int_bits(A, BA), int_bits(B, BB), BA + BB =< 100000, !,
     V is A * B.
 arith(//, [A, B], V) :- integer(A), integer(B), B =\= 0, !, V is A div B.
@@ -865,7 +865,7 @@ arith(F, [A, B], V) :-                 % IEEE operations: the same double in Pyt
     finite(V0), !,
     V = V0.
 arith(F, Vs, V) :-
-    py_call('nesybench.nesy.arith':apply(F, Vs), R),
+    py_call('nesybench.nesy.program.arith':apply(F, Vs), R),
     (   R = [1, V0]
     ->  V = V0
     ;   R = [_, Msg],
@@ -896,7 +896,7 @@ finite(V) :- float_class(V, C), memberchk(C, [zero, subnormal, normal]).
 stored_value(V0, V) :-
     (   float(V0), finite(V0)
     ->  format(atom(S), "~15f", [V0]), atom_number(S, V1), V = V1
-    ;   float(V0) -> py_call('nesybench.nesy.arith':result(V0), V)
+    ;   float(V0) -> py_call('nesybench.nesy.program.arith':result(V0), V)
     ;   V = V0
     ).
 
@@ -905,7 +905,7 @@ compare_values(Op, A, B) :-
     pg_eval(B, Y),
     (   integer(X), integer(Y)
     ->  compare_integers(Op, X, Y)
-    ;   py_call('nesybench.nesy.arith':compare(Op, X, Y), 1)
+    ;   py_call('nesybench.nesy.program.arith':compare(Op, X, Y), 1)
     ).
 
 compare_integers(<, X, Y) :- X < Y.

@@ -450,8 +450,8 @@ LOADERS = {
     "nesybench.load": _loader("nesybench.data:load"),
     "nesybench.data.load_folder": _loader("nesybench.data:load_folder"),
     "CompiledProgram.from_program":
-        _loader("nesybench.nesy.circuit:CompiledProgram.from_program"),
-    "SampledProgram.from_program": _loader("nesybench.nesy.approx:SampledProgram.from_program"),
+        _loader("nesybench.nesy.inference.circuit:CompiledProgram.from_program"),
+    "SampledProgram.from_program": _loader("nesybench.nesy.inference.approx:SampledProgram.from_program"),
     "nesybench.rudas.learners.load_dataset": _loader("nesybench.rudas.learners:load_dataset"),
     "nesybench.rudas.learners.parse_rules": _loader("nesybench.rudas.learners:parse_rules"),
     "nesybench.rudas.experiment.load_experiment":
@@ -467,8 +467,8 @@ LOADERS = {
         _loader("nesybench.kandy.reference:import_reference"),
     "nesybench.kandy.learn.data.load_data": _loader("nesybench.kandy.learn.data:load_data"),
     "nesybench.kandy.ilp.task.load_task": _loader("nesybench.kandy.ilp.task:load_task"),
-    "nesybench.nesy.data.NesyData.from_folder":
-        _loader("nesybench.nesy.data:NesyData.from_folder"),
+    "nesybench.nesy.learn.data.NesyData.from_folder":
+        _loader("nesybench.nesy.learn.data:NesyData.from_folder"),
     "nesybench.ski.data.load": _loader("nesybench.ski.data:load"),
     "nesybench.irt.data.load_file": _loader("nesybench.irt.data:load_file"),
     "nesybench.irt.data.load_responses": _loader("nesybench.irt.data:load_responses"),

@@ -9,7 +9,7 @@ table over negative, zero, float and large operands; comparisons that tell integ
 floats; cyclic reachability; evidence on derived atoms; ground, non-ground and anonymous
 queries. :func:`compare` evaluates one program with stock ProbLog (``get_evaluatable()``, as
 ProbLog's own documentation uses it) and with each of nesybench's grounders through the public
-:class:`~nesybench.nesy.circuit.CompiledProgram`, and returns the disagreements (a program
+:class:`~nesybench.nesy.inference.circuit.CompiledProgram`, and returns the disagreements (a program
 that stock ProbLog rejects must be rejected with one line by every grounder).
 """
 from __future__ import annotations
@@ -250,7 +250,7 @@ def _expected(text: str, answer: dict) -> list[tuple[dict, bool]] | None:
     from problog.logic import Term
     from problog.program import PrologString
 
-    from nesybench.nesy.program import _free_vars, _name_anonymous_query, _py
+    from nesybench.nesy.program.program import _free_vars, _name_anonymous_query, _py
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -297,8 +297,8 @@ def ours(text: str, grounder: str):
     """nesybench's answer under ``grounder``: per query statement ``{label value:
     probability}``, or the :class:`~nesybench.errors.NesyError` it raised."""
     from nesybench.errors import NesyError
-    from nesybench.nesy.budget import Budget
-    from nesybench.nesy.circuit import CompiledProgram
+    from nesybench.nesy.program.budget import Budget
+    from nesybench.nesy.inference.circuit import CompiledProgram
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

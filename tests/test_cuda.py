@@ -28,7 +28,7 @@ def _deterministic():
 # --------------------------------------------------------------------------- NeSy circuit
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_circuit_log_probabilities_and_gradients_match_cpu(dtype):
-    from nesybench.nesy.mnist_add import compile_addition, from_digits, sum_labels
+    from nesybench.nesy.learn.mnist_add import compile_addition, from_digits, sum_labels
 
     n = 2
     prog_cpu = compile_addition(n)
@@ -51,8 +51,8 @@ def test_circuit_log_probabilities_and_gradients_match_cpu(dtype):
 
 def test_training_steps_match_cpu():
     """Five Adam steps of LeNet through the N = 1 circuit: same losses on both devices."""
-    from nesybench.nesy.mnist_add import compile_addition, from_digits, sum_labels
-    from nesybench.nesy.nets import LeNet
+    from nesybench.nesy.learn.mnist_add import compile_addition, from_digits, sum_labels
+    from nesybench.nesy.learn.nets import LeNet
 
     n = 1
     g = torch.Generator().manual_seed(1)

@@ -103,12 +103,12 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "JSON this process dumped as a cache key",
     ("logic/prolog.py", "resolve", "ROOT / a value"):
         "nesybench's own Prolog module names (prolog/..., kb/...), never user input",
-    ("nesy/budget.py", "resident_mb", "open"): "/proc/self/statm: this process's own memory",
-    ("nesy/isolate.py", "_vm_size_bytes", "open"):
+    ("nesy/program/budget.py", "resident_mb", "open"): "/proc/self/statm: this process's own memory",
+    ("nesy/inference/isolate.py", "_vm_size_bytes", "open"):
         "/proc/self/status: the child's own address-space size",
-    ("nesy/isolate.py", "_child", "json.loads"):
+    ("nesy/inference/isolate.py", "_child", "json.loads"):
         "the request its parent wrote on standard input (a path the parent checked, budgets)",
-    ("nesy/isolate.py", "_reply", "json.loads"):
+    ("nesy/inference/isolate.py", "_reply", "json.loads"):
         "the reply the child process of nesybench wrote on its standard output",
     ("kandy/cli.py", "plot_cmd", "Path.iterdir"):
         "whether the user's own --out folder is empty (names only, nothing is read)",

@@ -271,7 +271,7 @@ def test_the_installed_wheel_runs_from_any_folder(wheel, tmp_path):
     res = run(nb, "rs", "count", str(curricula / "rs" / "mnadd_evenodd.yaml"))
     assert res.returncode == 0 and "36 optimal" in res.stdout, res.stdout + res.stderr
     res = run(str(py), "-c", "import torch\n"
-              "from nesybench.nesy.circuit import CompiledProgram\n"
+              "from nesybench.nesy.inference.circuit import CompiledProgram\n"
               "p = CompiledProgram.from_program('nn(digit_net, [X], Y, [0,1,2]) :: d(X, Y).\\n"
               "add(X, Y, Z) :- d(X, A), d(Y, B), Z is A + B.', ['add(x1, x2, Z)'])\n"
               "u = torch.full((1, 3), 1 / 3)\n"

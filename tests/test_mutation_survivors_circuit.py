@@ -1,4 +1,4 @@
-"""The compiled-circuit semantics (``nesy/circuit.py``) where the engine tests did not look:
+"""The compiled-circuit semantics (``nesy/inference/circuit.py``) where the engine tests did not look:
 label values that are tuples (through the circuit cache too), several learnable facts,
 learnable probabilities stated as 0 or 1, evidence with several labels in both semirings,
 the label index's bounds, log inputs in the real semiring, the compile statistics and the
@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from nesybench.errors import BudgetExceeded, NesyError
-from nesybench.nesy.budget import Budget
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.program import ground
+from nesybench.nesy.program.budget import Budget
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.program.program import ground
 
 
 @pytest.fixture(autouse=True)
@@ -169,7 +169,7 @@ def test_a_label_with_several_values_in_one_world_against_problog(semiring):
     from problog import get_evaluatable
     from problog.program import PrologString
 
-    from nesybench.nesy.oracle import problog_probability
+    from nesybench.nesy.inference.oracle import problog_probability
 
     prog = CompiledProgram.from_program(PATHS, ["path(a, Y)", "path(b, Y)"], use_cache=False,
                                         semiring=semiring)

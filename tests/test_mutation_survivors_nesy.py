@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from nesybench.errors import NesyError
-from nesybench.nesy import semantics as S
-from nesybench.nesy.semantics import WorldEnumeration, index_labels, world_table
+from nesybench.nesy.inference import semantics as S
+from nesybench.nesy.inference.semantics import WorldEnumeration, index_labels, world_table
 from nesybench.shortcuts.task import Task, Variable
 
 

@@ -1,4 +1,4 @@
-"""The acyclic DAG copy (:mod:`nesybench.nesy.acyclic`) is node for node ProbLog's own
+"""The acyclic DAG copy (:mod:`nesybench.nesy.program.acyclic`) is node for node ProbLog's own
 ``LogicDAG.create_from``, and cycles are found exactly where a brute-force reachability
 closure finds them."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from problog.formula import LogicDAG, LogicFormula
 from problog.program import PrologString
 
-from nesybench.nesy.acyclic import has_cycle, to_dag
-from nesybench.nesy.mnist_add import addition_program
+from nesybench.nesy.program.acyclic import has_cycle, to_dag
+from nesybench.nesy.learn.mnist_add import addition_program
 
 
 def _program(rng: random.Random, cyclic: bool) -> str:

@@ -1,4 +1,4 @@
-"""Approximate inference (nesybench.nesy.approx): sampled marginals and gradients agree with the
+"""Approximate inference (nesybench.nesy.inference.approx): sampled marginals and gradients agree with the
 exact circuit within the documented standard error, training with sampling learns the digits,
 and a compilation budget error names the approximate option."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from nesybench.errors import BudgetExceeded, NesyError
-from nesybench.nesy.approx import SampledProgram, build_program, parse_inference
-from nesybench.nesy.budget import Budget
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.mnist_add import addition_program, sum_labels
+from nesybench.nesy.inference.approx import SampledProgram, build_program, parse_inference
+from nesybench.nesy.program.budget import Budget
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.learn.mnist_add import addition_program, sum_labels
 
 #: the tolerance of every comparison below, in standard errors of the estimate
 Z = 5.0
@@ -213,8 +213,8 @@ def test_infer_cli_prints_estimate_with_standard_error(tmp_path):
 def test_build_semantics_samples_a_task_program():
     """--inference sample:S on a shortcut task: the task's ProbLog program, sampled, agrees with
     the exact world enumeration within the tolerance."""
-    from nesybench.nesy.engines import build_semantics
-    from nesybench.nesy.semantics import WorldEnumeration
+    from nesybench.nesy.learn.engines import build_semantics
+    from nesybench.nesy.inference.semantics import WorldEnumeration
     from nesybench.shortcuts.task import load_task
 
     task = load_task("curricula/rs/xor.yaml")

@@ -1,4 +1,4 @@
-"""ProbLog's builtin table is the specification (``nesybench.nesy.builtin_table``).
+"""ProbLog's builtin table is the specification (``nesybench.nesy.program.builtin_table``).
 
 Every builtin of ProbLog's engine has a row; a proven row is checked differentially against
 ProbLog's own engine on generated arguments; a routed row makes ``auto`` ground with ProbLog's
@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from nesybench.errors import NesyError
-from nesybench.nesy import builtin_table as bt
-from nesybench.nesy.budget import Budget
-from nesybench.nesy.marginals import marginals
+from nesybench.nesy.program import builtin_table as bt
+from nesybench.nesy.program.budget import Budget
+from nesybench.nesy.inference.marginals import marginals
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -35,7 +35,7 @@ def test_every_problog_builtin_has_a_row():
 def test_library_builtin_and_the_libraries_are_covered():
     from importlib.resources import files
 
-    from nesybench.nesy.sandbox import LIBRARIES
+    from nesybench.nesy.program.sandbox import LIBRARIES
     text = (files("problog") / "library" / "builtin.pl").read_text()
     assert "forall/2" in text and ("forall", 2) in bt.CONTROL
     for lib in ("lists", "apply"):
@@ -91,7 +91,7 @@ def test_routed_builtins_go_to_problogs_grounder(sig):
     name, arity = sig.rsplit("/", 1)
     args = ", ".join(["X", "p(X)", "L"][:int(arity)])
     text = f"p(1). p(2).\nr(L) :- {name}({args}).\nquery(r(L)).\n"
-    from nesybench.nesy.program import ground
+    from nesybench.nesy.program.program import ground
     gp = ground(text, networks=[], grounder="auto")
     assert gp.grounder == "problog"
     with pytest.raises(NesyError, match=sig.replace("/", "/")):

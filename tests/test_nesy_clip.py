@@ -14,8 +14,8 @@ pytest.importorskip("transformers")
 
 from nesybench.cli import main  # noqa: E402
 from nesybench.errors import NesyError  # noqa: E402
-from nesybench.nesy import clip as nclip  # noqa: E402
-from nesybench.nesy.data import NesyData  # noqa: E402
+from nesybench.nesy.learn import clip as nclip  # noqa: E402
+from nesybench.nesy.learn.data import NesyData  # noqa: E402
 from nesybench.shortcuts.task import load_task  # noqa: E402
 
 
@@ -128,7 +128,7 @@ def test_supervision_end_to_end(root, ckpt, data, tmp_path, capsys):
     assert s["config"]["concept_source"] == f"clip:{ckpt}"
     assert 0 <= s["concept_source"]["train_concept_accuracy"] <= 1
     # the targets are CLIP's probabilities: the soft cross-entropy of the models
-    from nesybench.nesy.models import CBM
+    from nesybench.nesy.learn.models import CBM
     task = load_task(root / "curricula/rs/xor.yaml")
     m = CBM(task.variables, [[0, 1]], "vector", (4,))
     logits = [torch.tensor([[0.3, -0.2]]), torch.tensor([[1.0, 0.0]]), torch.tensor([[0., 2.]])]
@@ -140,7 +140,7 @@ def test_supervision_end_to_end(root, ckpt, data, tmp_path, capsys):
 
 
 def test_clip_logic_is_clip_concepts_through_the_knowledge(root, ckpt, data, tmp_path, capsys):
-    from nesybench.nesy.semantics import WorldEnumeration
+    from nesybench.nesy.inference.semantics import WorldEnumeration
     run = tmp_path / "cl"
     assert main(["nesy", "train", str(root / "curricula/rs/xor.yaml"), "--model", "clip-logic",
                  "--data", str(data), "--concept-source", f"clip:{ckpt}", "--out", str(run),
@@ -162,7 +162,7 @@ def test_clip_logic_is_clip_concepts_through_the_knowledge(root, ckpt, data, tmp
 
 
 def test_sweep_cell_with_a_concept_source(root, ckpt, data, tmp_path):
-    from nesybench.nesy.cells import nesy_train_cell
+    from nesybench.nesy.learn.cells import nesy_train_cell
     from nesybench.runs import CellContext
     params = {"task": "curricula/rs/xor.yaml", "data": str(data), "epochs": 1, "batch": 8,
               "concept_sup": 1.0, "concept_source": f"clip:{ckpt}"}
@@ -207,7 +207,7 @@ def test_pickled_weights_are_not_loaded(tmp_path):
     import shutil
 
     from nesybench.errors import NesyError
-    from nesybench.nesy import clip
+    from nesybench.nesy.learn import clip
 
     src = tmp_path / "tiny"
     clip.write_tiny_clip(src)

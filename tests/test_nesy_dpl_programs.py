@@ -13,7 +13,7 @@ import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
-from nesybench.nesy.circuit import CompiledProgram
+from nesybench.nesy.inference.circuit import CompiledProgram
 
 UNIFORM = "; ".join(f"1/19::uniform(X,Y,{v})" for v in range(19))
 

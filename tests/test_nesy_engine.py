@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from nesybench.errors import NesyError
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.mnist_add import addition_program, compile_addition, sum_labels, to_digits
-from nesybench.nesy.oracle import cached_paths, enumerate_worlds, problog_probability, sdd_wmc
-from nesybench.nesy.program import ground
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.learn.mnist_add import addition_program, compile_addition, sum_labels, to_digits
+from nesybench.nesy.inference.oracle import cached_paths, enumerate_worlds, problog_probability, sdd_wmc
+from nesybench.nesy.program.program import ground
 
 ADD = """
 nn(digit_net, [X], Y, [0, 1, 2, 3]) :: digit(X, Y).
@@ -177,7 +177,7 @@ def _carry_dp(pa: list, pb: list, digits: list[int]) -> float:
 def test_compilation_with_garbage_collection_keeps_the_circuit(monkeypatch):
     """The fast strategy collects dead SDD nodes as it goes (forced here at every check):
     the circuit is the same, and N = 4 sums match a carry dynamic program."""
-    from nesybench.nesy import compile as C
+    from nesybench.nesy.inference import compile as C
 
     n = 4
     monkeypatch.setattr(C, "GC_DEAD_NODES", 10 ** 12)

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from nesybench.errors import NesyError
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.sandbox import ENGINE_BUILTINS, engine_builtin_names, safe_engine
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.program.sandbox import ENGINE_BUILTINS, engine_builtin_names, safe_engine
 
 
 @pytest.fixture(autouse=True)
@@ -294,7 +294,7 @@ def test_an_unknown_network_is_refused_when_the_networks_are_given():
 def test_grounding_errors_name_the_calling_goals_line_and_column():
     """ProbLog's engine names the goal's position; the SWI-Prolog grounder (the default)
     names the clause's (its `:-`), where the program crossed to Prolog as data."""
-    from nesybench.nesy.budget import Budget
+    from nesybench.nesy.program.budget import Budget
     text = "b.\na :- b,\n     X is foo + 1.\nquery(a)."
     with pytest.raises(NesyError) as err:
         CompiledProgram.from_program(text, None, use_cache=False,

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from nesybench import ROOT
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.from_task import task_program
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.inference.from_task import task_program
 from nesybench.shortcuts.task import load_task
 
 TASKS = sorted((ROOT / "curricula" / "rs").glob("*.yaml"))

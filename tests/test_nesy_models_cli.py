@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from nesybench.cli import main
-from nesybench.nesy.cells import nesy_train_cell
+from nesybench.nesy.learn.cells import nesy_train_cell
 from nesybench.runs import CellContext
 from nesybench.runs.registry import resolve
 from nesybench.shortcuts.task import load_task

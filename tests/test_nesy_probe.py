@@ -15,8 +15,8 @@ from torch import nn
 
 from nesybench.cli import main
 from nesybench.errors import NesyError
-from nesybench.nesy import probe
-from nesybench.nesy.models import Output
+from nesybench.nesy.learn import probe
+from nesybench.nesy.learn.models import Output
 from nesybench.shortcuts.task import load_task
 
 

@@ -15,8 +15,8 @@ import warnings
 import pytest
 
 from nesybench.errors import NesyError
-from nesybench.nesy.budget import Budget
-from nesybench.nesy.marginals import marginals
+from nesybench.nesy.program.budget import Budget
+from nesybench.nesy.inference.marginals import marginals
 
 GROUNDERS = ("auto", "prolog", "problog")
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from nesybench.errors import NesyError
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy import compile as compile_mod
-from nesybench.nesy.program import ground
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.inference import compile as compile_mod
+from nesybench.nesy.program.program import ground
 
 
 @pytest.fixture(autouse=True)
@@ -144,7 +144,7 @@ def test_compile_progress_counts_every_ground_node_and_label_value(strategy, mon
     restart with minimisation too (one bar, reset and renamed)."""
     import tqdm
 
-    from nesybench.nesy.compile import compile_program
+    from nesybench.nesy.inference.compile import compile_program
 
     monkeypatch.setattr(tqdm, "tqdm", _RecordingBar)
     _RecordingBar.made = []

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nesybench.errors import BudgetExceeded, NesyError
-from nesybench.nesy.budget import Budget, budgeted_grounding
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.from_task import prolog_term, quote_atom
-from nesybench.nesy.program import parse
-from nesybench.nesy.sandbox import BUILTINS, LIBRARIES, META
+from nesybench.nesy.program.budget import Budget, budgeted_grounding
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.inference.from_task import prolog_term, quote_atom
+from nesybench.nesy.program.program import parse
+from nesybench.nesy.program.sandbox import BUILTINS, LIBRARIES, META
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.semantics import WorldEnumeration
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.inference.semantics import WorldEnumeration
 from nesybench.shortcuts.task import load_task
 
 

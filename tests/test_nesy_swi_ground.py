@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nesybench.errors import NesyError
-from nesybench.nesy.budget import Budget, BudgetExceeded
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.program import ground
-from nesybench.nesy.sandbox import ENGINE_BUILTINS, engine_builtin_names
+from nesybench.nesy.program.budget import Budget, BudgetExceeded
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.program.program import ground
+from nesybench.nesy.program.sandbox import ENGINE_BUILTINS, engine_builtin_names
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_nesy_engine_allowlist import PATHS, _goal  # noqa: E402
@@ -173,7 +173,7 @@ def has_cycle(text: str) -> bool:
     from problog.formula import LogicFormula
     from problog.program import PrologString
 
-    from nesybench.nesy.acyclic import has_cycle as formula_has_cycle
+    from nesybench.nesy.program.acyclic import has_cycle as formula_has_cycle
     return formula_has_cycle(LogicFormula.create_from(PrologString(text)))
 
 
@@ -381,7 +381,7 @@ def test_same_program_same_ground_program_in_any_process():
     a = ground(CARDS, ["result([c1,c2,c3],S)"], grounder="prolog")
     b = ground(CARDS, ["result([c1,c2,c3],S)"], grounder="prolog")
     assert a.nodes == b.nodes
-    code = ("import sys, json\nfrom nesybench.nesy.program import ground\n"
+    code = ("import sys, json\nfrom nesybench.nesy.program.program import ground\n"
             "sys.path.insert(0, sys.argv[1])\nfrom test_nesy_swi_ground import CARDS\n"
             "gp = ground(CARDS, ['result([c1,c2,c3],S)'], grounder='prolog')\n"
             "print(json.dumps(gp.nodes))")
@@ -398,7 +398,7 @@ def test_same_program_same_ground_program_in_any_process():
 def test_dnf_route_compiles_the_same_function(name, monkeypatch):
     """Label values that are DNFs over choice literals compile as decision diagrams; the
     circuit gives the same marginals as compiling node by node, to 1e-12."""
-    from nesybench.nesy import compile as comp
+    from nesybench.nesy.inference import compile as comp
     text, query = PROGRAMS[name]
     via_dnf = _compiled(text, [query])
     monkeypatch.setattr(comp, "label_dnfs", lambda gp, limit=0, position=None: None)
@@ -410,8 +410,8 @@ def test_dnf_route_compiles_the_same_function(name, monkeypatch):
 
 
 def test_label_dnfs_expand_and_or_and_drop_inconsistent_terms():
-    from nesybench.nesy.compile import label_dnfs
-    from nesybench.nesy.program import Choice, GroundProgram, Label
+    from nesybench.nesy.inference.compile import label_dnfs
+    from nesybench.nesy.program.program import Choice, GroundProgram, Label
     ch = [Choice(key="c0", values=[0, 1, 2], probs=[0.2, 0.3, 0.5]),
           Choice(key="c1", values=[0, 1], probs=[0.5, 0.5])]
     nodes = [None, ("lit", 0, 0), ("lit", 0, 1), ("lit", 1, 0), ("or", [1, 2]),

@@ -1,4 +1,4 @@
-"""Top-k proofs inference (nesybench.nesy.topk): exact where nothing is truncated (textbook
+"""Top-k proofs inference (nesybench.nesy.inference.topk): exact where nothing is truncated (textbook
 multi-digit addition, negation, annotated disjunctions, evidence, learnable facts), a lower
 bound growing with K on addition, exact DNF probabilities against enumerated worlds, gradients
 that train, and `--inference topk:K` on the command line."""
@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from nesybench.errors import NesyError
-from nesybench.nesy.approx import build_program, parse_inference
-from nesybench.nesy.circuit import CompiledProgram
-from nesybench.nesy.topk import TopKProgram, disjoint_terms
+from nesybench.nesy.inference.approx import build_program, parse_inference
+from nesybench.nesy.inference.circuit import CompiledProgram
+from nesybench.nesy.inference.topk import TopKProgram, disjoint_terms
 
 #: more proofs than any node of the programs below has: nothing is ever cut
 ALL = 10 ** 6
@@ -68,7 +68,7 @@ def _addition(root, n):
     """``(text, queries, ground program, exact circuit)`` of the textbook addition over two
     ``n``-digit numbers, built once per test session."""
     if n not in _ADDITION:
-        from nesybench.nesy.program import ground
+        from nesybench.nesy.program.program import ground
         text, queries = _addition_text(root), _addition_query(n)
         _ADDITION[n] = (text, queries, ground(text, queries),
                         CompiledProgram.from_program(text, queries, use_cache=False))
@@ -233,7 +233,7 @@ def test_disjoint_terms_match_enumerated_worlds():
 def test_tiny_program_against_enumerated_worlds():
     """Every label value of the negation program, K large, against the sum over all
     3 x 3 x 2 x 2 x 3 x 2 x 2 worlds of its ground DAG evaluated by hand."""
-    from nesybench.nesy.program import ground
+    from nesybench.nesy.program.program import ground
     gp = ground(NEGATION, NEGATION_QUERIES)
     top = TopKProgram(gp, k=ALL)
     ps = _digits(2, 2, k=3, seed=9, temp=1.0)
@@ -307,8 +307,8 @@ def test_gradients_match_exact_and_a_training_step_moves_the_network(root):
 
 # -- everywhere sampling is ---------------------------------------------------------------------
 def test_build_semantics_topk_on_a_task():
-    from nesybench.nesy.engines import build_semantics
-    from nesybench.nesy.semantics import WorldEnumeration
+    from nesybench.nesy.learn.engines import build_semantics
+    from nesybench.nesy.inference.semantics import WorldEnumeration
     from nesybench.shortcuts.task import load_task
 
     task = load_task("curricula/rs/xor.yaml")

@@ -16,8 +16,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from fuzzing import check_outcome, make_bddoia, run_cli  # noqa: E402
 
-from nesybench.nesy.data import NesyData  # noqa: E402
-from nesybench.nesy.nets import layout_of  # noqa: E402
+from nesybench.nesy.learn.data import NesyData  # noqa: E402
+from nesybench.nesy.learn.nets import layout_of  # noqa: E402
 from nesybench.shortcuts.datasets.bddoia import CONCEPTS  # noqa: E402
 from nesybench.shortcuts.task import load_task  # noqa: E402
 

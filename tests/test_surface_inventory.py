@@ -38,7 +38,7 @@ PUBLIC_LOADERS = [
     "nesybench.shortcuts.generate.RSDataset", "nesybench.shortcuts.metrics.read_predictions",
     "nesybench.kandy.language.load_curriculum",
     "nesybench.kandy.reference.import_reference", "nesybench.kandy.learn.data.load_data",
-    "nesybench.kandy.ilp.task.load_task", "nesybench.nesy.data.NesyData.from_folder",
+    "nesybench.kandy.ilp.task.load_task", "nesybench.nesy.learn.data.NesyData.from_folder",
     "nesybench.ski.data.load", "nesybench.irt.data.load_file",
     "nesybench.irt.data.load_responses", "nesybench.runs.spec.load_spec",
 ]

@@ -272,7 +272,7 @@ def test_rudas_r_score_keeps_its_time_limit_on_long_bodies(tmp_path):
 
 def test_a_program_file_must_be_a_regular_file_of_bounded_size(tmp_path):
     from nesybench.errors import NesyError
-    from nesybench.nesy.program import read_program
+    from nesybench.nesy.program.program import read_program
     with pytest.raises(NesyError, match="not a regular file"):
         read_program(Path("/dev/zero"))
     fifo = tmp_path / "prog.pl"

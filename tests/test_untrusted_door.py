@@ -294,8 +294,9 @@ def test_user_cache_entries_are_read_contained(tmp_path, monkeypatch):
     or an archive declaring too much is not used (it is recomputed), never an error."""
     import numpy as np
 
-    from nesybench.nesy import cache as circuit_cache
-    from nesybench.nesy import clip, semantics
+    from nesybench.nesy.inference import cache as circuit_cache
+    from nesybench.nesy.learn import clip
+    from nesybench.nesy.inference import semantics
     monkeypatch.setenv("NESYBENCH_CACHE", str(tmp_path / "cache"))
     (tmp_path / "secret.npy").write_bytes(b"not read")
     # CLIP embeddings
@@ -330,7 +331,7 @@ def test_user_cache_entries_are_read_contained(tmp_path, monkeypatch):
 def test_nesy_data_checks_the_manifest_checksums(tmp_path):
     """`nesy train`/`nesy eval` read an RS data set with the SHA-256 its manifest lists: a
     changed labels.csv is one error naming the file."""
-    from nesybench.nesy.data import NesyData
+    from nesybench.nesy.learn.data import NesyData
     from nesybench.shortcuts.generate import generate
     from nesybench.shortcuts.task import load_task
     task = load_task(ROOT / "curricula/rs/xor.yaml")

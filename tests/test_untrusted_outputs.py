@@ -185,7 +185,7 @@ class _Boom:
 
 
 def test_a_hostile_checkpoint_is_one_error(tmp_path):
-    from nesybench.nesy.train import load_checkpoint
+    from nesybench.nesy.learn.train import load_checkpoint
     bad = tmp_path / "best.pt"
     bad.write_bytes(pickle.dumps({"state_dict": _Boom()}))
     with pytest.raises(NesyError, match="cannot load checkpoint"):

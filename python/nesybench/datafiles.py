@@ -171,7 +171,7 @@ def _load_registrations() -> None:
 
 
 #: modules whose import registers their data files (each calls :func:`register`)
-REGISTRY_MODULES: list[str] = ["nesybench.nesy.data", "nesybench.irt.data",
+REGISTRY_MODULES: list[str] = ["nesybench.nesy.learn.data", "nesybench.irt.data",
                                  "nesybench.ski.data"]
 
 

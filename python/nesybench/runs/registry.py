@@ -28,7 +28,7 @@ CELLS: dict[str, str] = {
     "demo.sleep": "nesybench.runs.demo:sleep_cell",
     "demo.fault": "nesybench.runs.demo:fault_cell",
     "rs.count": "nesybench.runs.demo:rs_count_cell",
-    "nesy.train": "nesybench.nesy.cells:nesy_train_cell",
+    "nesy.train": "nesybench.nesy.learn.cells:nesy_train_cell",
     "kandy.train": "nesybench.kandy.learn.cells:train_cell",
     "kandy.aleph": "nesybench.kandy.learn.cells:aleph_cell",
     "irt.population": "nesybench.irt.cells:population_cell",

@@ -16,7 +16,7 @@ A task YAML (``curricula/rs/*.yaml``)::
                                    # | {generator: miniboia, n_config: 100, seed: 0}
     supervised: []                 # concept supervision on these variables
     # a concept may add prompts: "a photo of the digit {value}" (or a list of templates):
-    # the zero-shot CLIP prompts of its values (nesybench.nesy.clip)
+    # the zero-shot CLIP prompts of its values (nesybench.nesy.learn.clip)
     depends: {stop: [red_light, ...]}   # optional: which variables each label reads (decomposition)
 
 Concept values are ints or lowercase atoms; a *world* is a tuple with one value per variable.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 
 class LeNet(nn.Module):

@@ -6,7 +6,7 @@ has concepts, per-variable concept logits — and has a loss on a batch
 
 * **dpl** (DeepProbLog / semantic-loss semantics): concept nets give p_i(· | x); the label
   likelihood is the exact P(y | x) = Σ_w [K(w) = y] Π_i p_i(w_i | x) of any
-  :class:`~nesybench.nesy.semantics.LabelSemantics` (world enumeration or compiled circuit);
+  :class:`~nesybench.nesy.inference.semantics.LabelSemantics` (world enumeration or compiled circuit);
   loss −log P(y | x). Predicted labels: argmax of the exact label marginals.
 * **fuzzy** (LTN-style, product real logic): the knowledge as the DNF "the label is y" ≡
   ∨_{w : K(w) = y} ∧_i (c_i = w_i), with the concept atoms' truth degrees p_i(w_i | x),
@@ -20,9 +20,9 @@ has concepts, per-variable concept logits — and has a loss on a batch
   loss: cross-entropy of the labels.
 * **nn**: the same input encoders with a 16-dimensional embedding per concept slot instead
   of concept logits, concatenated → MLP head → label logits (no concepts); its concepts are
-  read post hoc by linear probes (:mod:`nesybench.nesy.probe`).
+  read post hoc by linear probes (:mod:`nesybench.nesy.learn.probe`).
 * **clip-logic**: no training; zero-shot CLIP concept probabilities
-  (:mod:`nesybench.nesy.clip`) pushed through the task's knowledge with the exact label
+  (:mod:`nesybench.nesy.learn.clip`) pushed through the task's knowledge with the exact label
   semantics of dpl.
 
 Concept supervision adds the cross-entropy of the supervised (example, variable) concept
@@ -39,9 +39,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..errors import NesyError
+from ...errors import NesyError
 from .nets import MLP, ConceptExtractor
-from .semantics import LabelSemantics, WorldEnumeration
+from ..inference.semantics import LabelSemantics, WorldEnumeration
 
 MODELS = ("dpl", "fuzzy", "cbm", "nn", "clip-logic")
 NN_EMBED = 16
@@ -286,7 +286,7 @@ def build_model(kind: str, task, *, layout: str, input_shape, semantics: LabelSe
                 concept_weight: float = 1.0, clip=None) -> NesyModel:
     """A model of ``kind`` for ``task``. ``semantics`` is needed by dpl (any LabelSemantics)
     and fuzzy (a :class:`WorldEnumeration`); ``clip`` (a
-    :class:`~nesybench.nesy.clip.ClipConcepts`) and ``semantics`` by clip-logic."""
+    :class:`~nesybench.nesy.learn.clip.ClipConcepts`) and ``semantics`` by clip-logic."""
     v = task.variables
     if kind == "clip-logic":
         if clip is None or semantics is None:

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 PREFIX = "clip:"
 DEFAULT_TEMPLATE = "a photo of the {concept} {value}"
@@ -127,7 +127,7 @@ def check_safetensors(folder, rel: str) -> None:
     :class:`~nesybench.folder.DataFolder`): its header (its length, JSON with each key once,
     and every tensor's byte range inside the file), read through the contained reader before
     the library reads the file; one :class:`NesyError` otherwise."""
-    from ..folder import parse_json  # noqa: PLC0415
+    from ...folder import parse_json  # noqa: PLC0415
 
     label = folder.label(rel)
     head, size = folder.read_head(rel, 8)
@@ -165,7 +165,7 @@ def check_preprocessor(text: str, label: str) -> dict:
     """``image_mean``/``image_std`` of the text of a ``preprocessor_config.json`` (named
     ``label``): JSON with each key once, three finite numbers each, every std > 0 (a NaN or
     zero would make every embedding NaN or infinite)."""
-    from ..folder import parse_json  # noqa: PLC0415
+    from ...folder import parse_json  # noqa: PLC0415
 
     path = label
     js = parse_json(text, label, constants=True)    # NaN is refused below, by its field
@@ -192,7 +192,7 @@ def check_preprocessor(text: str, label: str) -> dict:
 
 def cache_dir() -> Path:
     """The embedding cache: ``clip/`` in the user cache (:func:`nesybench.paths.cache_root`)."""
-    from ..paths import cache_root  # noqa: PLC0415
+    from ...paths import cache_root  # noqa: PLC0415
     return cache_root() / "clip"
 
 
@@ -206,7 +206,7 @@ def read_cached_embeddings(name: str) -> np.ndarray | None:
     None when it is missing or damaged (it is then computed and written again)."""
     import io  # noqa: PLC0415
 
-    from ..folder import read_cache_entry  # noqa: PLC0415
+    from ...folder import read_cache_entry  # noqa: PLC0415
     entry = read_cache_entry(cache_dir(), name, max_bytes=MAX_EMBEDDINGS_BYTES)
     if entry is None:
         return None
@@ -260,7 +260,7 @@ def load_clip(name: str, device: str = "cpu"):
     if path.is_dir():
         # the configuration, the weights' header and the normalisation are checked before
         # anything is built: a hostile config.json would allocate without bound
-        from ..folder import DataFolder  # noqa: PLC0415
+        from ...folder import DataFolder  # noqa: PLC0415
 
         folder = DataFolder(path)
         if folder.exists("config.json"):
@@ -302,14 +302,14 @@ def load_clip(name: str, device: str = "cpu"):
         except Exception:  # noqa: BLE001 - optional: CLIP's defaults then
             pass
     if path.is_dir():
-        from ..folder import DataFolder  # noqa: PLC0415
+        from ...folder import DataFolder  # noqa: PLC0415
         folder = DataFolder(path)
         if folder.exists("preprocessor_config.json"):
             pre.update(check_preprocessor(
                 folder.read_text("preprocessor_config.json", max_bytes=1 << 20),
                 folder.label("preprocessor_config.json")))
     elif pc.is_file():      # in the Hugging Face cache: one input file
-        from ..folder import read_input_text  # noqa: PLC0415
+        from ...folder import read_input_text  # noqa: PLC0415
         pre.update(check_preprocessor(read_input_text(pc, max_bytes=1 << 20), str(pc)))
     model.to(torch.device(device)).eval()
     return model, tok, pre
@@ -476,7 +476,7 @@ class ClipConcepts:
                 for c, t in zip(var_crop, text)]
 
     def concept_probs(self, data) -> list[Tensor]:
-        """:meth:`probs` of a :class:`~nesybench.nesy.data.NesyData` split."""
+        """:meth:`probs` of a :class:`~nesybench.nesy.learn.data.NesyData` split."""
         return self.probs(data.x, data.render)
 
 

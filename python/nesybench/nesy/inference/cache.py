@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..paths import cache_root
+from ...paths import cache_root
 
 ENGINE_VERSION = "nesy-engine-6"
 
@@ -43,8 +43,8 @@ def lookup(key: str) -> tuple[Path, dict] | None:
     entry's ``meta.json`` is read through :class:`~nesybench.folder.DataFolder` (a regular
     file inside the entry, at most :data:`MAX_META_BYTES`, strict JSON, an object); an entry
     that fails is removed (it is compiled and stored again)."""
-    from ..errors import NesyError  # noqa: PLC0415
-    from ..folder import DataFolder  # noqa: PLC0415
+    from ...errors import NesyError  # noqa: PLC0415
+    from ...folder import DataFolder  # noqa: PLC0415
     d = cache_dir() / key
     if not (os.path.isdir(d) and not os.path.islink(d)):
         return None

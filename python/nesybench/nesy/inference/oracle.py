@@ -15,7 +15,7 @@ import itertools
 import math
 from pathlib import Path
 
-from .program import GroundProgram, NN_FUNCTOR, parse, read_program
+from ..program.program import GroundProgram, NN_FUNCTOR, parse, read_program
 
 
 def sdd_wmc(sdd_path, vtree_path, pos: dict[int, float], neg: dict[int, float]) -> float:
@@ -148,7 +148,7 @@ def problog_probability(text_or_path, concepts: list[tuple[str, tuple, list]],
                         ok = False
                 if not ok:
                     continue
-                from .program import _Subst
+                from ..program.program import _Subst
                 heads = [h.with_probability(None).apply(_Subst(subst)).with_probability(
                     Constant(float(p))) for h, p in zip(cl.heads, probs)]
                 prog.add_clause(AnnotatedDisjunction(heads, cl.body.apply(_Subst(subst))))

@@ -1,7 +1,7 @@
 """Marginal probabilities of ground queries, as ProbLog answers ``query/1``.
 
 ``nesy infer`` asks for the marginal ``P(q | e)`` of every answer of every query, separately.
-The circuit of :mod:`nesybench.nesy.compile` serves training instead: it conjoins every label
+The circuit of :mod:`nesybench.nesy.inference.compile` serves training instead: it conjoins every label
 of a query shape (with its evidence indicators) into one function, so one pass gives the joint
 probability of a whole labelling. That joint is what training needs and what marginals do not:
 for ``query(path(n0, X))`` over a graph, the joint of all reachability answers is far larger
@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 
 @dataclass
@@ -102,11 +102,11 @@ def marginals(text_or_path, queries=None, *, budget=None, clock=None, progress: 
     proves possible (none when it has none), a ground query one answer (probability 0 when it
     is not provable).
 
-    ``budget`` (:class:`~nesybench.nesy.budget.Budget`) bounds grounding and compilation
+    ``budget`` (:class:`~nesybench.nesy.program.budget.Budget`) bounds grounding and compilation
     together. Raises :class:`NesyError` (the program's errors, impossible evidence) or
     :class:`~nesybench.errors.BudgetExceeded`."""
-    from .budget import Budget
-    from .program import ground
+    from ..program.budget import Budget
+    from ..program.program import ground
 
     clock = clock or (budget or Budget()).start()
     t0 = time.perf_counter()

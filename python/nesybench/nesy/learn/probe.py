@@ -18,7 +18,7 @@ For a frozen model and a list of layers this module
 3. **scores the probed concepts** with the metric code of the NeSy models
    (:func:`nesybench.shortcuts.metrics.compute`: concept accuracy, macro-F1, collapse, pooled
    per concept group as the task's ``maps``) and **classifies the probed concept map** with
-   :func:`nesybench.nesy.detect.detect` (identity, one of the counted reasoning shortcuts, or
+   :func:`nesybench.nesy.learn.detect.detect` (identity, one of the counted reasoning shortcuts, or
    not optimal);
 4. **TCAV** (Kim et al. 2018, "Interpretability beyond feature attribution: testing with
    concept activation vectors"): for a concept C = "variable i has value u", a concept
@@ -43,8 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..errors import NesyError
-from ..shortcuts import metrics as rs_metrics
+from ...errors import NesyError
+from ...shortcuts import metrics as rs_metrics
 from .detect import detect, group_confusions
 
 #: inverse regularisation strengths the cross-validation chooses from

@@ -2,7 +2,7 @@
 
 Registered as ``nesy.train`` in :mod:`nesybench.runs.registry`. ``params``: ``task`` (a YAML
 path or the name of a shipped task) and ``data`` (a generated data set folder, shared by every cell) are required; the
-other keys are :class:`~nesybench.nesy.train.RunConfig` fields (``model``, ``concept_sup``,
+other keys are :class:`~nesybench.nesy.learn.train.RunConfig` fields (``model``, ``concept_sup``,
 ``epochs``, ``concept_source`` ...). The cell's seed seeds the networks and the batch order. Per-epoch curves go
 to ``ctx.log``; the test (and OOD) figures are the final metrics (``test_label_accuracy``,
 ``test_concept_accuracy``, ``test_is_shortcut`` ...); ``metrics.json`` is kept as an artifact.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch  # noqa: F401 - the runner seeds torch when the cell module imports it
 
-from ..io import write_json
-from ..paths import resolve_asset
+from ...io import write_json
+from ...paths import resolve_asset
 from .train import EvalResult, RunConfig, run_experiment, summary_row
 
 

@@ -15,9 +15,9 @@ program (and one compiled circuit) serves every example of that shape. Each quer
 sums that can be derived), a ground query atom is a Boolean label with values ``[0, 1]``.
 
 Grounding uses the ``problog`` package (its engine and ``LogicDAG``, made by
-:mod:`nesybench.nesy.acyclic` without cycle bookkeeping when there is no cycle); this module
+:mod:`nesybench.nesy.program.acyclic` without cycle bookkeeping when there is no cycle); this module
 turns the result into a :class:`GroundProgram`, a plain DAG of and/or/not nodes over choice
-variables that :mod:`nesybench.nesy.compile` compiles into an SDD.
+variables that :mod:`nesybench.nesy.inference.compile` compiles into an SDD.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import NesyError
+from ...errors import NesyError
 from .sandbox import ProgramChecker, check_program, engine_builtin_names, position
 
 NN_FUNCTOR = "nn"
@@ -106,7 +106,7 @@ def read_program(text_or_path) -> tuple[str, str | None]:
         p = Path(text_or_path)
         if not p.exists():
             raise NesyError("program file not found", file=str(p))
-        from ..folder import read_input_text   # a regular file of bounded size (no /dev/zero)
+        from ...folder import read_input_text   # a regular file of bounded size (no /dev/zero)
         return read_input_text(p), str(p)
     return str(text_or_path), None
 
@@ -151,7 +151,7 @@ def parse(text: str, source: str | None = None, networks=None) -> Parsed:
     """Parse ProbLog text into clauses with neural predicates rewritten as annotated
     disjunctions. Raises :class:`NesyError` (file, line, column) on syntax errors, unknown
     networks, malformed ``nn/4`` annotations and anything outside the allow-list of
-    :mod:`nesybench.nesy.sandbox` (checked before ProbLog loads anything)."""
+    :mod:`nesybench.nesy.program.sandbox` (checked before ProbLog loads anything)."""
     from problog.errors import ProbLogError
     from problog.logic import AnnotatedDisjunction, Clause, Constant, Or, Term, Var, term2list
     from problog.program import PrologString
@@ -329,10 +329,10 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     ``queries`` may be omitted when the program states its own ``query/1`` facts (giving both
     is an error: the shape would be ambiguous). ``evidence/1`` and ``evidence/2`` statements
     condition every label (``GroundProgram.evidence``; the circuit computes ``P(q | e)``).
-    ``budget`` (:class:`~nesybench.nesy.budget.Budget`, default limits) bounds the grounding.
+    ``budget`` (:class:`~nesybench.nesy.program.budget.Budget`, default limits) bounds the grounding.
 
     ``grounder`` (default: the budget's, ``auto``): ``auto`` grounds in SWI-Prolog
-    (:mod:`nesybench.nesy.swi_ground`) and uses ProbLog's engine only for a construct that
+    (:mod:`nesybench.nesy.program.swi_ground`) and uses ProbLog's engine only for a construct that
     grounder does not handle (``GroundProgram.grounder`` says which one ran, and
     ``grounder_note`` why); ``prolog`` never falls back; ``problog`` is ProbLog's engine.
 
@@ -345,7 +345,7 @@ def ground(text_or_path, queries=None, *, networks=None, concept_order=None,
     values instead, as ProbLog answers a non-ground query with no answer).
 
     Every grounder computes arithmetic with ProbLog's function table, each integer result
-    bounded before it is computed (:mod:`nesybench.nesy.arith`)."""
+    bounded before it is computed (:mod:`nesybench.nesy.program.arith`)."""
     from .arith import guarded
 
     with guarded():
@@ -490,7 +490,7 @@ def _anonymous_renamer(prefix: str):
 
 def _from_swi(raw, nn_values, source):
     """``(choices, nodes, labels, evidence)`` of the SWI-Prolog grounder's lists (see
-    :func:`nesybench.nesy.swi_ground.ground_swi`), as :func:`_ground_problog` returns them:
+    :func:`nesybench.nesy.program.swi_ground.ground_swi`), as :func:`_ground_problog` returns them:
     :class:`Choice` objects in the grounder's order, the node table (literals over those
     choices), label answers ``(j, value, node)`` and evidence ``(atom text, node, observed)``
     (node ``None``: false)."""
@@ -568,7 +568,7 @@ def refusal(sig: str, source, **where) -> NesyError:
     if sig in engine_builtin_names() or sig.startswith("_"):
         return NesyError(f"program refused: {sig} was called, and it is not allowed in a "
                          "program (file, database, output and engine builtins do not exist "
-                         "in nesybench's engine; see nesybench.nesy.sandbox)", file=source,
+                         "in nesybench's engine; see nesybench.nesy.program.sandbox)", file=source,
                          **where)
     return NesyError(f"program refused: {sig} was called, and it is neither defined in the "
                      "program nor an allowed builtin", file=source, **where)
@@ -576,7 +576,7 @@ def refusal(sig: str, source, **where) -> NesyError:
 
 def _ground_problog(clauses, qterms, qvars, parsed, text, source, clock):
     """Ground with ProbLog's engine (allow-listed builtins only): ``(choices, nodes, labels,
-    evidence)`` as :func:`nesybench.nesy.swi_ground.ground_swi` returns them."""
+    evidence)`` as :func:`nesybench.nesy.program.swi_ground.ground_swi` returns them."""
     from problog.errors import ProbLogError
     from problog.logic import Clause, Term, Constant, term2list
     from problog.program import SimpleProgram

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 DIGITS = list(range(10))
 
@@ -64,8 +64,8 @@ def addition_program(n_digits: int, *, net: str = "digit_net") -> AdditionShape:
 
 
 def compile_addition(n_digits: int, **kw):
-    """The compiled :class:`~nesybench.nesy.circuit.CompiledProgram` for ``n_digits``."""
-    from .circuit import CompiledProgram
+    """The compiled :class:`~nesybench.nesy.inference.circuit.CompiledProgram` for ``n_digits``."""
+    from ..inference.circuit import CompiledProgram
     shape = addition_program(n_digits)
     return CompiledProgram.from_program(shape.text, shape.queries,
                                         concept_order=shape.concept_order, **kw)

@@ -110,7 +110,7 @@ def bound_error_class():
         from problog.errors import GroundingError
 
         class ArithmeticBound(GroundingError):
-            """An arithmetic step refused by ``nesybench.nesy.arith``."""
+            """An arithmetic step refused by ``nesybench.nesy.program.arith``."""
 
         _bound_error.append(ArithmeticBound)
     return _bound_error[0]

@@ -9,7 +9,7 @@ ties to the earlier epoch).
 :func:`evaluate` predicts labels (argmax of the per-label log-probabilities) and concepts
 (argmax of the concept logits), scores them with :mod:`nesybench.shortcuts.metrics` (label and
 concept accuracy, macro-F1, confusion matrices, collapse; concept groups pooled as the task's
-``maps``) and classifies the learned concept map with :mod:`nesybench.nesy.detect`.
+``maps``) and classifies the learned concept map with :mod:`nesybench.nesy.learn.detect`.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import NesyError
-from ..shortcuts import metrics as rs_metrics
+from ...errors import NesyError
+from ...shortcuts import metrics as rs_metrics
 from .data import NesyData
 from .detect import ShortcutReport, detect, group_confusions
 
@@ -96,7 +96,7 @@ def fit(model, train: NesyData, val: NesyData | None = None, *, epochs: int = 10
         concept_mask: torch.Tensor | None = None, out: str | Path | None = None,
         progress: bool = True, log=None, concept_targets: list | None = None) -> FitResult:
     """Train ``model`` on ``train`` (see module docstring). ``concept_mask``: (N, n_vars) bool
-    of supervised concept entries (:func:`nesybench.nesy.data.concept_mask`); ``log``: optional
+    of supervised concept entries (:func:`nesybench.nesy.learn.data.concept_mask`); ``log``: optional
     ``log(name, value, step)`` callback (the sweep runner's ``ctx.log``);
     ``concept_targets``: per variable (N, k_i) probabilities that replace the data set's
     concept annotations as the supervision targets (a foundation model's concepts)."""
@@ -194,7 +194,7 @@ def load_checkpoint(model, path, data: bytes | None = None) -> int:
     before torch decompresses anything, and loaded with ``weights_only=True``."""
     import io  # noqa: PLC0415
 
-    from ..folder import check_zip, read_input  # noqa: PLC0415
+    from ...folder import check_zip, read_input  # noqa: PLC0415
     p = Path(path)
     if data is None:
         if not p.exists() and not p.is_symlink():
@@ -283,10 +283,10 @@ class RunConfig:
     concept_vars  variables with concept labels (on the chosen examples, or all if
                   concept_sup is 0); default: the task's ``supervised:``
     inference     exact | sample:S (dpl's label semantics estimated from S sampled worlds
-                  per example over the task's ProbLog program, :mod:`nesybench.nesy.approx`;
+                  per example over the task's ProbLog program, :mod:`nesybench.nesy.inference.approx`;
                   for programs whose exact circuit exceeds the budget)
     budget        limits for grounding and compiling the circuit semantics (the fields of
-                  :class:`~nesybench.nesy.budget.Budget`; None: its defaults)
+                  :class:`~nesybench.nesy.program.budget.Budget`; None: its defaults)
     concept_source  None (the data set's concept annotations supervise) or
                   ``clip:PATH_OR_NAME``: zero-shot CLIP concept probabilities are the targets
                   of the supervised entries (dpl, fuzzy, cbm) and the concepts of clip-logic
@@ -320,8 +320,8 @@ class RunConfig:
 def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: bool = False):
     """Load the task, build the semantics, make sure a data set exists (generating it into
     ``data_dir`` if ``cfg.data`` is None). Returns ``(task, semantics, label_domains, data)``."""
-    from ..shortcuts.generate import generate  # noqa: PLC0415
-    from ..shortcuts.task import load_task  # noqa: PLC0415
+    from ...shortcuts.generate import generate  # noqa: PLC0415
+    from ...shortcuts.task import load_task  # noqa: PLC0415
     from .models import MODELS  # noqa: PLC0415
     from .engines import build_semantics  # noqa: PLC0415
 
@@ -366,7 +366,7 @@ def prepare(cfg: RunConfig, *, data_dir: str | Path | None = None, progress: boo
 
 def _label_domains_of(root: Path, task) -> list[list]:
     """Label values seen in any split of a data set (cbm/nn), sorted (numbers numerically)."""
-    from ..folder import DataFolder  # noqa: PLC0415
+    from ...folder import DataFolder  # noqa: PLC0415
     names = task.label_names()
     seen = [set() for _ in names]
     folder = DataFolder(root)               # contained: no symbolic link out, regular files
@@ -394,7 +394,7 @@ def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: b
     ``config.json``, checkpoints, ``history.json``, ``metrics.json``, predictions and plots.
     Returns the summary dict (also ``metrics.json``): config, fit history, per-split results.
     """
-    from ..io import write_json  # noqa: PLC0415
+    from ...io import write_json  # noqa: PLC0415
     from .data import NesyData, concept_mask  # noqa: PLC0415
     from .models import build_model  # noqa: PLC0415
     from .nets import layout_of  # noqa: PLC0415
@@ -437,7 +437,7 @@ def run_experiment(cfg: RunConfig, out: str | Path | None = None, *, progress: b
                  seed=cfg.seed, device=cfg.device, concept_mask=mask, out=out,
                  progress=progress, log=log, concept_targets=targets)
     results = {}
-    from ..folder import DataFolder  # noqa: PLC0415
+    from ...folder import DataFolder  # noqa: PLC0415
     folder = DataFolder(data)               # contained: no symbolic link out, regular files
     for split in ["val", *cfg.splits]:
         rel = f"{split}/labels.csv"
@@ -471,7 +471,7 @@ def _shipped_name_of(path) -> str | None:
     ``curricula/rs/xor.yaml`` or as that file's full path), else None."""
     import os  # noqa: PLC0415
 
-    from ..paths import data_root, shipped  # noqa: PLC0415
+    from ...paths import data_root, shipped  # noqa: PLC0415
 
     if isinstance(path, str) and shipped(path, folders=("curricula",)) is not None:
         return path
@@ -487,9 +487,9 @@ def run_task_ref(task, out: Path) -> str:
     """What ``config.json`` names the task by: its shipped name, or ``task/<file>``, a copy of
     the user's task file (and of the knowledge files it names beside itself) written into
     the run folder ``out``."""
-    from ..folder import DataFolder, read_input_text  # noqa: PLC0415
-    from ..paths import shipped  # noqa: PLC0415
-    from ..yamlsafe import safe_load  # noqa: PLC0415
+    from ...folder import DataFolder, read_input_text  # noqa: PLC0415
+    from ...paths import shipped  # noqa: PLC0415
+    from ...yamlsafe import safe_load  # noqa: PLC0415
 
     name = _shipped_name_of(task)
     if name is not None:
@@ -522,8 +522,8 @@ def _run_data_ref(data, out: Path) -> str:
 def _run_ref(folder, value, key: str, file: str, *, shipped_ok: bool) -> Path:
     """The path ``config.json``'s ``key`` names: a shipped task name, or a relative path
     inside the run folder (no ``..``, no link out); anything else is one error."""
-    from ..folder import relative  # noqa: PLC0415
-    from ..paths import shipped  # noqa: PLC0415
+    from ...folder import relative  # noqa: PLC0415
+    from ...paths import shipped  # noqa: PLC0415
 
     if shipped_ok and isinstance(value, str):
         path = shipped(value, folders=("curricula",))
@@ -541,12 +541,12 @@ def _run_ref(folder, value, key: str, file: str, *, shipped_ok: bool) -> Path:
 def load_run(run, checkpoint: str = "best.pt", data=None, device: str = "cpu"):
     """A trained run folder (from ``nesy train``) back in memory: ``(config dict, task,
     label_domains, data root, model with the checkpoint's weights, epoch)``."""
-    from ..shortcuts.task import load_task  # noqa: PLC0415
+    from ...shortcuts.task import load_task  # noqa: PLC0415
     from .engines import build_semantics  # noqa: PLC0415
     from .models import build_model  # noqa: PLC0415
     from .nets import layout_of  # noqa: PLC0415
 
-    from ..folder import DataFolder  # noqa: PLC0415
+    from ...folder import DataFolder  # noqa: PLC0415
 
     run = Path(run)
     cfg_path = run / "config.json"

@@ -26,7 +26,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..errors import BudgetExceeded
+from ...errors import BudgetExceeded
 
 #: defaults: ~1 GB of ProbLog's ground formula, ~1.5 GB of SDD nodes, ten minutes
 DEFAULT_MAX_GROUND = 1_000_000
@@ -34,7 +34,7 @@ DEFAULT_MAX_STACK = 2_000_000
 DEFAULT_MAX_CIRCUIT = 10_000_000
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_MAX_MEMORY_MB = 4096
-#: the grounders (see :func:`nesybench.nesy.program.ground`)
+#: the grounders (see :func:`nesybench.nesy.program.program.ground`)
 GROUNDERS = ("auto", "prolog", "problog")
 
 
@@ -199,7 +199,7 @@ class _Interrupted(BaseException):
 
 def budgeted_grounding(clock: Clock):
     """``(engine, target)``: ProbLog's engine with only the allow-listed builtins
-    (:func:`~nesybench.nesy.sandbox.safe_engine`) and a ground formula, both checking
+    (:func:`~nesybench.nesy.program.sandbox.safe_engine`) and a ground formula, both checking
     ``clock``."""
     from problog.engine_stack import StackBasedEngine
     from problog.errors import GroundingError

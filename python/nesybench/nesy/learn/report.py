@@ -4,15 +4,15 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from ..errors import NesyError
-from ..folder import DataFolder
+from ...errors import NesyError
+from ...folder import DataFolder
 
 
 def summarise(study) -> tuple[list[dict], list[dict]]:
     """``(rows, shortcut maps)``: one row per (model, concept_sup) with ``(mean, sd)`` of each
     final metric over the seeds and the test-split verdict counts; one entry per run whose
     learned map was a reasoning shortcut, with the values it moved."""
-    from ..runs import Study  # noqa: PLC0415
+    from ...runs import Study  # noqa: PLC0415
     path = Path(study)
     if not (path / "results.sqlite").is_file():
         raise NesyError("not a sweep study (no results.sqlite)", file=str(path))

@@ -1,4 +1,4 @@
-"""Compile a :class:`~nesybench.nesy.program.GroundProgram` into one SDD (PySDD).
+"""Compile a :class:`~nesybench.nesy.program.program.GroundProgram` into one SDD (PySDD).
 
 The compiled function over Boolean SDD variables is
 
@@ -34,8 +34,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ..errors import NesyError
-from .program import GroundProgram
+from ...errors import NesyError
+from ..program.program import GroundProgram
 
 VTREES = ("blocks", "blocks-left", "balanced", "right", "left", "vertical")
 
@@ -317,11 +317,11 @@ def compile_program(gp: GroundProgram, *, vtree: str = "blocks", budget=None,
 
     Evidence (``gp.evidence``) is conjoined into the function, so ``WMC(F)`` with every label
     indicator on is ``P(e)`` and with one value per label ``P(q ∧ e)``. ``budget``/``clock``
-    (:mod:`nesybench.nesy.budget`) bound the live SDD size and the time; ``progress`` shows a
+    (:mod:`nesybench.nesy.program.budget`) bound the live SDD size and the time; ``progress`` shows a
     bar over the ground nodes and label values when compiling takes more than a second."""
     from tqdm import tqdm
 
-    from .budget import Budget
+    from ..program.budget import Budget
     if strategy not in ("auto", "minimise"):
         raise NesyError(f"strategy must be auto or minimise, not {strategy!r}")
     clock = clock or (budget or Budget()).start()

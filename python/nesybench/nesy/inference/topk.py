@@ -1,7 +1,7 @@
 """Approximate inference by the K most probable proofs (Scallop's top-k proofs semiring).
 
 Exact inference compiles the ground program into an SDD; Monte Carlo sampling
-(:class:`~nesybench.nesy.approx.SampledProgram`) estimates it from sampled worlds.
+(:class:`~nesybench.nesy.inference.approx.SampledProgram`) estimates it from sampled worlds.
 :class:`TopKProgram` is the third way: it keeps, for every node of the ground DAG, only the
 ``K`` most probable *proofs* and computes the probability of the labels from those proofs
 exactly. This is the top-k proofs semiring of Scallop (Huang et al., *Scallop: From
@@ -9,8 +9,8 @@ Probabilistic Deductive Databases to Scalable Differentiable Reasoning*, NeurIPS
 
 Pick it with ``--inference topk:K`` on ``nesy train`` / ``nesy infer``, or from Python with
 ``TopKProgram.from_program(text, queries, k=K)`` /
-:func:`~nesybench.nesy.approx.build_program` (``inference="topk:K"``). It implements the
-:class:`~nesybench.nesy.semantics.LabelSemantics` interface.
+:func:`~nesybench.nesy.inference.approx.build_program` (``inference="topk:K"``). It implements the
+:class:`~nesybench.nesy.inference.semantics.LabelSemantics` interface.
 
 **Proofs.** A proof is a consistent partial assignment of the ground program's categorical
 choices (neural predicates, probabilistic facts, annotated disjunctions): for each choice it
@@ -62,7 +62,7 @@ from operator import itemgetter
 
 import torch
 
-from ..errors import NesyError
+from ...errors import NesyError
 from .learnable import LearnableProbabilities
 from .semantics import (LabelSemantics, choice_distributions, index_labels,
                         take_fixed_choices, take_ground_interface)
@@ -96,7 +96,7 @@ def bound_kind(nodes, has_evidence: bool, labels=()) -> str:
 class TopKProgram(LearnableProbabilities, LabelSemantics):
     """Top-k proofs label semantics of a ground program (module docstring).
 
-    Same attributes as :class:`~nesybench.nesy.circuit.CompiledProgram` (``concept_domains``,
+    Same attributes as :class:`~nesybench.nesy.inference.circuit.CompiledProgram` (``concept_domains``,
     ``concept_names``, ``concept_values``, ``label_domains``, ``label_queries``, ``evidence``,
     ``learnable_facts``, ``fact_logits``, ``learnable_ads``, ``ad_logits``, ``stats``) plus
     ``k`` (proofs kept per node) and ``last_truncated`` ((B,) bool of the last call: whether
@@ -229,12 +229,12 @@ class TopKProgram(LearnableProbabilities, LabelSemantics):
                      concept_decls=None, k: int = DEFAULT_K, budget=None,
                      **ignored) -> "TopKProgram":
         """Ground ``text_or_path`` for ``queries`` (as
-        :meth:`CompiledProgram.from_program <nesybench.nesy.circuit.CompiledProgram.from_program>`
+        :meth:`CompiledProgram.from_program <nesybench.nesy.inference.circuit.CompiledProgram.from_program>`
         does, under the grounding limits of ``budget``) and keep the ``k`` best proofs
         instead of compiling. Compilation options (``vtree``, ``semiring``, ``use_cache``,
         ``progress``) are accepted and ignored."""
-        from .budget import Budget
-        from .program import ground
+        from ..program.budget import Budget
+        from ..program.program import ground
 
         t0 = time.perf_counter()
         clock = (budget or Budget()).start()
@@ -245,7 +245,7 @@ class TopKProgram(LearnableProbabilities, LabelSemantics):
 
     @classmethod
     def from_task(cls, task, **kw) -> "TopKProgram":
-        """The program of a shortcut task (see :mod:`nesybench.nesy.from_task`), top-k."""
+        """The program of a shortcut task (see :mod:`nesybench.nesy.inference.from_task`), top-k."""
         from .from_task import compile_task
         return compile_task(task, cls=cls, **kw)
 

@@ -9,8 +9,8 @@ loss semantics, concept variables independent given the input)::
 Two implementations share the :class:`LabelSemantics` interface: :class:`WorldEnumeration`
 (this module: every world of the concept space is labelled once through the task's knowledge
 and (1) is a masked log-sum-exp over the world table) and the compiled-circuit engine
-(``nesybench.nesy.circuit``, ``CompiledProgram.from_task(task)``), which scales past the world
-budget. :func:`nesybench.nesy.engines.build_semantics` picks one by name.
+(``nesybench.nesy.inference.circuit``, ``CompiledProgram.from_task(task)``), which scales past the world
+budget. :func:`nesybench.nesy.learn.engines.build_semantics` picks one by name.
 
 When the task declares which variables each label reads (``depends:``), labels that share no
 variable form independent *components*; (1) factorises over them and each component is
@@ -30,9 +30,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import NesyError
-from ..folder import read_input
-from ..paths import cache_root
+from ...errors import NesyError
+from ...folder import read_input
+from ...paths import cache_root
 
 #: worlds (per component) that :class:`WorldEnumeration` is willing to label and sum over
 WORLD_BUDGET = 1 << 20
@@ -139,7 +139,7 @@ def _read_world_cache(name: str) -> tuple[list[Component], list[list]] | None:
     checked before NumPy opens it, no pickles; its ``meta`` strict JSON), or None when it is
     missing or damaged (it is then rebuilt). The ratio bound is not applied: nesybench writes
     these tables compressed, and the sum of the declared sizes is bounded."""
-    from ..folder import load_npz, parse_json, read_cache_entry  # noqa: PLC0415
+    from ...folder import load_npz, parse_json, read_cache_entry  # noqa: PLC0415
     entry = read_cache_entry(cache_dir(), name, max_bytes=MAX_WORLD_CACHE_BYTES)
     if entry is None:
         return None
@@ -168,7 +168,7 @@ def world_table(task, *, budget: int = WORLD_BUDGET, cache: bool = True,
             n *= len(task.variables[i].domain)
         if n > budget:
             raise NesyError(f"world enumeration needs {n} worlds (budget {budget}); use the "
-                            "compiled-circuit engine (--semantics circuit, nesybench.nesy.circuit) "
+                            "compiled-circuit engine (--semantics circuit, nesybench.nesy.inference.circuit) "
                             "or declare `depends:` in the task so that labels decompose",
                             file=task.source, task=task.name)
     key = task_fingerprint(task)
@@ -347,7 +347,7 @@ def take_ground_interface(obj, gp) -> None:
     (sampling, top-k proofs): ``n_neural``, ``concept_domains``/``names``/``nets``/``values``,
     ``label_domains``, ``label_queries`` and ``evidence``. The neural choices come first in
     every ground program; anything else is an internal error."""
-    from ..errors import NesyError
+    from ...errors import NesyError
     choices = gp.choices
     neural = [i for i, c in enumerate(choices) if c.net is not None]
     if neural != list(range(len(neural))):
@@ -366,7 +366,7 @@ def take_ground_interface(obj, gp) -> None:
 def choice_distributions(prog, concept_probs, log_input: bool):
     """Per choice of a semantics built on a ground program (``prog``: sampling, top-k
     proofs), (B, k) probabilities (or (1, k) for fixed ones), in choice order."""
-    from ..errors import NesyError
+    from ...errors import NesyError
     if len(concept_probs) != len(prog.concept_domains):
         raise NesyError(f"expected {len(prog.concept_domains)} concept tensors "
                         f"({', '.join(prog.concept_names)}), got {len(concept_probs)}")
@@ -391,7 +391,7 @@ def choice_distributions(prog, concept_probs, log_input: bool):
 
 
 def take_fixed_choices(obj, gp) -> None:
-    """Register on ``obj`` (a module with :class:`~nesybench.nesy.learnable.LearnableProbabilities`)
+    """Register on ``obj`` (a module with :class:`~nesybench.nesy.inference.learnable.LearnableProbabilities`)
     the non-neural choices of ``gp``: ``obj.kinds`` per choice (``("fixed", row)``,
     ``("fact", i)`` or ``("ad", i)``), the buffer ``fixed_probs`` (rows zero-padded to the
     widest choice) and the learnable facts and disjunctions with their initial values."""

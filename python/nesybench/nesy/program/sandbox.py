@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 #: builtins a goal may call directly: pure logic, no I/O, no database, no engine state
 BUILTINS: frozenset[str] = frozenset({
@@ -262,7 +262,7 @@ class ProgramChecker:
         if sig in self.reserved or sig in META:
             raise self._refuse(f"{what}: {sig} is not allowed in a program (file, database, "
                                "output and engine builtins are refused; see the allowed list "
-                               "in nesybench.nesy.sandbox)", node, clause)
+                               "in nesybench.nesy.program.sandbox)", node, clause)
         raise self._refuse(f"{what}: {sig} is not defined in the program", node, clause)
 
     def _directive(self, goal, clause) -> str:
@@ -351,7 +351,7 @@ class ProgramChecker:
         if sig in self.reserved:
             raise self._refuse(f"{sig} is not allowed in a program (file, database, output "
                                "and engine builtins are refused; see the allowed list in "
-                               "nesybench.nesy.sandbox)", goal, clause)
+                               "nesybench.nesy.program.sandbox)", goal, clause)
         raise self._refuse(f"{sig} is not defined in the program and is not an allowed "
                            "builtin", goal, clause)
 
@@ -442,7 +442,7 @@ def install_builtins(engine) -> list[str]:
 def safe_engine(cls=None, **kwargs):
     """An instance of ProbLog's stack-based engine (or of ``cls``, a subclass) that has only the
     builtins of :data:`ENGINE_BUILTINS`. A goal naming any other builtin finds no definition:
-    ProbLog raises ``UnknownClause``, which :func:`nesybench.nesy.program.ground` reports as a
+    ProbLog raises ``UnknownClause``, which :func:`nesybench.nesy.program.program.ground` reports as a
     refusal."""
     from problog.engine_stack import StackBasedEngine
     engine = (cls or StackBasedEngine)(builtins=False, **kwargs)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 
 @dataclass
@@ -113,7 +113,7 @@ def detect(task, confusions: dict, *, maps: str | None = None, support=None,
     rep = ShortcutReport(verdict=verdict, maps=alpha, support_size=n, support_errors=len(errors),
                          changed=changed, unobserved=unobserved, examples_of_errors=errors[:5])
     if count:
-        from ..shortcuts.count import count_rs  # noqa: PLC0415
+        from ...shortcuts.count import count_rs  # noqa: PLC0415
         try:
             res = count_rs(task, maps=maps, support=worlds)
             rep.n_optimal, rep.n_shortcuts = res.count, res.count_without_identity

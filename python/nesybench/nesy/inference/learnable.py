@@ -2,8 +2,8 @@
 DeepProbLog's optimiser for them.
 
 A program's ``t(P)::f.`` facts and ``t(_)::a; t(_)::b.`` disjunctions are parameters of the
-module that evaluates it (:class:`~nesybench.nesy.circuit.CompiledProgram`,
-:class:`~nesybench.nesy.approx.SampledProgram`). They can be held two ways:
+module that evaluates it (:class:`~nesybench.nesy.inference.circuit.CompiledProgram`,
+:class:`~nesybench.nesy.inference.approx.SampledProgram`). They can be held two ways:
 
 ``"logit"`` (the default)
     a fact's probability is ``sigmoid(fact_logits[i])``, a disjunction's heads are
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import NesyError
+from ...errors import NesyError
 
 #: the ways a program can hold its learnable probabilities
 SPACES = ("logit", "probability")

@@ -16,7 +16,7 @@ grounds and compiles in a child process:
   same way and is raised again in the parent; a child that ends any other way (a C
   allocation failure, a signal) becomes one line naming the limit it reached.
 
-``python -m nesybench.nesy.isolate`` is the child: it reads one JSON request on standard
+``python -m nesybench.nesy.inference.isolate`` is the child: it reads one JSON request on standard
 input and writes one JSON reply.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import os
 import subprocess
 import sys
 
-from ..errors import BudgetExceeded, NesyError
+from ...errors import BudgetExceeded, NesyError
 
 #: seconds the child may take to start (imports, SWI-Prolog) beyond the --timeout of the work
 START_GRACE = 2.0
@@ -35,11 +35,11 @@ AS_SLACK_MB = 96
 
 
 def marginals_bounded(path, queries, budget) -> "Marginals":
-    """:func:`nesybench.nesy.marginals.marginals` of the program file ``path`` in a child
+    """:func:`nesybench.nesy.inference.marginals.marginals` of the program file ``path`` in a child
     process under ``budget``'s ``max_memory_mb`` (``RLIMIT_AS``) and ``timeout`` (the parent
     kills the child past it). Raises what the child raised (:class:`NesyError`), or
     :class:`BudgetExceeded` when the child was stopped by a limit."""
-    from .budget import Budget
+    from ..program.budget import Budget
     from .marginals import Answer, Marginals
     budget = budget or Budget()
     request = {"path": os.fspath(path), "queries": list(queries or []),
@@ -48,7 +48,7 @@ def marginals_bounded(path, queries, budget) -> "Marginals":
     env.setdefault("PYTHONHASHSEED", "0")
     limit = None if budget.timeout is None else budget.timeout + START_GRACE
     try:
-        proc = subprocess.run([sys.executable, "-m", "nesybench.nesy.isolate"],
+        proc = subprocess.run([sys.executable, "-m", "nesybench.nesy.inference.isolate"],
                               input=json.dumps(request), capture_output=True, text=True,
                               timeout=limit, env=env)
     except subprocess.TimeoutExpired:
@@ -117,9 +117,9 @@ def _child() -> int:
 
     sys.set_int_max_str_digits(0)   # answers may be large integers (within arith's bound)
     request = json.loads(sys.stdin.read())
-    from .budget import Budget
+    from ..program.budget import Budget
     from .marginals import marginals
-    from ..logic import prolog
+    from ...logic import prolog
     import pysdd.sdd  # noqa: F401 - loaded before the limit: its import is not the program's
 
     b = request["budget"]
