@@ -43,10 +43,15 @@ LAYERS: list[tuple[str, list[tuple[str, list[str], str]]]] = [
     ("task core", [
         ("shortcuts", ["nesybench.shortcuts"],
          "shortcut tasks, exact counting, severity, concept metrics"),
+        ("nesy.program", ["nesybench.nesy.program"],
+         "the ProbLog language: reading, allow-list, arithmetic, grounders, builtin table, "
+         "budgets"),
     ]),
     ("scenes and sweeps", [
         ("shortcuts.render", ["nesybench.shortcuts.render"], "Blender scenes of the RS tasks"),
         ("runs", ["nesybench.runs"], "sweeps: specs, executors, the results store, reports"),
+        ("nesy.inference", ["nesybench.nesy.inference"],
+         "circuits, compilation, semantics, marginals, approximate inference"),
     ]),
     ("capabilities", [
         ("shortcuts.generate", ["nesybench.shortcuts.generate"], "the RS data-set generator"),
@@ -55,7 +60,8 @@ LAYERS: list[tuple[str, list[tuple[str, list[str], str]]]] = [
         ("ski", ["nesybench.ski"], "knowledge injection under degradation"),
     ]),
     ("capabilities on capabilities", [
-        ("nesy", ["nesybench.nesy"], "the ProbLog engine and NeSy learning on the RS tasks"),
+        ("nesy.learn", ["nesybench.nesy.learn", "nesybench.nesy"],
+         "NeSy models, training, probes, CLIP concepts, sweep cells, reports"),
         ("rudas", ["nesybench.rudas"], "RuDaS data sets and rule learners (Aleph from kandy)"),
         ("data", ["nesybench.data"], "nesybench.load over every kind of data set, export"),
         ("doctor", ["nesybench.doctor"], "what an installation has and lacks"),
