@@ -141,3 +141,12 @@ def test_generated_programs_end_in_an_answer_or_one_line_never_a_traceback(groun
             marginals(text, budget=Budget(grounder=grounder, timeout=20))
         except NesyError:
             pass
+
+
+@pytest.mark.parametrize("grounder", GROUNDERS)
+def test_unknown_fail_makes_an_undefined_call_fail(grounder):
+    text = ":- unknown(fail).\n0.5::b.\np :- a.\nq :- b, \\+ a.\nquery(p). query(q). query(a).\n"
+    got = {a.atom: a.p for a in marginals(text, budget=Budget(grounder=grounder)).answers}
+    assert got == _problog(text) == {"p": 0.0, "q": 0.5, "a": 0.0}
+    with pytest.raises(NesyError, match="a/0 is not defined"):
+        marginals(":- unknown(error).\np :- a.\nquery(p).\n")

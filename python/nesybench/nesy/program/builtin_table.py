@@ -100,7 +100,8 @@ ENGINE = {
     ("possible", 1): Refused(_ENGINE), ("primitive", 1): Refused(_ENGINE),
     ("simple", 1): Refused(_ENGINE), ("condition", 1): Refused(_ENGINE),
     ("probabilityX", 1): Refused(_ENGINE), ("sample_uniform1", 3): Refused(_ENGINE),
-    ("unknown", 1): Refused("a directive that changes what an undefined predicate does"),
+    ("unknown", 1): Refused("as a goal; the directive :- unknown(fail). is supported (a call "
+                            "to an undefined predicate fails, as in ProbLog)"),
     ("clause", 2): Refused(_NOT_YET + " (the program's own clauses as data)"),
     ("clause", 3): Refused(_NOT_YET + " (the program's own clauses as data)"),
     **{("call_nc", n): Refused(_NOT_YET) for n in range(1, 10)},

@@ -171,6 +171,10 @@ class ProgramChecker:
         self.reserved = _engine_builtins() | CONTROL | {"\\+/1", ":-/1", ":-/2", "::/2"}
         self.libraries: set[str] = set()
         self.known: set[str] = set()
+        #: ``:- unknown(fail).`` was stated: a call to an undefined predicate fails (ProbLog's
+        #: flag), and ``undefined`` collects those predicates (each gets a failing clause)
+        self.unknown_fail = False
+        self.undefined: set[str] = set()
         self.defined: set[str] = set()
 
     # -- errors --------------------------------------------------------------------------
@@ -192,8 +196,9 @@ class ProgramChecker:
         for cl in clauses:
             if isinstance(cl, Clause) and (cl.head is None or _name(cl.head) == "_directive") \
                     or (isinstance(cl, Term) and cl.functor == ":-" and cl.arity == 1):
-                libraries.add(self._directive(cl.body if isinstance(cl, Clause) else
-                                              cl.args[0], cl))
+                lib = self._directive(cl.body if isinstance(cl, Clause) else cl.args[0], cl)
+                if lib is not None:
+                    libraries.add(lib)
                 continue
             if isinstance(cl, AnnotatedDisjunction):
                 heads, body = cl.heads, cl.body
@@ -263,6 +268,9 @@ class ProgramChecker:
             raise self._refuse(f"{what}: {sig} is not allowed in a program (file, database, "
                                "output and engine builtins are refused; see the allowed list "
                                "in nesybench.nesy.program.sandbox)", node, clause)
+        if self.unknown_fail:
+            self.undefined.add(sig)
+            return
         raise self._refuse(f"{what}: {sig} is not defined in the program", node, clause)
 
     def _directive(self, goal, clause) -> str:
@@ -275,6 +283,10 @@ class ProgramChecker:
                     return name
                 raise self._refuse(f"library {name!r} is not allowed (allowed: "
                                    f"{', '.join(sorted(LIBRARIES))})", goal, clause)
+        if isinstance(goal, Term) and goal.functor == "unknown" and goal.arity == 1 and \
+                isinstance(goal.args[0], Term) and _name(goal.args[0]) in ("fail", "error"):
+            self.unknown_fail = _name(goal.args[0]) == "fail"    # ProbLog's flag
+            return None
         what = _signature(goal) if isinstance(goal, Term) else str(goal)
         raise self._refuse(f"directive {what} is not allowed: the only directive is "
                            ":- use_module(library(Name)) for " + ", ".join(sorted(LIBRARIES)),
@@ -352,6 +364,9 @@ class ProgramChecker:
             raise self._refuse(f"{sig} is not allowed in a program (file, database, output "
                                "and engine builtins are refused; see the allowed list in "
                                "nesybench.nesy.program.sandbox)", goal, clause)
+        if self.unknown_fail:
+            self.undefined.add(sig)
+            return
         raise self._refuse(f"{sig} is not defined in the program and is not an allowed "
                            "builtin", goal, clause)
 
@@ -534,4 +549,16 @@ def check_program(clauses, text: str, source: str | None = None) -> list:
     out = [cl for cl in clauses if not _is_directive(cl)]
     for lib in sorted(checker.libraries):
         out.extend(library_clauses(lib))
-    return out + control_clauses()
+    return out + control_clauses() + _failing_clauses(checker.undefined)
+
+
+def _failing_clauses(signatures) -> list:
+    """``p(_, ..., _) :- fail.`` for each ``p/n`` called but undefined under
+    ``:- unknown(fail).``: ProbLog fails such a call, and so does every grounder here."""
+    from problog.logic import Clause, Term, Var
+    out = []
+    for sig in sorted(signatures):
+        name, arity = sig.rsplit("/", 1)
+        out.append(Clause(Term(name, *(Var(f"A{i}") for i in range(int(arity)))),
+                          Term("fail")))
+    return out
