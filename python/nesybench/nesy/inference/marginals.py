@@ -21,8 +21,8 @@ manager over **one** grounding:
 * each node of the ground DAG is built once, bottom up (``apply``), and shared by every answer;
 * ``P(q | e) = WMC(q ∧ e) / WMC(e)`` with ``e`` the conjunction of the evidence literals.
 
-The vtree is balanced over the variables in the order the ground program first names them,
-and the manager runs without dynamic minimisation: ProbLog's own SDD defaults.
+The vtree is balanced over the variables in the order the grounder made the choices, and the
+manager runs without dynamic minimisation: ProbLog's own SDD defaults.
 """
 from __future__ import annotations
 
@@ -143,7 +143,9 @@ def _evaluate(gp, roots: list, clock, source) -> tuple[list[float], int]:
     n_vars, outcome, weights = encode_choices(gp.choices)
     if n_vars == 0:                      # a deterministic program: every root is 0 or 1
         return [_constant(gp, r) for r in roots], 0
-    order = _first_use_order(gp, roots, outcome, n_vars)
+    # the grounder's order of the choices, as ProbLog numbers its atoms: on reachability it
+    # gave SDDs half the size of a depth-first order from the roots (benchmarks/nesy_queries.py)
+    order = list(range(1, n_vars + 1))
     mgr = SddManager.from_vtree(Vtree(var_count=n_vars, var_order=order, vtree_type="balanced"))
     mgr.auto_gc_and_minimize_off()
     true, false = mgr.true(), mgr.false()
@@ -227,28 +229,3 @@ def _constant(gp, ref) -> float:
     if ref == 0:
         return 1.0
     raise NesyError("a program without random choices grounded to a non-constant node")
-
-
-def _first_use_order(gp, roots, outcome, n_vars: int) -> list[int]:
-    """SDD variables in the order a depth-first walk of the evidence and the roots meets them
-    (then any variable not met), so variables used together sit close in the vtree."""
-    seen_nodes, seen_vars, order = set(), set(), []
-    starts = [abs(n) for _, n, _ in gp.evidence if n] + [abs(r) for r in roots if r]
-    for s in starts:
-        stack = [s]
-        while stack:
-            n = stack.pop()
-            if n in seen_nodes or n == 0:
-                continue
-            seen_nodes.add(n)
-            node = gp.nodes[n]
-            if node[0] == "lit":
-                for vals in outcome[node[1]]:
-                    for lit in vals:
-                        if abs(lit) not in seen_vars:
-                            seen_vars.add(abs(lit))
-                            order.append(abs(lit))
-            else:
-                stack.extend(abs(k) for k in reversed(node[1]) if k)
-    order.extend(v for v in range(1, n_vars + 1) if v not in seen_vars)
-    return order
