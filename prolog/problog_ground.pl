@@ -603,6 +603,8 @@ call_builtin(A = B) :- !,              % ProbLog refuses a cyclic term, as ISO's
     ;   format(string(Msg), "infinite unification of ~q and ~q", [A, B]),
         throw(pg_error(Msg))
     ).
+call_builtin(A == B) :- !, non_finite_vs_atom(A, B), A == B.
+call_builtin(A \== B) :- !, non_finite_vs_atom(A, B), A \== B.
 call_builtin(A \= B) :- !,             % the same occurs check, then negated
     \+ call_builtin(A = B).
 call_builtin(compare(O, A, B)) :- !, pg_order(A, B, O0), order_atom(O0, O1), O = O1.
@@ -718,6 +720,18 @@ pg_atom_number(A, N) :- var(N), !,
     ;   R = [2, Msg] -> throw(pg_error(Msg))
     ).
 pg_atom_number(_, _) :- fail.
+
+%   non_finite_vs_atom(+A, +B): ProbLog compares the float inf or nan with the atom of the
+%   same name in its own way (X is inf, X == inf holds there): such a comparison is ProbLog's
+%   grounder's
+non_finite_vs_atom(A, B) :-
+    (   ( float(A), atom(B) ; float(B), atom(A) ),
+        ( float(A) -> F = A ; F = B ),
+        \+ ( F =:= F, abs(F) =\= inf )
+    ->  throw(pg_unsupported("== between a non-finite float and an atom, which ProbLog \c
+                              compares by its own rule"))
+    ;   true
+    ).
 
 control_term((_, _)).  control_term((_ ; _)).  control_term(\+ _).  control_term((_ -> _)).
 control_term(T) :- compound(T), compound_name_arity(T, '\'->\'', 2).

@@ -41,6 +41,8 @@ PROGRAMS = {
                                        "query(c1). query(c2(_)).",
     "evidence on an atom with variables": "0.3::f(1). 0.6::f(2). g(X) :- f(X).\n"
                                           "evidence(g(X)). query(f(1)).",
+    "a non-finite float compared with its name": "0.5::a.\nt :- a, X is inf, X == inf.\n"
+                                                 "query(t).",
     "instantiation test in a probabilistic predicate":
         "0.1::p1.\np(A) :- p1, A = unknown.\nfill(A) :- A == unknown.\n"
         "fill(A) :- p(A), fill(A).\nq :- fill(_A).\nquery(q).",
