@@ -41,6 +41,9 @@ PROGRAMS = {
                                        "query(c1). query(c2(_)).",
     "evidence on an atom with variables": "0.3::f(1). 0.6::f(2). g(X) :- f(X).\n"
                                           "evidence(g(X)). query(f(1)).",
+    "a program without random choices": "a.\nb :- a, \\+ c.\nc :- fail.\nd :- \\+ b.\n"
+                                        "e :- q(1).\nq(X) :- X > 0.\n"
+                                        "query(a). query(b). query(c). query(d). query(e).",
     "a non-finite float compared with its name": "0.5::a.\nt :- a, X is inf, X == inf.\n"
                                                  "query(t).",
     "instantiation test in a probabilistic predicate":

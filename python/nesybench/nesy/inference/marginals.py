@@ -223,9 +223,26 @@ def _evaluate(gp, roots: list, clock, source) -> tuple[list[float], int]:
 
 
 def _constant(gp, ref) -> float:
-    """A root of a program without random choices: 1.0 or 0.0 (its nodes are all constant)."""
+    """A root of a program without random choices: 1.0 or 0.0 (every node is an AND/OR of
+    constants; an extra atom of ProbLog's grounder is an empty OR, false)."""
     if ref is None:
         return 0.0
     if ref == 0:
         return 1.0
-    raise NesyError("a program without random choices grounded to a non-constant node")
+    value: dict[int, bool] = {}
+    stack = [abs(ref)]
+    while stack:
+        n = stack[-1]
+        kind, kids = gp.nodes[n][0], gp.nodes[n][1]
+        if kind == "lit":
+            raise NesyError("a program without random choices has a choice literal")
+        todo = [abs(k) for k in kids if k and abs(k) not in value]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        vals = [False if k is None else True if k == 0 else
+                value[k] if k > 0 else not value[-k] for k in kids]
+        value[n] = all(vals) if kind == "and" else any(vals)
+    v = value[abs(ref)]
+    return float(v if ref > 0 else not v)
