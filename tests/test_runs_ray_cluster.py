@@ -41,6 +41,19 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _node_alive(port: int, env: dict) -> bool:
+    """Whether the cluster at the port reports an alive node (nesybench's own probe)."""
+    from nesybench.parallel import _RAY_PROBE
+
+    try:
+        res = subprocess.run([PY, "-c", _RAY_PROBE, f"127.0.0.1:{port}"], capture_output=True,
+                             text=True, env=env, timeout=20, check=False)
+    except subprocess.TimeoutExpired:
+        return False
+    lines = res.stdout.strip().splitlines()
+    return bool(lines) and '"alive": {}' not in lines[-1] and '"alive"' in lines[-1]
+
+
 @pytest.fixture(scope="module")
 def ray_head(tmp_path_factory):
     """A Ray head with token authentication on a free loopback port, in a process group of
@@ -72,7 +85,13 @@ def ray_head(tmp_path_factory):
                 pytest.skip("Ray cannot start a head here: "
                             + (tmp_path / "head.log").read_text()[-300:].replace("\n", " "))
             time.sleep(0.5)
-        time.sleep(2)             # the GCS listens before the raylet has registered
+        # The GCS listens before the raylet has registered: wait until the head's node is
+        # alive, as nesybench's own probe sees it, so that a loaded machine is no failure.
+        while not _node_alive(port, env):
+            if head.poll() is not None or time.monotonic() > deadline + 60:
+                pytest.skip("the Ray head registered no node in time: "
+                            + (tmp_path / "head.log").read_text()[-300:].replace("\n", " "))
+            time.sleep(0.5)
         yield port, token
     finally:
         if head.poll() is None:
