@@ -86,11 +86,22 @@ def _canonical(atom: str) -> str:
                   re.sub(r"\s+", "", text))
 
 
+#: a call with an answer, where the generic ``name(X, p(X), L)`` has none
+_ROUTED_CALLS = {
+    "clause/2": "clause(p(L), true)", "clause/3": "clause(p(L), true, _)",
+    "try_call/1": "try_call(p(L))",
+    **{f"try_call/{n}": f"try_call(q{n - 1}{', 1' * (n - 2)}, L)" for n in range(2, 10)},
+}
+
+
 @pytest.mark.parametrize("sig", sorted(bt.routed_names()))
 def test_routed_builtins_go_to_problogs_grounder(sig):
     name, arity = sig.rsplit("/", 1)
     args = ", ".join(["X", "p(X)", "L"][:int(arity)])
-    text = f"p(1). p(2).\nr(L) :- {name}({args}).\nquery(r(L)).\n"
+    goal = _ROUTED_CALLS.get(sig, f"{name}({args})")
+    helpers = "".join(f"q{n}({', '.join(['_'] * (n - 1) + ['L'])}) :- p(L).\n"
+                      for n in range(1, 9))
+    text = f"p(1). p(2).\n{helpers}r(L) :- {goal}.\nquery(r(L)).\n"
     from nesybench.nesy.program.program import ground
     gp = ground(text, networks=[], grounder="auto")
     assert gp.grounder == "problog"

@@ -111,7 +111,7 @@ def test_the_engine_registers_only_the_allow_list():
     engine = safe_engine()
     assert set(engine.get_builtins()) <= ENGINE_BUILTINS
     dangerous = {"use_module/1", "consult/1", "_use_module/2", "writeln/1", "subquery/2",
-                 "cmd_args/1", "clause/2", "call_in_scope/2"}
+                 "cmd_args/1", "call_in_scope/2", "subquery_in_scope/3"}
     assert dangerous <= engine_builtin_names(), "ProbLog's own table has these"
     assert not dangerous & set(engine.get_builtins())
 

@@ -49,6 +49,61 @@ PROGRAMS = {
     "instantiation test in a probabilistic predicate":
         "0.1::p1.\np(A) :- p1, A = unknown.\nfill(A) :- A == unknown.\n"
         "fill(A) :- p(A), fill(A).\nq :- fill(_A).\nquery(q).",
+
+    'library(aggregate) over probabilistic answers':
+        ':- use_module(library(aggregate)).\n'
+        '0.3::score(a, 3). 0.6::score(b, 5). 0.5::score(c, 4).\n'
+        'team(a, red). team(b, red). team(c, blue).\n'
+        'total(T, sum<S>) :- score(P, S), team(P, T).\n'
+        'best(max<S>) :- score(_, S).\n'
+        'worst(min<S>) :- score(_, S).\n'
+        'mean(avg<S>) :- score(_, S).\n'
+        'query(total(T, S)). query(best(B)). query(worst(W)). query(mean(M)).',
+    "library(collect) with the program's own collector":
+        ':- use_module(library(collect)).\n'
+        '0.4::likes(ann, tea). 0.7::likes(bob, tea). likes(ann, jam).\n'
+        'collect_count(CB, G, N) :- collect_list(CB, G, _, L), length(L, N).\n'
+        'fans(T, L) :- likes(P, T) => T/list(P, L).\n'
+        'n_fans(T, N) :- likes(P, T) => T/count(N).\n'
+        'query(fans(tea, L)). query(n_fans(T, N)).',
+    'library(cut) takes the first rule that succeeds':
+        ':- use_module(library(cut)).\n'
+        '0.4::rain. 0.7::wind.\n'
+        'weather(1, storm) :- rain, wind.\n'
+        'weather(2, wet) :- rain.\n'
+        'weather(3, dry).\n'
+        'forecast(W) :- cut(weather(W)).\n'
+        'which(I) :- cut(weather(_), I).\n'
+        'query(forecast(W)). query(which(I)).',
+    'library(scope) over scoped facts':
+        ':- use_module(library(scope)).\n'
+        '0.3::rain.\n'
+        'morning:wet :- rain.\n'
+        'evening:wet :- morning:wet.\n'
+        'evening:cold.\n'
+        'query(evening:wet). query([morning, evening]:cold). query(evening:(wet, cold)).',
+    'library(string)':
+        ':- use_module(library(string)).\n'
+        '0.5::p(ab). 0.2::p(x).\n'
+        'r(S) :- p(X), concat([X, cd], S).\n'
+        "j(S) :- p(X), join('-', [X, y], S).\n"
+        'query(r(S)). query(j(S)).',
+    "clause/2 and clause/3 read the program's clauses":
+        '0.3::b. a :- b. c :- d, e.\n'
+        '0.6::f(1).\n'
+        'body_of(H, B) :- clause(H, B).\n'
+        'prob_of(H, P) :- clause(H, true, P).\n'
+        'query(body_of(a, B)). query(body_of(c, B)). query(prob_of(f(X), P)).',
+    'an undefined predicate in a clause that is never called':
+        'a :- not_defined_anywhere.\n'
+        '0.4::q.\n'
+        'query(q).',
+    'try_call fails on an undefined goal':
+        '0.5::p.\n'
+        'r :- try_call(nothere).\n'
+        's :- try_call(p).\n'
+        'u :- try_call((p, nothere)).\n'
+        'query(r). query(s). query(u).',
 }
 
 
@@ -153,5 +208,39 @@ def test_unknown_fail_makes_an_undefined_call_fail(grounder):
     text = ":- unknown(fail).\n0.5::b.\np :- a.\nq :- b, \\+ a.\nquery(p). query(q). query(a).\n"
     got = {a.atom: a.p for a in marginals(text, budget=Budget(grounder=grounder)).answers}
     assert got == _problog(text) == {"p": 0.0, "q": 0.5, "a": 0.0}
-    with pytest.raises(NesyError, match="a/0 is not defined"):
+    with pytest.raises(NesyError, match="a/0 was called, and it is neither defined"):
         marginals(":- unknown(error).\np :- a.\nquery(p).\n")
+
+
+def test_try_call_with_extra_arguments_calls_like_call_n():
+    """ProbLog 2.3's try_call/2..9 raise a Python TypeError (its try_calln passes the extra
+    arguments as one); nesybench's behave as call/N does, failing on an undefined goal."""
+    text = ("0.5::p(1).\nr(X) :- try_call(p, X).\ns :- try_call(nothere, 1).\n"
+            "query(r(X)). query(s).\n")
+    for grounder in ("auto", "problog"):
+        got = {a.atom: a.p for a in marginals(text, budget=Budget(grounder=grounder)).answers}
+        assert got == {"r(1)": pytest.approx(0.5, abs=1e-12), "s": 0.0}
+
+
+@pytest.mark.parametrize("lib", ["aggregate", "collect", "cut", "scope", "string"])
+def test_libraries_of_problog_are_routed_and_named_under_the_prolog_grounder(lib):
+    name = {"aggregate": "library(aggregate) over probabilistic answers",
+            "collect": "library(collect) with the program's own collector",
+            "cut": "library(cut) takes the first rule that succeeds",
+            "scope": "library(scope) over scoped facts", "string": "library(string)"}[lib]
+    res = marginals(PROGRAMS[name])
+    assert res.stats["grounder"] == "problog"
+    with pytest.raises(NesyError, match="does not handle .*; ground this program with "
+                                        "--grounder problog"):
+        marginals(PROGRAMS[name], budget=Budget(grounder="prolog"))
+
+
+def test_an_undefined_call_is_an_error_when_called_and_side_effects_when_read():
+    # as in ProbLog: a clause that is never called may name anything; a called one is refused
+    assert [a.p for a in marginals("a :- b.\nq.\nquery(q).\n").answers] == [1.0]
+    with pytest.raises(NesyError, match=r"b/0 was called, and it is neither defined"):
+        marginals("a :- b.\nq :- a.\nquery(q).\n")
+    # a Prolog builtin with side effects is refused when the program is read, with its place
+    with pytest.raises(NesyError, match=r"line 1, column 6: .*assertz/1 is a Prolog builtin "
+                                        "with side effects"):
+        marginals("a :- assertz(b).\nq.\nquery(q).\n")

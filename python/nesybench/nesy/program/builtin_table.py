@@ -77,10 +77,12 @@ ENGINE = {
     ("once", 1): CONTROL[("once", 1)],
     ("findall", 3): CONTROL[("findall", 3)],
     ("all", 3): Routed("aggregates over the program's possible answers (ProbLog's engine)"),
-    ("all_or_none", 3): Refused(_NOT_YET),
+    ("all_or_none", 3): Routed("all/3 that answers [] where the goal has no answer "
+                               "(library(collect))"),
     (".", 2): Refused("a list cell called as a goal (consult a file, in Prolog)"),
     ("consult", 1): Refused(_SAFETY), ("_consult", 2): Refused(_SAFETY),
-    ("use_module", 1): Refused(_SAFETY + "; library(lists), library(apply) are allowed"),
+    ("use_module", 1): Refused(_SAFETY + "; ProbLog's libraries lists, apply, aggregate, "
+                                         "collect, cut, scope and string are allowed"),
     ("use_module", 2): Refused(_SAFETY), ("_use_module", 2): Refused(_SAFETY),
     ("_use_module", 3): Refused(_SAFETY), ("module", 2): Refused(_SAFETY),
     ("cmd_args", 1): Refused(_SAFETY), ("nl", 0): Refused(_SAFETY),
@@ -102,16 +104,21 @@ ENGINE = {
     ("probabilityX", 1): Refused(_ENGINE), ("sample_uniform1", 3): Refused(_ENGINE),
     ("unknown", 1): Refused("as a goal; the directive :- unknown(fail). is supported (a call "
                             "to an undefined predicate fails, as in ProbLog)"),
-    ("clause", 2): Refused(_NOT_YET + " (the program's own clauses as data)"),
-    ("clause", 3): Refused(_NOT_YET + " (the program's own clauses as data)"),
+    ("clause", 2): Routed("the program's own clauses as data (library(cut) too); "
+                          "nesybench's helper clauses are not among them"),
+    ("clause", 3): Routed("the program's own clauses and their probabilities as data"),
     **{("call_nc", n): Refused(_NOT_YET) for n in range(1, 10)},
-    **{("try_call", n): Refused(_NOT_YET) for n in range(1, 10)},
+    **{("try_call", n): Routed("call/N that fails where the goal is undefined or raises "
+                               "(library(scope)); a budget still stops it")
+       for n in range(1, 10)},
     ("numbervars", 2): Refused(_NOT_YET), ("numbervars", 3): Refused(_NOT_YET),
     ("varnumbers", 2): Refused(_NOT_YET), ("rational", 1): Refused(_NOT_YET),
     ("subsumes_chk", 2): Refused(_NOT_YET),
 }
 
 #: the libraries a program may import: ProbLog's own Prolog clauses, given to both grounders
+#: (the Python predicates of lists and string are routed: ProbLog's own functions, run on
+#: ProbLog's engine)
 LIBRARY = Proven("ProbLog's own library clauses, resolved by the grounder like the program's")
 
 

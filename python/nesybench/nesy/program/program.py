@@ -410,7 +410,7 @@ def _run_grounder(clauses, qterms, qvars, parsed, text, source, clock, grounder)
     raw, used, note = None, "problog", None
     if grounder != "problog":
         from .swi_ground import Refused, Unsupported, ground_swi, split_evidence
-        from .sandbox import ENGINE_BUILTINS
+        from .sandbox import ENGINE_BUILTINS, PYTHON_HELPERS
         rest, evidence = split_evidence(clauses)
         try:
             try:
@@ -421,7 +421,8 @@ def _run_grounder(clauses, qterms, qvars, parsed, text, source, clock, grounder)
                                 parsed.nn_values, source)
             except Refused as exc:
                 if str(exc) in ENGINE_BUILTINS:    # a builtin of ProbLog's engine, not here
-                    raise Unsupported(f"the builtin {exc}") from None
+                    raise Unsupported(f"the builtin {PYTHON_HELPERS.get(str(exc), exc)}") \
+                        from None
                 raise refusal(str(exc), source, **exc.where) from None
             used = "prolog"
         except Unsupported as exc:

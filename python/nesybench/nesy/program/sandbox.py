@@ -13,16 +13,21 @@ ProbLog is a Prolog engine written in Python, and its builtin table reaches far 
    a goal takes (``call/N``, ``\+``, ``findall``, ``maplist``/``include``/``foldl`` of any
    arity, ``query/1``, ``evidence/1,2``, a goal built with ``=..``), a predicate outside that
    table does not exist there: grounding stops with a one-line refusal naming it.
-   ``:- use_module(library(lists|apply))`` is resolved by :func:`library_clauses`, which adds
-   the clauses of ProbLog's Prolog libraries (no file is loaded at run time, no Python module
-   imported).
+   ``:- use_module(library(Name))`` for a library of :data:`LIBRARIES` is resolved by
+   :func:`library_clauses`, which adds the clauses of ProbLog's Prolog library (no file is
+   loaded at run time). The few predicates ProbLog's libraries define in Python (string
+   concatenation, grouping) are ProbLog's own functions, registered as engine builtins under
+   internal names (:data:`LIBRARY_PYTHON`).
 2. **The static check** (:class:`ProgramChecker`), before ProbLog sees the program, refuses
-   with file, line and column what would fail or be refused later: a goal that is not
-   a predicate the program defines, a builtin of :data:`BUILTINS` or :data:`META`, or a
-   predicate of an imported library in :data:`LIBRARIES`; directives other than the library
-   imports; ``query``/``evidence`` written as rules or probabilistic facts, or over an atom the
-   program cannot define. Goals that are variables at load time cannot be checked in advance:
-   they run on the engine above, which is the layer that holds.
+   with file, line and column what is never allowed: a builtin outside :data:`BUILTINS` and
+   :data:`META` (files, databases, output, engine state), a library predicate without its
+   import, directives other than the library imports and ``:- unknown(fail|error).``, and
+   ``query``/``evidence`` written as rules or probabilistic facts, or over an atom the program
+   cannot define. A goal naming a predicate that nothing defines is, as in ProbLog, an error
+   when it is called (both grounders refuse the call, naming it), not when a clause that is
+   never called, or is read as data by ``clause/2``, names it. Goals that are variables at
+   load time cannot be checked in advance: they run on the engine above, which is the layer
+   that holds.
 
 Programs may define predicates with any name and arity, unless the name starts with an
 underscore (ProbLog's internal predicates) or is one of ProbLog's builtins (a definition there
@@ -48,14 +53,18 @@ BUILTINS: frozenset[str] = frozenset({
     # term inspection and construction (building a term never runs it)
     "functor/3", "arg/3", "=../2", "atom_number/2", "length/2", "sort/2",
     "subsumes_term/2",
+    # the program's own clauses as data (read, never changed)
+    "clause/2", "clause/3",
 })
 
 #: meta-calls: predicate -> positions (0-based) of goal arguments and how many extra
 #: arguments the call appends to that goal
 META: dict[str, tuple[tuple[int, int], ...]] = {
     "\\+/1": ((0, 0),), "not/1": ((0, 0),), "once/1": ((0, 0),),
-    "findall/3": ((1, 0),), "all/3": ((1, 0),), "forall/2": ((0, 0), (1, 0)),
-    **{f"call/{n}": ((0, n - 1),) for n in range(1, 9)},
+    "findall/3": ((1, 0),), "all/3": ((1, 0),), "all_or_none/3": ((1, 0),),
+    "forall/2": ((0, 0), (1, 0)),
+    **{f"call/{n}": ((0, n - 1),) for n in range(1, 10)},
+    **{f"try_call/{n}": ((0, n - 1),) for n in range(1, 10)},
     # library(apply)
     **{f"maplist/{n}": ((0, n - 1),) for n in range(2, 6)},
     "include/3": ((0, 1),), "exclude/3": ((0, 1),), "partition/4": ((0, 1),),
@@ -71,27 +80,92 @@ LIBRARIES: dict[str, frozenset[str]] = {
         "permutation/2", "flatten/2", "max_member/2", "min_member/2", "sum_list/2",
         "max_list/2", "min_list/2", "numlist/3", "is_set/1", "list_to_set/2", "intersection/3",
         "union/3", "subset/2", "subtract/3", "select_uniform/4", "select_weighted/5",
-        "select_weighted/4",
+        "select_weighted/4", "enum_groups/3", "enum_groups/4",
     }),
     # ProbLog loads its library(builtin) into every program (forall/2)
     "builtin": frozenset({"forall/2"}),
     "apply": frozenset({"maplist/2", "maplist/3", "maplist/4", "maplist/5", "include/3",
                         "exclude/3", "partition/4", "foldl/4", "foldl/5", "foldl/6"}),
+    # aggregates over the answers of a body (``p(G, avg<X>) :- body.``, which ProbLog's
+    # reader turns into aggregate/5); all/3 makes them ProbLog's grounder's
+    "aggregate": frozenset({"aggregate/5", "avg/2", "sum/2", "sum/3", "min/2", "min/3",
+                            "max/2", "max/3"}),
+    # ``Body => Group/Collector``: the collector ``collect_<name>`` the program defines
+    "collect": frozenset({"=>/2", "collectgroup/4", "collect_list/3", "collect_list/4"}),
+    # ordered rules: cut(r(X)) takes the first rule r(I, X) by index I that succeeds
+    "cut": frozenset({"cut/1", "cut/2", "cut/4"}),
+    # scoped atoms Scope:Atom
+    "scope": frozenset({":/2"}),
+    # strings as atoms (ProbLog's Python helpers, pure)
+    "string": frozenset({"concat/2", "join/3", "str2lst/2", "lst2str/2", "str2int/2",
+                         "sub_string/5"}),
 }
+
+#: libraries a library imports itself (ProbLog's ``:- use_module`` lines in its text)
+LIBRARY_IMPORTS: dict[str, tuple[str, ...]] = {
+    "aggregate": ("lists", "apply"), "collect": ("lists", "apply", "string"),
+    "scope": ("lists",), "string": ("lists",),
+}
+
+#: predicates ProbLog's libraries define in Python (``lists.py``, ``string.py``): each is a
+#: pure function of its arguments, registered on the engine as ``_lib_<name>`` (a name no
+#: program may call) and reached through a clause ``name(A, ...) :- '_lib_name'(A, ...).``
+#: that the library adds, so that a program which does not import the library may define
+#: the same name itself
+LIBRARY_PYTHON: dict[str, tuple[str, ...]] = {
+    "lists": ("enum_groups/3", "enum_groups/4"),
+    "string": ("concat/2", "join/3", "str2lst/2", "lst2str/2", "str2int/2"),
+}
+
+
+def python_helper(sig: str) -> str:
+    """The engine builtin behind the library predicate ``sig`` (``name/arity``)."""
+    name, arity = sig.rsplit("/", 1)
+    return f"_lib_{name}/{arity}"
+
+
+#: engine builtin -> the library predicate it implements (for messages)
+PYTHON_HELPERS: dict[str, str] = {python_helper(sig): sig
+                                  for sigs in LIBRARY_PYTHON.values() for sig in sigs}
 
 #: the builtins the grounding engine registers at all (:func:`safe_engine`): :data:`BUILTINS`,
 #: the meta-calls that are builtins of ProbLog's engine (their goals are resolved by the same
 #: engine), and the two pure helpers ProbLog's ``lists.pl`` calls. Nothing else exists there.
 ENGINE_BUILTINS: frozenset[str] = BUILTINS | frozenset({
     "findall/3", "all/3", "all_or_none/3", "once/1", *(f"call/{n}" for n in range(1, 10)),
-    "memberchk_ground/2", "ground_list/2",
+    *(f"try_call/{n}" for n in range(1, 10)),
+    "memberchk_ground/2", "ground_list/2", *PYTHON_HELPERS,
 })
+
+#: builtins of :data:`ENGINE_BUILTINS` registered with nesybench's own function rather than
+#: the one of ProbLog's table
+_OWN_BUILTINS = frozenset({"memberchk_ground/2", "ground_list/2", *PYTHON_HELPERS,
+                           "clause/2", "clause/3",
+                           *(f"try_call/{n}" for n in range(1, 10))})
 
 #: ProbLog's engine refers to its first eight builtins by position: they are registered first,
 #: in this order (all eight are pure; the three aggregates resolve their goal on this engine)
 _FIXED_ORDER = ("true/0", "fail/0", "false/0", "=/2", "\\=/2", "findall/3", "all/3",
                 "all_or_none/3")
 
+
+#: Prolog builtins with side effects that ProbLog's engine does not have either: a program
+#: that names one without defining it is refused when read, not only when the goal is called
+#: (the engine could not run it in any case; the early line says why)
+SIDE_EFFECTS: frozenset[str] = frozenset({
+    "assert/1", "asserta/1", "assertz/1", "asserta/2", "assertz/2", "retract/1",
+    "retractall/1", "abolish/1", "abolish/2", "erase/1", "recorda/2", "recorda/3",
+    "recordz/2", "recordz/3", "recorded/2", "recorded/3", "flag/3", "nb_setval/2",
+    "b_setval/2", "nb_getval/2", "b_getval/2", "set_prolog_flag/2",
+    "shell/0", "shell/1", "shell/2", "system/1", "process_create/3", "halt/0", "halt/1",
+    "getenv/2", "setenv/2", "unsetenv/1",
+    "open/3", "open/4", "close/1", "close/2", "see/1", "seen/0", "tell/1", "told/0",
+    "append/1", "read/1", "read/2", "read_term/2", "read_term/3", "format/1", "format/2",
+    "format/3", "print/1", "print/2", "tab/1", "put_char/1", "get_char/1",
+    "load_files/1", "load_files/2", "ensure_loaded/1", "include/1", "use_foreign_library/1",
+    "exists_file/1", "delete_file/1", "rename_file/2", "make_directory/1",
+    "directory_files/2", "tmp_file/2",
+})
 
 #: facts with a meaning to the engine (they are statements, not calls)
 STATEMENTS = frozenset({"query/1", "evidence/1", "evidence/2"})
@@ -176,6 +250,8 @@ class ProgramChecker:
         self.unknown_fail = False
         self.undefined: set[str] = set()
         self.defined: set[str] = set()
+        #: predicates a body names that nothing defines (refused when called)
+        self.uncalled: set[str] = set()
 
     # -- errors --------------------------------------------------------------------------
     def _refuse(self, message: str, node, clause) -> NesyError:
@@ -288,9 +364,9 @@ class ProgramChecker:
             self.unknown_fail = _name(goal.args[0]) == "fail"    # ProbLog's flag
             return None
         what = _signature(goal) if isinstance(goal, Term) else str(goal)
-        raise self._refuse(f"directive {what} is not allowed: the only directive is "
-                           ":- use_module(library(Name)) for " + ", ".join(sorted(LIBRARIES)),
-                           goal, clause)
+        raise self._refuse(f"directive {what} is not allowed: the directives are "
+                           ":- use_module(library(Name)) for " + ", ".join(sorted(LIBRARIES))
+                           + " and :- unknown(fail). or :- unknown(error).", goal, clause)
 
     def _head(self, head, clause) -> None:
         from problog.logic import Term
@@ -365,10 +441,16 @@ class ProgramChecker:
                                "and engine builtins are refused; see the allowed list in "
                                "nesybench.nesy.program.sandbox)", goal, clause)
         if self.unknown_fail:
-            self.undefined.add(sig)
+            self.undefined.add(sig)       # fails, as in ProbLog (side effects or not)
             return
-        raise self._refuse(f"{sig} is not defined in the program and is not an allowed "
-                           "builtin", goal, clause)
+        if sig in SIDE_EFFECTS:
+            raise self._refuse(f"{sig} is a Prolog builtin with side effects (files, the "
+                               "database, the process), which ProbLog's engine and "
+                               "nesybench's do not have", goal, clause)
+        # not defined anywhere: as in ProbLog, an error when the goal is called (both
+        # grounders refuse the call, naming it), not when a clause that is never called
+        # (or is read as data by clause/2) names it
+        self.uncalled.add(sig)
 
 
 class _Registrar:
@@ -429,13 +511,85 @@ def _ground_list(lst, flag, **_):
     return [(lst, answer)]
 
 
+def _try_call(term, *args, **kwargs):
+    """``try_call(G, ...)``: ``call(G, ...)``, failing where ProbLog's ``try_call`` fails: when
+    ``G`` is undefined or raises an error of the program. A budget's interruption (a
+    ``BaseException``) is not caught, unlike ProbLog's bare ``except``, so that a limit still
+    stops grounding inside it."""
+    from problog.engine_builtin import _builtin_call
+    from problog.logic import Term
+    if isinstance(term, Term) and _internal_head(term.with_args(*term.args, *args)):
+        # ProbLog's engine has no clauses for ','/2, ';'/2 and '\+'/1 as called terms, so
+        # its try_call fails on them (nesybench's control clauses would run them)
+        return True, kwargs["callback"].notifyComplete()
+    try:
+        return _builtin_call(term, args, **kwargs)
+    except Exception:   # noqa: BLE001 - ProbLog's try_call fails on any error of the goal
+        return True, kwargs["callback"].notifyComplete()
+
+
+_HELPERS: dict = {}
+
+
+def _python_helpers() -> dict:
+    """``{'_lib_name/arity': function}`` for :data:`LIBRARY_PYTHON`: the functions of
+    ProbLog's own ``library/lists.py`` and ``library/string.py``, read from the installed
+    ``problog`` package by running each module with ProbLog's export registry pointed at a
+    collector (the same wrappers ProbLog's ``use_module`` registers: argument modes, type
+    conversion, unification of the outputs)."""
+    if _HELPERS:
+        return _HELPERS
+    import importlib.util
+
+    from problog import extern
+
+    collected: dict = {}
+
+    class _Collector:
+        def add_extern(self, name, arity, function, scope=None):
+            collected[f"{name}/{arity}"] = function
+
+    saved = extern.problog_export.database
+    extern.problog_export.database = _Collector()
+    try:
+        for lib in LIBRARY_PYTHON:
+            spec = importlib.util.find_spec(f"problog.library.{lib}")
+            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    finally:
+        extern.problog_export.database = saved
+    for lib, sigs in LIBRARY_PYTHON.items():
+        for sig in sigs:
+            if sig not in collected:
+                raise NesyError(f"ProbLog's library({lib}) has no {sig}: not the ProbLog "
+                                "release nesybench was built for")
+            _HELPERS[python_helper(sig)] = collected[sig]
+    return _HELPERS
+
+
+def _clause_hiding_internals(function):
+    """ProbLog's ``clause/2,3`` over the program's clauses, without nesybench's own helper
+    clauses (the label and query-rule clauses, the control constructs as callable terms)."""
+    def clause(*args, **kwargs):
+        return [r for r in function(*args, **kwargs) if not _internal_head(r[0])]
+    return clause
+
+
+def _internal_head(head) -> bool:
+    from problog.logic import Term
+    if not isinstance(head, Term):
+        return False
+    name = str(head.functor)
+    return name.startswith("nesy__") or (name, head.arity) in (
+        (",", 2), (";", 2), ("\\+", 1), ("'\\+'", 1))
+
+
 def install_builtins(engine) -> list[str]:
     """Register on ``engine`` (built with ``builtins=False``) the builtins of
     :data:`ENGINE_BUILTINS` and nothing else; return their signatures in table order."""
     from problog.engine_builtin import add_standard_builtins
     from problog.engine_stack import (BooleanBuiltIn, SimpleBuiltIn,
                                       SimpleProbabilisticBuiltIn)
-    reg = _Registrar(engine, ENGINE_BUILTINS)
+    reg = _Registrar(engine, ENGINE_BUILTINS - _OWN_BUILTINS)
     # the positional eight first: let them through alone, then the whole table filtered
     first = _Registrar(engine, frozenset(_FIXED_ORDER))
     add_standard_builtins(first, BooleanBuiltIn, SimpleBuiltIn, SimpleProbabilisticBuiltIn)
@@ -447,6 +601,17 @@ def install_builtins(engine) -> list[str]:
     engine.add_builtin("memberchk_ground", 2, SimpleBuiltIn(_memberchk_ground))
     engine.add_builtin("ground_list", 2, SimpleBuiltIn(_ground_list))
     reg.registered += ["memberchk_ground/2", "ground_list/2"]
+    from problog.engine_builtin import _builtin_clause, _builtin_clause3
+    engine.add_builtin("clause", 2, SimpleBuiltIn(_clause_hiding_internals(_builtin_clause)))
+    engine.add_builtin("clause", 3, SimpleBuiltIn(_clause_hiding_internals(_builtin_clause3)))
+    reg.registered += ["clause/2", "clause/3"]
+    for n in range(1, 10):
+        engine.add_builtin("try_call", n, _try_call)
+        reg.registered.append(f"try_call/{n}")
+    for helper, function in _python_helpers().items():
+        name, arity = helper.rsplit("/", 1)
+        engine.add_builtin(name, int(arity), SimpleBuiltIn(function))
+        reg.registered.append(helper)
     registered = set(engine.get_builtins())
     if not registered <= ENGINE_BUILTINS:           # by construction; checked all the same
         raise NesyError("the grounding engine holds builtins outside the allow-list: "
@@ -479,11 +644,13 @@ def library_clauses(name: str) -> list:
     from problog.program import PrologString
     if name not in LIBRARIES:
         raise NesyError(f"library {name!r} is not allowed")
+    out = _python_helper_clauses(name)
+    if name in LIBRARY_PYTHON and not (files("problog") / "library" / f"{name}.pl").is_file():
+        return out
     text = _LIBRARY_TEXT.get(name)
     if text is None:
         text = (files("problog") / "library" / f"{name}.pl").read_text(encoding="utf-8")
         _LIBRARY_TEXT[name] = text
-    out = []
     for cl in PrologString(text):
         if isinstance(cl, Clause) and cl.head is not None and _name(cl.head) == "_directive":
             continue
@@ -492,6 +659,29 @@ def library_clauses(name: str) -> list:
         _forget_locations(cl)
         out.append(cl)
     return out
+
+
+def _python_helper_clauses(name: str) -> list:
+    """``p(A1, ..., An) :- '_lib_p'(A1, ..., An).`` for each Python predicate of library
+    ``name`` (:data:`LIBRARY_PYTHON`)."""
+    from problog.logic import Clause, Term, Var
+    out = []
+    for sig in LIBRARY_PYTHON.get(name, ()):
+        pred, arity = sig.rsplit("/", 1)
+        args = [Var(f"A{i}") for i in range(int(arity))]
+        out.append(Clause(Term(pred, *args), Term(f"_lib_{pred}", *args)))
+    return out
+
+
+def with_imports(libraries) -> list[str]:
+    """``libraries`` and the libraries they import (:data:`LIBRARY_IMPORTS`), sorted."""
+    out, stack = set(), list(libraries)
+    while stack:
+        lib = stack.pop()
+        if lib not in out:
+            out.add(lib)
+            stack.extend(LIBRARY_IMPORTS.get(lib, ()))
+    return sorted(out)
 
 
 def _forget_locations(term) -> None:
@@ -547,7 +737,7 @@ def check_program(clauses, text: str, source: str | None = None) -> list:
     checker = ProgramChecker(text, source)
     checker.check(clauses)
     out = [cl for cl in clauses if not _is_directive(cl)]
-    for lib in sorted(checker.libraries):
+    for lib in with_imports(checker.libraries):
         out.extend(library_clauses(lib))
     return out + control_clauses() + _failing_clauses(checker.undefined)
 
