@@ -168,6 +168,13 @@ def test_cli_prints_each_answer_as_problog_does(tmp_path):
      ["--grounder", "problog", "--max-memory", "300"]),
     ("nat(0).\nnat(s(N)) :- nat(N).\n0.5::p(X) :- nat(X).\nquery(p(_)).\n",
      ["--max-memory", "300", "--timeout", "5"]),
+    # the approximate methods ground in the same bounded child
+    ("r(N) :- length(L, 100000000), length(L, N).\nquery(r(_)).\n",
+     ["--grounder", "problog", "--max-memory", "300", "--inference", "sample:10"]),
+    ("r(N) :- length(L, 100000000), length(L, N).\nquery(r(_)).\n",
+     ["--grounder", "problog", "--max-memory", "300", "--inference", "topk:2"]),
+    ("nat(0).\nnat(s(N)) :- nat(N).\n0.5::p(X) :- nat(X).\nquery(p(_)).\n",
+     ["--max-memory", "300", "--timeout", "5", "--inference", "sample:10"]),
 ])
 def test_runaway_programs_end_in_one_line_within_their_budget(tmp_path, program, args):
     prog = tmp_path / "p.pl"

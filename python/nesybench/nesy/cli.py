@@ -187,7 +187,7 @@ def train_cmd(task, model, semantics, data, mnist, samples, data_seed, concept_s
                     epochs=epochs, batch=batch, lr=lr, seed=seed, device=device,
                     budget=budget.to_json(), concept_source=concept_source,
                     inference=inference)
-    from .inference.approx import parse_inference  # noqa: PLC0415
+    from .inference.spec import parse_inference  # noqa: PLC0415
     parse_inference(inference)
     if concept_source is not None:
         from .learn.clip import parse_source  # noqa: PLC0415
@@ -242,26 +242,15 @@ def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
     """
     method, n_samples = "exact", None
     if inference != "exact":        # the exact path runs without importing PyTorch
-        from .inference.approx import parse_inference  # noqa: PLC0415
+        from .inference.spec import parse_inference  # noqa: PLC0415
         method, n_samples = parse_inference(inference)
     if not Path(program).is_file():
         raise NesyError("program file not found", file=str(program))
-    if method == "sample":
-        from .inference.approx import SampledProgram  # noqa: PLC0415
-        prog = SampledProgram.from_program(Path(program), list(queries) or None, networks=[],
-                                           budget=budget, samples=n_samples, seed=seed)
-        margs, errs = prog.estimate([])
-    elif method == "topk":
-        from .inference.approx import build_program  # noqa: PLC0415
-        prog = build_program(Path(program), list(queries) or None, inference=inference,
-                             networks=[], budget=budget)
-        margs = prog.label_marginals([])
-        errs = [None] * len(margs)
-        prog.stats["truncated"] = bool(prog.last_truncated.any())
-    else:
+    # a program from outside: grounded (and compiled, or sampled) in a child process whose
+    # memory the operating system bounds and which is ended at --timeout
+    # (nesybench.nesy.inference.isolate)
+    if method == "exact":
         from .inference.isolate import marginals_bounded  # noqa: PLC0415
-        # a program from outside: grounded and compiled in a child process whose memory the
-        # operating system bounds and which is ended at --timeout (nesybench.nesy.inference.isolate)
         res = marginals_bounded(Path(program), list(queries), budget)
         if as_json:
             click.echo(dumps({"program": str(program), "evidence": res.evidence,
@@ -271,28 +260,14 @@ def infer_cmd(program, queries, as_json, quiet, budget, inference, seed):
         for a in res.answers:
             click.echo(f"{a.atom}: {_shown(a.p)}")
         return
-    rows = []
-    for query, atoms, dom, m, e in zip(prog.label_queries, prog.label_atoms, prog.label_domains,
-                                       margs, errs):
-        boolean = dom in ([0, 1], [0], [1]) and len(atoms) <= 1
-        ses = e[0].tolist() if e is not None else [None] * len(dom)
-        if boolean:
-            atoms = (atoms or [query]) * len(dom)
-        for v, atom, pr, se in zip(dom, atoms, m[0].tolist(), ses):
-            if boolean and v != 1:
-                continue
-            row = {"query": query, "atom": atom, "value": None if boolean else v, "p": pr}
-            if se is not None:
-                row["stderr"] = se
-            rows.append(row)
-        if boolean and 1 not in dom:
-            rows.append({"query": query, "atom": atoms[0] if atoms else query, "value": None,
-                         "p": 0.0})
+    from .inference.isolate import approximate_bounded  # noqa: PLC0415
+    res = approximate_bounded(Path(program), list(queries), budget, inference=inference,
+                              seed=seed)
     if as_json:
-        click.echo(dumps({"program": str(program), "evidence": prog.evidence, "results": rows,
-                          "stats": prog.stats}))
+        click.echo(dumps({"program": str(program), "evidence": res["evidence"],
+                          "results": res["rows"], "stats": res["stats"]}))
         return
-    for r in rows:
+    for r in res["rows"]:
         se = f" ± {r['stderr']:.2g} (standard error, {n_samples} samples)" \
             if "stderr" in r else ""
         click.echo(f"{r['atom']}: {_shown(r['p'])}{se}")
@@ -474,7 +449,7 @@ def sweep_cmd(ctx, task, models, seeds, sups, data, mnist, samples, epochs, batc
     Results go to the study's SQLite store (read them with `nesybench runs table`). Exits 1
     when a cell failed, after one line per failed cell.
     """
-    from .inference.approx import parse_inference  # noqa: PLC0415
+    from .inference.spec import parse_inference  # noqa: PLC0415
     parse_inference(inference)
     from ..runs import GridSpec, run_grid  # noqa: PLC0415
     from ..shortcuts.generate import generate  # noqa: PLC0415

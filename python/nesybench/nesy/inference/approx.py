@@ -59,6 +59,7 @@ import time
 import torch
 
 from ...errors import NesyError
+from .spec import DEFAULT_SAMPLES, parse_inference  # noqa: F401 - part of this API
 from .learnable import LearnableProbabilities
 from .semantics import (LabelSemantics, choice_distributions, index_labels,
                         take_fixed_choices, take_ground_interface)
@@ -66,41 +67,9 @@ from .semantics import (LabelSemantics, choice_distributions, index_labels,
 #: the inference methods a user can pick (``exact``, ``sample:S`` or ``topk:K``)
 INFERENCE = ("exact", "sample", "topk")
 #: samples per example when ``sample`` is given without a number
-DEFAULT_SAMPLES = 1000
 #: booleans held at once while evaluating the ground DAG (nodes x columns); larger batches of
 #: samples are evaluated in chunks
 CHUNK_ELEMENTS = 1 << 27
-
-
-def parse_inference(spec: str | None) -> tuple[str, int | None]:
-    """``"exact"`` -> ``("exact", None)``; ``"sample:S"`` / ``"sample"`` -> ``("sample", S)``;
-    ``"topk:K"`` / ``"topk"`` -> ``("topk", K)`` (the K best proofs,
-    :mod:`nesybench.nesy.inference.topk`)."""
-    spec = (spec or "exact").strip()
-    if spec == "exact":
-        return "exact", None
-    kind, _, num = spec.partition(":")
-    if kind == "sample":
-        try:
-            s = int(num) if num else DEFAULT_SAMPLES
-        except ValueError:
-            s = 0
-        if s < 2:
-            raise NesyError(f"--inference {spec}: the number of samples must be an integer >= 2",
-                            field="inference")
-        return "sample", s
-    if kind == "topk":
-        from .topk import DEFAULT_K
-        try:
-            k = int(num) if num else DEFAULT_K
-        except ValueError:
-            k = 0
-        if k < 1:
-            raise NesyError(f"--inference {spec}: the number of proofs must be an integer >= 1",
-                            field="inference")
-        return "topk", k
-    raise NesyError(f"unknown inference {spec!r}: exact | sample:S (S worlds sampled per "
-                    "example) | topk:K (the K most probable proofs)", field="inference")
 
 
 def build_program(text_or_path, queries, *, inference: str = "exact", seed: int | None = None,
@@ -419,3 +388,44 @@ class SampledProgram(LearnableProbabilities, LabelSemantics):
 def standard_error_bound(samples: int) -> float:
     """The worst-case standard error of one sampled marginal, ``0.5 / sqrt(S)``."""
     return 0.5 / math.sqrt(samples)
+
+
+def approximate_answers(path, queries, *, inference: str, budget=None,
+                        seed: int | None = None) -> dict:
+    """The answers of ``nesy infer --inference sample:S|topk:K`` for the program file ``path``:
+    ``{"rows": [...], "evidence": [...], "stats": {...}}``, one row per ground answer (or per
+    label value), each ``{"query", "atom", "value", "p"}`` and, when sampled, ``"stderr"``
+    (the estimate's standard error). A Boolean query gives one row, its probability of being
+    true; a query with no answer gives one row at 0, as the exact path does."""
+    kind, n = parse_inference(inference)
+    if kind == "sample":
+        prog = SampledProgram.from_program(path, queries or None, networks=[], budget=budget,
+                                           samples=n, seed=seed)
+        margs, errs = prog.estimate([])
+    elif kind == "topk":
+        prog = build_program(path, queries or None, inference=inference, networks=[],
+                             budget=budget)
+        margs = prog.label_marginals([])
+        errs = [None] * len(margs)
+        prog.stats["truncated"] = bool(prog.last_truncated.any())
+    else:
+        raise NesyError("approximate_answers is for sample:S and topk:K; exact answers are "
+                        "nesybench.nesy.inference.marginals.marginals", field="inference")
+    rows = []
+    for query, atoms, dom, m, e in zip(prog.label_queries, prog.label_atoms, prog.label_domains,
+                                       margs, errs):
+        boolean = dom in ([0, 1], [0], [1]) and len(atoms) <= 1
+        ses = e[0].tolist() if e is not None else [None] * len(dom)
+        if boolean:
+            atoms = (atoms or [query]) * len(dom)
+        for v, atom, pr, se in zip(dom, atoms, m[0].tolist(), ses):
+            if boolean and v != 1:
+                continue
+            row = {"query": query, "atom": atom, "value": None if boolean else v, "p": pr}
+            if se is not None:
+                row["stderr"] = se
+            rows.append(row)
+        if boolean and 1 not in dom:
+            rows.append({"query": query, "atom": atoms[0] if atoms else query, "value": None,
+                         "p": 0.0})
+    return {"rows": rows, "evidence": prog.evidence, "stats": prog.stats}

@@ -1,9 +1,10 @@
-"""Run the marginals of a program from outside in a child process the operating system bounds.
+"""Run the inference of a program from outside in a child process the operating system bounds.
 
 A program someone hands us can ask for more than any check inside the work can stop: one SDD
 ``apply`` inside the C library runs until it returns (minutes, gigabytes), and when the C
 library cannot allocate it prints ``calloc failed`` and ends the process. So ``nesy infer``
-grounds and compiles in a child process:
+grounds and compiles (or samples, ``--inference sample:S``, or searches proofs,
+``topk:K``) in a child process:
 
 * the child starts, imports what it needs, starts SWI-Prolog, reads its own address-space
   size and then sets ``RLIMIT_AS`` to that size plus ``--max-memory``: every allocation past
@@ -39,11 +40,31 @@ def marginals_bounded(path, queries, budget) -> "Marginals":
     process under ``budget``'s ``max_memory_mb`` (``RLIMIT_AS``) and ``timeout`` (the parent
     kills the child past it). Raises what the child raised (:class:`NesyError`), or
     :class:`BudgetExceeded` when the child was stopped by a limit."""
-    from ..program.budget import Budget
     from .marginals import Answer, Marginals
+    reply = _run_child(path, queries, budget, {"method": "exact"})
+    return Marginals(answers=[Answer(a["query"], a["atom"], _value(a["value"]), a["p"])
+                              for a in reply["answers"]],
+                     evidence=reply["evidence"], stats=reply["stats"])
+
+
+def approximate_bounded(path, queries, budget, *, inference: str, seed: int | None) -> dict:
+    """:func:`nesybench.nesy.inference.approx.approximate_answers` (``sample:S`` or
+    ``topk:K``) of the program file ``path`` in the same bounded child process as
+    :func:`marginals_bounded`: ``{"rows", "evidence", "stats"}``."""
+    reply = _run_child(path, queries, budget, {"method": "approximate",
+                                               "inference": inference, "seed": seed})
+    for r in reply["rows"]:
+        r["value"] = _value(r["value"])
+    return reply
+
+
+def _run_child(path, queries, budget, what: dict) -> dict:
+    """Run the child on ``path`` with ``what`` (the method and its options) and return its
+    reply, or raise its error (or the limit that ended it) as one line."""
+    from ..program.budget import Budget
     budget = budget or Budget()
     request = {"path": os.fspath(path), "queries": list(queries or []),
-               "budget": budget.to_json()}
+               "budget": budget.to_json(), **what}
     env = dict(os.environ)
     env.setdefault("PYTHONHASHSEED", "0")
     limit = None if budget.timeout is None else budget.timeout + START_GRACE
@@ -57,14 +78,12 @@ def marginals_bounded(path, queries, budget) -> "Marginals":
                              file=str(path)) from None
     sys.set_int_max_str_digits(0)   # the child's answers may hold large integers
     reply = _reply(proc.stdout)
-    if reply is not None and "answers" in reply:
-        return Marginals(answers=[Answer(a["query"], a["atom"], _value(a["value"]), a["p"])
-                                  for a in reply["answers"]],
-                         evidence=reply["evidence"], stats=reply["stats"])
     if reply is not None and "error" in reply:
         e = reply["error"]
         cls = BudgetExceeded if e.pop("budget", False) else NesyError
         raise cls(**e)
+    if reply is not None:
+        return reply
     raise _ended(proc, budget, path)
 
 
@@ -100,6 +119,15 @@ def _ended(proc, budget, path) -> NesyError:
                      file=str(path))
 
 
+def _plain(obj):
+    """JSON for the NumPy scalars and tuples a reply's statistics may hold."""
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(f"not JSON: {type(obj).__name__}")
+
+
 def _vm_size_bytes() -> int | None:
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
@@ -124,6 +152,9 @@ def _child() -> int:
 
     b = request["budget"]
     budget = Budget(**b)
+    approximate = request.get("method") == "approximate"
+    if approximate:
+        from .approx import approximate_answers   # PyTorch imported before the limit
     prolog.use("prolog/problog_ground.pl")       # SWI-Prolog started before the limit
     if budget.max_memory_mb is not None:
         size = _vm_size_bytes()
@@ -131,9 +162,14 @@ def _child() -> int:
             cap = size + int((budget.max_memory_mb + AS_SLACK_MB) * 2**20)
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     try:
-        res = marginals(request["path"], request["queries"] or None, budget=budget)
-        out = {"answers": [a.to_json() for a in res.answers], "evidence": res.evidence,
-               "stats": res.stats}
+        if approximate:
+            out = approximate_answers(request["path"], request["queries"] or None,
+                                      inference=request["inference"], budget=budget,
+                                      seed=request.get("seed"))
+        else:
+            res = marginals(request["path"], request["queries"] or None, budget=budget)
+            out = {"answers": [a.to_json() for a in res.answers], "evidence": res.evidence,
+                   "stats": res.stats}
     except NesyError as exc:
         out = {"error": {"message": exc.message, "file": exc.file, "task": exc.task,
                          "field": exc.field, "line": exc.line, "column": exc.column,
@@ -142,7 +178,7 @@ def _child() -> int:
         out = {"error": {"message": f"inference stopped at --max-memory "
                                     f"{budget.max_memory_mb:g} MiB (an allocation failed)",
                          "file": request["path"], "budget": True}}
-    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.write(json.dumps(out, default=_plain) + "\n")
     sys.stdout.flush()
     return 0
 

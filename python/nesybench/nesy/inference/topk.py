@@ -66,9 +66,8 @@ from ...errors import NesyError
 from .learnable import LearnableProbabilities
 from .semantics import (LabelSemantics, choice_distributions, index_labels,
                         take_fixed_choices, take_ground_interface)
+from .spec import DEFAULT_K  # noqa: F401 - proofs kept per node when topk names no number
 
-#: proofs kept per node when ``topk`` is given without a number
-DEFAULT_K = 10
 #: the largest proof set worked out once for all examples (see ``TopKProgram._static``)
 STATIC_CAP = 64
 
