@@ -10,8 +10,9 @@ function), adds ``forall/2`` from its ``library(builtin)``, and ships the Prolog
   same outcome;
 * :class:`Routed`: the SWI-Prolog grounder does not run it: ``--grounder auto`` grounds a
   program that calls it with ProbLog's engine, ``--grounder prolog`` refuses it naming it;
-* :class:`Refused`: no grounder runs it (a safety decision, or not supported yet): the program
-  is refused in one line naming it. The reason is on the limitations page.
+* :class:`Refused`: no grounder runs it, a decision: it reads or writes outside the program
+  (files, databases, output, Python) or reaches into ProbLog's engine state (scopes,
+  flags, counters, sampling while grounding). The program is refused in one line naming it.
 
 The test walks ProbLog's table and fails on an entry without a row, so a new ProbLog release
 cannot add a builtin silently. The same rows cover the control constructs (``once``, ``\\+``,
@@ -45,8 +46,8 @@ class Refused:
 
 
 _SAFETY = "reads or writes outside the program (files, databases, output, Python)"
-_ENGINE = "reaches into ProbLog's engine state (scopes, caching, tracing)"
-_NOT_YET = "not supported yet by either grounder"
+_ENGINE = "reaches into ProbLog's engine state (scopes, flags, tracing)"
+_TERMS = "a term builtin of ProbLog's engine (pure), run there"
 
 #: control constructs and evidence, which ProbLog compiles rather than calls
 CONTROL = {
@@ -97,23 +98,28 @@ ENGINE = {
     **{("call_in_scope", n): Refused(_ENGINE) for n in range(2, 11)},
     ("create_scope", 2): Refused(_ENGINE), ("find_scope", 2): Refused(_ENGINE),
     ("set_state", 1): Refused(_ENGINE), ("reset_state", 0): Refused(_ENGINE),
-    ("check_state", 1): Refused(_ENGINE), ("nocache", 2): Refused(_ENGINE),
-    ("dbreference", 1): Refused(_ENGINE), ("seq", 1): Refused(_ENGINE),
-    ("possible", 1): Refused(_ENGINE), ("primitive", 1): Refused(_ENGINE),
-    ("simple", 1): Refused(_ENGINE), ("condition", 1): Refused(_ENGINE),
-    ("probabilityX", 1): Refused(_ENGINE), ("sample_uniform1", 3): Refused(_ENGINE),
-    ("unknown", 1): Refused("as a goal; the directive :- unknown(fail). is supported (a call "
-                            "to an undefined predicate fails, as in ProbLog)"),
+    ("check_state", 1): Refused(_ENGINE),
+    ("dbreference", 1): Routed(_TERMS), ("seq", 1): Refused(_ENGINE + ": a counter that "
+                                                              "differs between runs"),
+    ("possible", 1): Refused(_ENGINE + ": a second grounding inside grounding"),
+    ("primitive", 1): Routed(_TERMS), ("simple", 1): Routed(_TERMS),
+    ("condition", 1): Refused(_ENGINE), ("probabilityX", 1): Refused(_SAFETY),
+    ("sample_uniform1", 3): Refused(_ENGINE + ": random sampling while grounding"),
+    ("unknown", 1): Refused("as a goal (a flag of ProbLog's engine); the directive "
+                            ":- unknown(fail). is supported (a call to an undefined predicate "
+                            "fails, as in ProbLog)"),
     ("clause", 2): Routed("the program's own clauses as data (library(cut) too); "
                           "nesybench's helper clauses are not among them"),
     ("clause", 3): Routed("the program's own clauses and their probabilities as data"),
-    **{("call_nc", n): Refused(_NOT_YET) for n in range(1, 10)},
+    **{("call_nc", n): Routed("call/N without ProbLog's tabling of the call")
+       for n in range(1, 10)},
     **{("try_call", n): Routed("call/N that fails where the goal is undefined or raises "
                                "(library(scope)); a budget still stops it")
        for n in range(1, 10)},
-    ("numbervars", 2): Refused(_NOT_YET), ("numbervars", 3): Refused(_NOT_YET),
-    ("varnumbers", 2): Refused(_NOT_YET), ("rational", 1): Refused(_NOT_YET),
-    ("subsumes_chk", 2): Refused(_NOT_YET),
+    ("numbervars", 2): Routed(_TERMS), ("numbervars", 3): Routed(_TERMS),
+    ("varnumbers", 2): Routed(_TERMS), ("rational", 1): Routed(_TERMS),
+    ("subsumes_chk", 2): Routed(_TERMS), ("nocache", 2): Routed(
+        "a hint not to table a predicate; the answers are the same"),
 }
 
 #: the libraries a program may import: ProbLog's own Prolog clauses, given to both grounders

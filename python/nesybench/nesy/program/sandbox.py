@@ -55,6 +55,11 @@ BUILTINS: frozenset[str] = frozenset({
     "subsumes_term/2",
     # the program's own clauses as data (read, never changed)
     "clause/2", "clause/3",
+    # ProbLog's further term builtins (pure; ground by ProbLog's engine)
+    "rational/1", "simple/1", "dbreference/1", "primitive/1", "numbervars/2",
+    "numbervars/3", "varnumbers/2", "subsumes_chk/2",
+    # a hint to ProbLog's engine not to table a predicate (answers do not change)
+    "nocache/2",
 })
 
 #: meta-calls: predicate -> positions (0-based) of goal arguments and how many extra
@@ -65,6 +70,7 @@ META: dict[str, tuple[tuple[int, int], ...]] = {
     "forall/2": ((0, 0), (1, 0)),
     **{f"call/{n}": ((0, n - 1),) for n in range(1, 10)},
     **{f"try_call/{n}": ((0, n - 1),) for n in range(1, 10)},
+    **{f"call_nc/{n}": ((0, n - 1),) for n in range(1, 10)},
     # library(apply)
     **{f"maplist/{n}": ((0, n - 1),) for n in range(2, 6)},
     "include/3": ((0, 1),), "exclude/3": ((0, 1),), "partition/4": ((0, 1),),
@@ -133,7 +139,7 @@ PYTHON_HELPERS: dict[str, str] = {python_helper(sig): sig
 #: engine), and the two pure helpers ProbLog's ``lists.pl`` calls. Nothing else exists there.
 ENGINE_BUILTINS: frozenset[str] = BUILTINS | frozenset({
     "findall/3", "all/3", "all_or_none/3", "once/1", *(f"call/{n}" for n in range(1, 10)),
-    *(f"try_call/{n}" for n in range(1, 10)),
+    *(f"try_call/{n}" for n in range(1, 10)), *(f"call_nc/{n}" for n in range(1, 10)),
     "memberchk_ground/2", "ground_list/2", *PYTHON_HELPERS,
 })
 
