@@ -11,6 +11,10 @@ DEFAULT_SAMPLES = 1000
 DEFAULT_K = 10
 
 
+#: method -> (default count, least count, what the count counts)
+_COUNTS = {"sample": (DEFAULT_SAMPLES, 2, "samples"), "topk": (DEFAULT_K, 1, "proofs")}
+
+
 def parse_inference(spec: str | None) -> tuple[str, int | None]:
     """``"exact"`` -> ``("exact", None)``; ``"sample:S"`` / ``"sample"`` -> ``("sample", S)``;
     ``"topk:K"`` / ``"topk"`` -> ``("topk", K)`` (the K best proofs,
@@ -19,23 +23,15 @@ def parse_inference(spec: str | None) -> tuple[str, int | None]:
     if spec == "exact":
         return "exact", None
     kind, _, num = spec.partition(":")
-    if kind == "sample":
-        try:
-            s = int(num) if num else DEFAULT_SAMPLES
-        except ValueError:
-            s = 0
-        if s < 2:
-            raise NesyError(f"--inference {spec}: the number of samples must be an integer >= 2",
-                            field="inference")
-        return "sample", s
-    if kind == "topk":
-        try:
-            k = int(num) if num else DEFAULT_K
-        except ValueError:
-            k = 0
-        if k < 1:
-            raise NesyError(f"--inference {spec}: the number of proofs must be an integer >= 1",
-                            field="inference")
-        return "topk", k
-    raise NesyError(f"unknown inference {spec!r}: exact | sample:S (S worlds sampled per "
-                    "example) | topk:K (the K most probable proofs)", field="inference")
+    if kind not in _COUNTS:
+        raise NesyError(f"unknown inference {spec!r}: exact | sample:S (S worlds sampled per "
+                        "example) | topk:K (the K most probable proofs)", field="inference")
+    default, least, what = _COUNTS[kind]
+    try:
+        n = int(num) if num else default
+    except ValueError:
+        n = 0
+    if n < least:
+        raise NesyError(f"--inference {spec}: the number of {what} must be an integer "
+                        f">= {least}", field="inference")
+    return kind, n
