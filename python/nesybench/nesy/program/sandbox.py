@@ -136,7 +136,8 @@ PYTHON_HELPERS: dict[str, str] = {python_helper(sig): sig
 
 #: the builtins the grounding engine registers at all (:func:`safe_engine`): :data:`BUILTINS`,
 #: the meta-calls that are builtins of ProbLog's engine (their goals are resolved by the same
-#: engine), and the two pure helpers ProbLog's ``lists.pl`` calls. Nothing else exists there.
+#: engine), the two pure helpers ProbLog's ``lists.pl`` calls and the Python predicates of
+#: ProbLog's libraries (:data:`LIBRARY_PYTHON`). Nothing else exists there.
 ENGINE_BUILTINS: frozenset[str] = BUILTINS | frozenset({
     "findall/3", "all/3", "all_or_none/3", "once/1", *(f"call/{n}" for n in range(1, 10)),
     *(f"try_call/{n}" for n in range(1, 10)), *(f"call_nc/{n}" for n in range(1, 10)),
