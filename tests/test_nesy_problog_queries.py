@@ -94,6 +94,11 @@ PROGRAMS = {
         'body_of(H, B) :- clause(H, B).\n'
         'prob_of(H, P) :- clause(H, true, P).\n'
         'query(body_of(a, B)). query(body_of(c, B)). query(prob_of(f(X), P)).',
+    "a program's own concat/2 without library(string)":
+        'concat(X, Y) :- Y = got(X).\n'
+        '0.3::p.\n'
+        'r(Y) :- p, concat(ab, Y).\n'
+        'query(r(Y)).',
     'an undefined predicate in a clause that is never called':
         'a :- not_defined_anywhere.\n'
         '0.4::q.\n'
