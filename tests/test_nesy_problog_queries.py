@@ -256,3 +256,17 @@ def test_an_undefined_call_is_an_error_when_called_and_side_effects_when_read():
     with pytest.raises(NesyError, match=r"line 1, column 6: .*assertz/1 is a Prolog builtin "
                                         "with side effects"):
         marginals("a :- assertz(b).\nq.\nquery(q).\n")
+
+
+def test_a_control_construct_called_with_extra_arguments_is_one_line():
+    """call((a ; b), x) calls ';'/3, which nothing defines (ProbLog itself ends in a Python
+    TypeError): one line under every grounder, never a traceback; try_call fails on it."""
+    for grounder in GROUNDERS:
+        with pytest.raises(NesyError) as info:
+            marginals("0.5::a.\nr :- call((a ; b), x).\nquery(r).\n",
+                      budget=Budget(grounder=grounder))
+        assert "\n" not in info.value.message
+    text = "0.5::a.\ns :- try_call((a ; b), x).\nt :- a, try_call((a, a)).\nquery(s). query(t).\n"
+    for grounder in ("auto", "problog"):
+        got = {a.atom: a.p for a in marginals(text, budget=Budget(grounder=grounder)).answers}
+        assert got == {"s": 0.0, "t": 0.0}

@@ -430,7 +430,9 @@ class ProgramChecker:
                 if not isinstance(sub, Term) or isinstance(sub.functor, ARITH_OK):
                     raise self._refuse(f"{sig}: {sub} is not a goal", goal, clause)
                 if extra:
-                    sub = sub(*sub.args, *([Var("_")] * extra))
+                    # a plain term: call((a ; b), X) calls ';'/3, not a disjunction (ProbLog's
+                    # And/Or/Not classes take exactly their own arguments)
+                    sub = Term(sub.functor, *sub.args, *([Var("_")] * extra))
                 self._goal(sub, clause, known, depth + 1)
             lib_meta = any(sig in LIBRARIES[lib] for lib in ("apply",))
             if lib_meta and sig not in known:
@@ -525,11 +527,11 @@ def _try_call(term, *args, **kwargs):
     stops grounding inside it."""
     from problog.engine_builtin import _builtin_call
     from problog.logic import Term
-    if isinstance(term, Term) and _internal_head(term.with_args(*term.args, *args)):
-        # ProbLog's engine has no clauses for ','/2, ';'/2 and '\+'/1 as called terms, so
-        # its try_call fails on them (nesybench's control clauses would run them)
-        return True, kwargs["callback"].notifyComplete()
     try:
+        if isinstance(term, Term) and _internal_head(Term(term.functor, *term.args, *args)):
+            # ProbLog's engine has no clauses for ','/2, ';'/2 and '\+'/1 as called terms,
+            # so its try_call fails on them (nesybench's control clauses would run them)
+            return True, kwargs["callback"].notifyComplete()
         return _builtin_call(term, args, **kwargs)
     except Exception:   # noqa: BLE001 - ProbLog's try_call fails on any error of the goal
         return True, kwargs["callback"].notifyComplete()
